@@ -1,0 +1,39 @@
+"""Errors a user can cause. The CLI prints them as one line, without a traceback."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class LkmError(Exception):
+    """Base class for every error a user can cause (bad spec, missing data, ...).
+
+    The message must be one line that names the file, key path or dataset involved.
+    """
+
+
+class SpecError(LkmError):
+    """A malformed or invalid experiment spec."""
+
+
+class DataError(LkmError):
+    """A dataset is unknown, unavailable, corrupt or contains invalid values."""
+
+
+class DatasetUnavailable(DataError):
+    """A dataset's files are missing and cannot be downloaded."""
+
+
+class ChecksumError(DataError):
+    """A data file does not match the sha256 recorded in the registry."""
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """Return ' (did you mean 'x'?)' for the closest choice, or a list of valid choices."""
+    choices = sorted(set(choices))
+    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
+    if close:
+        return f" (did you mean '{close[0]}'?)"
+    shown = ", ".join(choices[:12]) + (", ..." if len(choices) > 12 else "")
+    return f" (choose from: {shown})"
