@@ -132,3 +132,24 @@ class DistanceCache:
 
     def __len__(self) -> int:
         return len(self._store)
+
+
+def sq_dists(
+    A: np.ndarray, B: np.ndarray, cache: DistanceCache | None = None, metric: str = "euclidean"
+) -> np.ndarray:
+    """Squared distances between the rows of ``A`` and ``B``, memoized in ``cache`` if given.
+
+    With a cache the returned array is shared with later callers: treat it as read-only.
+    """
+    if cache is not None:
+        return cache.sq_dists(A, B, metric)
+    fn = DISTANCES[metric]
+    return fn(A, None) if A is B else fn(A, B)
+
+
+def gaussian_gram(
+    A: np.ndarray, B: np.ndarray, sigma: float, cache: DistanceCache | None = None
+) -> np.ndarray:
+    """Gaussian kernel matrix ``K(A, B)`` as a new array; distances come from ``cache`` if given."""
+    D = sq_dists(A, B, cache)
+    return gaussian_from_sq(D, sigma, out=None if cache is not None else D)

@@ -1,0 +1,40 @@
+# lkm — common tasks. `make demo` and `make test` are the README's two set-up commands.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+LKM    := $(BIN)/lkm
+# The read-only dataset mirror used by tests and reproductions.
+export LKM_DATA_DIR ?= $(abspath ../shared/datasets)
+
+.PHONY: help install demo test test-fast lint bench reproduce clean
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(BIN)/activate:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/activate
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed  ## create .venv and install lkm with test tools
+
+demo: install  ## run the embedded default (offline data) and write results/quickstart/
+	$(LKM) run configs/quickstart.yaml --jobs 2
+
+test: install  ## run the test suite (uses the dataset mirror in $$LKM_DATA_DIR)
+	$(BIN)/python -m pytest -q -n 2
+
+lint: install  ## static checks
+	$(BIN)/ruff check lkm tests
+
+bench: install  ## speed ratios against reference libraries (one spambase fold)
+	$(LKM) bench --out results/bench.json
+
+reproduce: install demo  ## every reproduction that exists so far
+	@echo "reproductions: see README.md (Reproductions)"
+
+clean:  ## remove run folders and caches (keeps .venv)
+	rm -rf results/*/ .pytest_cache .ruff_cache

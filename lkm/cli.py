@@ -1,0 +1,440 @@
+"""The `lkm` command line. Thin: parses options and calls the library.
+
+Every error a user can cause ends as one line naming the file, key or dataset, and a
+non-zero exit code (2); records already written are never touched by an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from typer.core import TyperGroup
+
+from lkm.errors import LkmError, SpecError
+
+console = Console()
+err_console = Console(stderr=True)
+
+DATA_DIR_HELP = "Read-only dataset mirror laid out <dataset>/<file> (default: $LKM_DATA_DIR); files are still sha256-verified."
+
+
+class _SweepArgs(TyperGroup):
+    """Lets `lkm sweep` take a bare `--sigma` (the paper's grid) and any `--NAME GRID`.
+
+    Click cannot give an option an optional value, so the arguments are rewritten
+    before parsing: a bare `--sigma`/`--k` gets the value 'default', and an unknown
+    `--beta 0.1:10:5` becomes `--param beta=0.1:10:5`.
+    """
+
+    KNOWN = {"--method", "-m", "--dataset", "-d", "--out", "-o", "--jobs", "-j", "--data-dir",
+             "--fresh", "--dry-run", "--param", "--help", "--no-progress"}
+    GRID_OPTIONS = {"--sigma", "--k"}
+
+    def parse_args(self, ctx, args):  # type: ignore[override]
+        if args and args[0] == "sweep":
+            args = [args[0], *self._rewrite(args[1:])]
+        return super().parse_args(ctx, args)
+
+    def _rewrite(self, args: list[str]) -> list[str]:
+        out: list[str] = []
+        i = 0
+        while i < len(args):
+            a = args[i]
+            nxt = args[i + 1] if i + 1 < len(args) else None
+            has_value = nxt is not None and not (nxt.startswith("--") or (nxt.startswith("-") and nxt[1:2].isalpha()))
+            if a in self.GRID_OPTIONS:
+                out += [a, nxt if has_value else "default"]
+                i += 2 if has_value else 1
+            elif a.startswith("--") and "=" not in a and a not in self.KNOWN:
+                out += ["--param", f"{a[2:]}={nxt if has_value else 'default'}"]
+                i += 2 if has_value else 1
+            else:
+                out.append(a)
+                i += 1
+        return out
+
+
+app = typer.Typer(
+    cls=_SweepArgs,
+    help=(
+        "lkm — local kernel machines: rerun the experiments of five papers on local kernel "
+        "methods from YAML specs, and compare the methods fairly.\n\n"
+        "Start with `lkm run configs/quickstart.yaml` (offline data, under a minute), then "
+        "`lkm sweep --sigma` for an ad-hoc sigma sweep. Results go to results/<spec name>/: "
+        "tables/ (Markdown, CSV, LaTeX, with the paper's numbers beside ours), figures/ "
+        "(PNG, PDF), results.csv/.parquet and provenance.json."
+    ),
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+    pretty_exceptions_enable=False,
+)
+datasets_app = typer.Typer(help="List, describe, download and verify the registered datasets.", no_args_is_help=True)
+app.add_typer(datasets_app, name="datasets")
+
+
+def _fail(exc: BaseException, code: int = 2) -> typer.Exit:
+    err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def _data_dir(data_dir: Path | None) -> Path | None:
+    if data_dir is not None:
+        if not data_dir.is_dir():
+            raise LkmError(f"--data-dir: {data_dir} is not a directory")
+        os.environ["LKM_DATA_DIR"] = str(data_dir)  # worker processes read it too
+    return data_dir
+
+
+# -- run / sweep -------------------------------------------------------------------
+OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default: results/<spec name>). Rerunning into it resumes.")]
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=-1, help="Parallel worker processes (-1: one per core).")]
+DataDirOpt = Annotated[Path | None, typer.Option("--data-dir", help=DATA_DIR_HELP)]
+FreshOpt = Annotated[bool, typer.Option("--fresh/--resume", help="--fresh discards this run directory's earlier records; --resume (default) computes only what is missing.")]
+DryOpt = Annotated[bool, typer.Option("--dry-run", help="Print the task plan (fits per dataset and method) and exit without fitting.")]
+ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar with ETA.")]
+
+
+@app.command()
+def run(
+    spec: Annotated[Path, typer.Argument(help="Experiment spec (YAML), e.g. configs/quickstart.yaml.", show_default=False)],
+    out: OutOpt = None,
+    jobs: JobsOpt = 1,
+    data_dir: DataDirOpt = None,
+    fresh: FreshOpt = False,
+    dry_run: DryOpt = False,
+    progress: ProgressOpt = True,
+) -> None:
+    """Run every dataset x split x method x parameter setting of SPEC, then write tables and figures.
+
+    Records are written as each fit finishes: interrupt at any time (even kill -9) and
+    run the same command again to compute only what is missing.
+
+    Example: `lkm run configs/quickstart.yaml --jobs 2`
+    """
+    from lkm.spec import load_spec
+
+    try:
+        _data_dir(data_dir)
+        s = load_spec(spec)
+        _run_spec(s, str(spec), out, jobs, fresh, dry_run, progress)
+    except LkmError as exc:
+        raise _fail(exc) from None
+
+
+@app.command()
+def sweep(
+    spec: Annotated[Path | None, typer.Argument(help="Spec to sweep (omit for an ad-hoc sweep of --method on --dataset).", show_default=False)] = None,
+    sigma: Annotated[str | None, typer.Option("--sigma", help="Sigma grid. Bare `--sigma`: the paper's 39 log-spaced values in [0.01, 100]. Write `0.01:100:39` (log-spaced) or `0.5,1,2`.", show_default=False)] = None,
+    k: Annotated[str | None, typer.Option("--k", help="Neighbour-count grid for local methods, e.g. `5,9,13,17` or `auto,5,9`.", show_default=False)] = None,
+    param: Annotated[list[str] | None, typer.Option("--param", help="Any other parameter as NAME=GRID; `--beta 0.1:10:5` is short for `--param beta=0.1:10:5`.", show_default=False)] = None,
+    method: Annotated[list[str] | None, typer.Option("--method", "-m", help="Ad-hoc sweep: estimator keys (default: pl, lpl, svm). See `lkm methods`.", show_default=False)] = None,
+    dataset: Annotated[list[str] | None, typer.Option("--dataset", "-d", help="Ad-hoc sweep: dataset names (default: the quickstart data). See `lkm datasets list`.", show_default=False)] = None,
+    out: OutOpt = None,
+    jobs: JobsOpt = 1,
+    data_dir: DataDirOpt = None,
+    fresh: FreshOpt = False,
+    dry_run: DryOpt = False,
+    progress: ProgressOpt = True,
+) -> None:
+    """Run SPEC (or an ad-hoc spec) with one or more parameters swept over a grid.
+
+    The swept values replace the spec's own sweep of that parameter for every method
+    that has it. The spec actually used is saved in the run folder as spec.yaml.
+
+    Examples:
+
+    * `lkm sweep --sigma` — PL, LPL and SVM over the paper's sigma grid on the quickstart data
+    * `lkm sweep configs/lpl_k_diabetes.yaml --k 5,9,13,17`
+    * `lkm sweep -m lpl -d sonar --sigma 0.1:10:9 --k 3,7`
+    """
+    from lkm.spec import DEFAULT_GRIDS, default_spec, load_spec, parse_grid, spec_from_dict
+
+    try:
+        _data_dir(data_dir)
+        grids: dict[str, str] = {}
+        if sigma is not None:
+            grids["sigma"] = sigma
+        if k is not None:
+            grids["k"] = k
+        for item in param or []:
+            name, sep, grid = item.partition("=")
+            if not sep or not name:
+                raise SpecError(f"--param {item!r}: write NAME=GRID, e.g. beta=0.1:10:5")
+            grids[name] = grid
+        if not grids:
+            raise SpecError("sweep: name at least one parameter to sweep, e.g. --sigma or --k 5,9")
+        parsed: dict[str, list[Any]] = {}
+        for name, grid in grids.items():
+            if grid in ("default", "paper"):
+                if name not in DEFAULT_GRIDS:
+                    raise SpecError(f"--{name}: give a grid (there is no default grid for {name!r}), e.g. --{name} 1,2,4")
+                grid = DEFAULT_GRIDS[name]
+            try:
+                parsed[name] = parse_grid(grid)
+            except ValueError as exc:
+                raise SpecError(f"--{name}: {exc}") from None
+        if spec is not None:
+            if method or dataset:
+                raise SpecError("--method/--dataset are for ad-hoc sweeps without a SPEC; edit the spec instead")
+            base = load_spec(spec)
+            source = str(spec)
+        else:
+            base = default_spec(dataset, method, name="sweep")
+            source = "<ad-hoc sweep>"
+        data = base.model_dump(mode="json")
+        data["sweep"] = {**data.get("sweep", {}), **parsed}
+        for m in data["methods"]:
+            for name in parsed:
+                m["sweep"].pop(name, None)
+                m["params"].pop(name, None)
+        data["name"] = f"{base.name}-sweep-{'-'.join(parsed)}"
+        s = spec_from_dict(data, source)
+        _run_spec(s, source, out, jobs, fresh, dry_run, progress)
+    except LkmError as exc:
+        raise _fail(exc) from None
+
+
+def _run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_run: bool, progress: bool) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from lkm.report import build_report
+    from lkm.runner import build_plan, dataset_provenance, execute, plan_table, write_plan
+    from lkm.spec import spec_to_yaml
+    from lkm.store import RunStore
+
+    run_dir = out or Path("results") / spec.name
+    store = RunStore(run_dir)
+    with console.status("loading data and planning...", spinner="dots"):
+        plan = build_plan(spec, data_dir=os.environ.get("LKM_DATA_DIR"), source=source)
+    done = store.completed_ids() if (store.records_dir.exists() and not fresh) else set()
+    if dry_run:
+        _print_plan(plan, done, run_dir)
+        return
+    store.prepare(fresh=fresh)
+    store.write_spec(spec_to_yaml(spec))
+    write_plan(plan, store)
+    for ds, msg in plan.unavailable.items():
+        err_console.print(f"[yellow]skipped[/] {ds}: {msg}", highlight=False)
+    todo = len(plan.task_ids - done)
+    console.print(
+        f"[bold]{spec.name}[/]: {len(plan.tasks)} fits ({len(plan.tasks) - todo} already recorded) "
+        f"on {len(plan.datasets)} dataset(s), {spec.protocol.describe()} -> {run_dir}/", highlight=False
+    )
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    try:
+        with Progress(
+            TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console,
+            disable=not progress, transient=False,
+        ) as bar:
+            tid = bar.add_task("fitting", total=todo)
+            summary = execute(plan, store, jobs=jobs, on_progress=lambda n: bar.advance(tid, n))
+    except KeyboardInterrupt:
+        raise _fail(LkmError(f"interrupted; every finished fit is recorded in {run_dir}/records — run the same command again to resume"), 130) from None
+    store.write_provenance({
+        "command": " ".join(shlex.quote(a) for a in ["lkm", *sys.argv[1:]]),
+        "spec_source": source, "started_at": started, "seconds": round(summary.seconds, 3),
+        "jobs": jobs, "seeds": {"protocol": getattr(spec.protocol, "seed", None)},
+        "datasets": dataset_provenance(plan),
+        "tasks": {"planned": summary.planned, "recorded_before": summary.skipped, "ran": summary.ran, "failed": summary.failed},
+    })
+    with console.status("writing tables and figures...", spinner="dots"):
+        written = build_report(store, spec, plan.task_ids, plan.unavailable)
+    _print_summary(run_dir)
+    console.print(f"{summary.ran} fits in {summary.seconds:.1f} s; {len(written)} files written under {run_dir}/", highlight=False)
+    if summary.failed:
+        raise _fail(LkmError(f"{summary.failed} fit(s) failed (recorded with status 'error'); first: {summary.first_error}"), 1)
+
+
+def _print_plan(plan, done: set[str], run_dir: Path) -> None:
+    from lkm.runner import plan_table
+
+    t = Table(title=f"plan for {plan.spec.name} -> {run_dir}/ ({plan.spec.protocol.describe()})")
+    for col in ("dataset", "method", "splits", "settings", "fits", "recorded"):
+        t.add_column(col, justify="left" if col in ("dataset", "method") else "right")
+    rows = plan_table(plan, done)
+    for r in rows:
+        t.add_row(*(str(r[c]) for c in ("dataset", "method", "splits", "settings", "fits", "recorded")))
+    console.print(t)
+    total = sum(r["fits"] for r in rows)
+    recorded = sum(r["recorded"] for r in rows)
+    console.print(f"{total} fits in all, {recorded} already recorded, {total - recorded} to run.")
+    for ds, msg in plan.unavailable.items():
+        console.print(f"[yellow]unavailable[/] {ds}: {msg}", highlight=False)
+
+
+def _print_summary(run_dir: Path) -> None:
+    import pandas as pd
+
+    path = run_dir / "tables" / "summary.csv"
+    if not path.is_file():
+        return
+    df = pd.read_csv(path, dtype=str).fillna("–")
+    t = Table(title="summary (accuracy % at the selected setting)")
+    for col in df.columns:
+        t.add_column(col)
+    for row in df.itertuples(index=False):
+        t.add_row(*row)
+    console.print(t)
+
+
+# -- report / methods / bench ---------------------------------------------------------
+@app.command()
+def report(run_dir: Annotated[Path, typer.Argument(help="A run directory written by `lkm run` or `lkm sweep`.", show_default=False)]) -> None:
+    """Rebuild tables and figures of RUN_DIR from its stored records, without refitting."""
+    from lkm.report import build_report
+    from lkm.spec import load_spec
+    from lkm.store import RunStore
+
+    try:
+        if not (run_dir / "spec.yaml").is_file():
+            raise LkmError(f"{run_dir}: not a run directory (no spec.yaml)")
+        spec = load_spec(run_dir / "spec.yaml")
+        written = build_report(RunStore(run_dir), spec)
+        if not written:
+            raise LkmError(f"{run_dir}: no finished fits recorded yet")
+    except LkmError as exc:
+        raise _fail(exc) from None
+    _print_summary(run_dir)
+    console.print(f"{len(written)} files written under {run_dir}/")
+
+
+@app.command()
+def methods() -> None:
+    """List the estimators (spec key, class, paper) and their parameters with defaults."""
+    from lkm.methods import METHODS
+
+    t = Table(title="estimators (use the key in a spec's methods[].estimator)")
+    t.add_column("key")
+    t.add_column("class")
+    t.add_column("parameters (default)")
+    t.add_column("what it is")
+    for key, cls in METHODS.items():
+        params = ", ".join(f"{k}={v!r}" for k, v in cls().get_params().items())
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        t.add_row(key, cls.__name__, params, doc)
+    console.print(t)
+
+
+@app.command()
+def bench(
+    data_dir: DataDirOpt = None,
+    repeats: Annotated[int, typer.Option(min=1, help="Timing repeats; the best of them is reported.")] = 3,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the results as JSON here.")] = None,
+) -> None:
+    """Speed ratios against reference libraries, measured in the same run on one spambase fold.
+
+    Ratios (ours / reference) carry across machines; seconds do not.
+    """
+    from lkm.bench import format_bench, run_bench
+
+    try:
+        _data_dir(data_dir)
+        results = run_bench(data_dir=os.environ.get("LKM_DATA_DIR"), repeats=repeats)
+    except LkmError as exc:
+        raise _fail(exc) from None
+    console.print(format_bench(results))
+    if out:
+        out.write_text(json.dumps(results, indent=2, default=str) + "\n")
+
+
+# -- datasets ---------------------------------------------------------------------------
+@datasets_app.command("list")
+def datasets_list() -> None:
+    """All registered datasets: name, source, size, and whether they need downloading."""
+    from lkm.data import list_datasets
+
+    t = Table(title="registered datasets (`lkm datasets info NAME` for details)")
+    for col in ("name", "source", "rows", "features", "classes", "aliases"):
+        t.add_column(col)
+    for info in list_datasets():
+        n_cls = len(info.class_counts) if info.class_counts else "–"
+        t.add_row(info.name, info.source, str(info.n_samples or "–"), str(info.n_features or "–"),
+                  str(n_cls), ", ".join(info.aliases))
+    console.print(t)
+
+
+@datasets_app.command("info")
+def datasets_info(
+    name: Annotated[str, typer.Argument(help="Dataset name or alias.", show_default=False)],
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Rows, features, class counts, files, source and citation of one dataset."""
+    from lkm.data import dataset_info
+
+    try:
+        _data_dir(data_dir)
+        info = dataset_info(name)
+    except LkmError as exc:
+        raise _fail(exc) from None
+    console.print(f"[bold]{info.name}[/] ({info.source})" + (f", aliases: {', '.join(info.aliases)}" if info.aliases else ""))
+    console.print(info.description, highlight=False)
+    console.print(f"rows: {info.n_samples}   features: {info.n_features}")
+    if info.class_counts:
+        console.print("classes: " + ", ".join(f"{k}: {v}" for k, v in info.class_counts.items()), highlight=False)
+    for f in info.files:
+        console.print(f"file: {f.dir}/{f.name}  {f.size} B  sha256 {f.sha256}\n      from {f.url or f.origin}", highlight=False)
+    for k, v in (info.meta or {}).items():
+        console.print(f"{k}: {v}", highlight=False)
+    console.print(f"citation: {info.citation}", highlight=False)
+
+
+@datasets_app.command("fetch")
+def datasets_fetch(
+    names: Annotated[list[str], typer.Argument(help="Dataset names.", show_default=False)],
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Download (or find in the mirror) and verify the files of NAMES."""
+    from lkm.data import fetch
+
+    failed = 0
+    _data_dir(data_dir)
+    for name in names:
+        try:
+            paths = fetch(name, data_dir=os.environ.get("LKM_DATA_DIR"))
+            for p in paths:
+                console.print(f"[green]ok[/] {name}: {p}", highlight=False)
+        except LkmError as exc:
+            failed += 1
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    if failed:
+        raise typer.Exit(2)
+
+
+@datasets_app.command("verify")
+def datasets_verify(data_dir: DataDirOpt = None) -> None:
+    """Check the sha256 of every registered file found in the mirror or the download cache."""
+    from lkm.data import verify
+
+    _data_dir(data_dir)
+    results = verify(data_dir=os.environ.get("LKM_DATA_DIR"))
+    t = Table(title="dataset files")
+    for col in ("dataset", "file", "status", "path"):
+        t.add_column(col)
+    bad = 0
+    for r in results:
+        style = {"ok": "green", "mismatch": "bold red", "missing": "yellow"}.get(r.status, "")
+        bad += r.status == "mismatch"
+        t.add_row(r.dataset, r.file, f"[{style}]{r.status}[/]", str(r.path or "–"))
+    console.print(t)
+    counts = {s: sum(r.status == s for r in results) for s in ("ok", "missing", "mismatch")}
+    console.print(f"{counts['ok']} ok, {counts['missing']} missing, {counts['mismatch']} checksum mismatches")
+    if bad:
+        raise typer.Exit(1)
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,189 @@
+"""Datasets: the registry, verified files, parsers and generators behind :func:`load_dataset`.
+
+>>> from lkm.data import load_dataset
+>>> ds = load_dataset("moons")                      # synthetic, offline
+>>> ds = load_dataset("mnist", classes=[3, 8])      # files from LKM_DATA_DIR or the cache
+
+See ``datasets/registry.yaml`` for every name, alias, file and citation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from lkm.data.fetch import (
+    VerifyResult,
+    cache_dir,
+    fetch,
+    fetch_dataset_files,
+    fetch_file,
+    resolve_data_dir,
+    verify,
+)
+from lkm.data.parsers import Parsed, ParseError, check_finite, parse
+from lkm.data.registry import DatasetInfo, FileEntry, dataset_info, list_datasets
+from lkm.data.synthetic import generate
+from lkm.errors import DataError
+
+__all__ = [
+    "Dataset",
+    "DatasetInfo",
+    "FileEntry",
+    "VerifyResult",
+    "cache_dir",
+    "dataset_info",
+    "fetch",
+    "fetch_file",
+    "list_datasets",
+    "load_dataset",
+    "resolve_data_dir",
+    "verify",
+]
+
+
+@dataclass
+class Dataset:
+    """Features, labels and provenance of one dataset.
+
+    ``X`` is float64 (n, p) and C-contiguous; ``y`` holds the original class values (int
+    or str); ``classes`` the sorted unique labels; ``predefined_split`` the official
+    partition as index arrays (e.g. ``{"train": idx, "test": idx}``) or None.
+    """
+
+    name: str
+    X: np.ndarray
+    y: np.ndarray
+    classes: list
+    info: DatasetInfo
+    predefined_split: dict[str, np.ndarray] | None
+    feature_names: list[str] | None = None
+
+    def __repr__(self) -> str:
+        split = ", ".join(f"{k}={len(v)}" for k, v in (self.predefined_split or {}).items())
+        return (
+            f"Dataset({self.name!r}, n={self.X.shape[0]}, p={self.X.shape[1]}, "
+            f"classes={len(self.classes)}{', ' + split if split else ''})"
+        )
+
+
+def _read_files(info: DatasetInfo, data_dir: str | Path | None) -> Parsed:
+    files = fetch_dataset_files(info, data_dir)
+    try:
+        return parse(info.reader, files, info.options)
+    except ParseError as exc:
+        raise DataError(f"dataset '{info.name}': {exc}") from None
+    except TypeError as exc:  # options in the registry that the parser does not take
+        raise DataError(
+            f"dataset '{info.name}': bad parser options in the registry: {exc}"
+        ) from None
+
+
+def _load_sklearn(info: DatasetInfo) -> Parsed:
+    """A dataset bundled with scikit-learn (``sklearn.datasets.load_*``, offline)."""
+    import sklearn.datasets
+
+    loader = getattr(sklearn.datasets, info.reader, None)
+    if not info.reader.startswith("load_") or loader is None:
+        raise DataError(f"dataset '{info.name}': sklearn.datasets has no loader {info.reader!r}")
+    bunch = loader(**info.options)
+    names = [str(n) for n in bunch.feature_names] if "feature_names" in bunch else None
+    return Parsed(np.asarray(bunch.data), np.asarray(bunch.target, dtype=np.int64), names)
+
+
+def _generate(info: DatasetInfo, params: dict) -> Parsed:
+    X, y = generate(info.reader, {**info.options, **params}, dataset=info.name)
+    return Parsed(X, np.asarray(y, dtype=np.int64), ["x1", "x2"] if X.shape[1] == 2 else None)
+
+
+def _match_classes(requested: Sequence, y: np.ndarray, dataset: str) -> list:
+    """The label values named by ``requested`` (ints also given as strings of ints)."""
+    present = np.unique(y).tolist()
+    matched = []
+    for value in requested:
+        candidate = value
+        if y.dtype.kind in "iu" and isinstance(value, str):
+            try:
+                candidate = int(value.strip())
+            except ValueError:
+                candidate = value
+        elif y.dtype.kind == "U" and not isinstance(value, str):
+            candidate = None  # a number never equals a string label
+        if candidate not in present:
+            raise DataError(
+                f"dataset '{dataset}': class {value!r} is not one of its classes {present}"
+            )
+        if candidate not in matched:
+            matched.append(candidate)
+    return matched
+
+
+def select_classes(dataset: Dataset, classes: Sequence) -> Dataset:
+    """The rows of ``dataset`` whose label is in ``classes``, in their original order;
+    ``predefined_split`` is re-indexed to the kept rows."""
+    if isinstance(classes, (str, bytes)) or not len(classes):
+        raise DataError(
+            f"dataset '{dataset.name}': classes must be a non-empty list, got {classes!r}"
+        )
+    keep = np.isin(dataset.y, _match_classes(classes, dataset.y, dataset.name))
+    new_index = np.cumsum(keep) - 1
+    split = None
+    if dataset.predefined_split is not None:
+        split = {part: new_index[idx[keep[idx]]] for part, idx in dataset.predefined_split.items()}
+    y = dataset.y[keep]
+    return Dataset(
+        dataset.name,
+        np.ascontiguousarray(dataset.X[keep]),
+        y,
+        np.unique(y).tolist(),
+        dataset.info,
+        split,
+        dataset.feature_names,
+    )
+
+
+def load_dataset(
+    name: str | DatasetInfo,
+    *,
+    data_dir: str | Path | None = None,
+    classes: Sequence | None = None,
+    **params,
+) -> Dataset:
+    """Load a registered dataset by name or alias (or a :class:`DatasetInfo` built by hand).
+
+    File datasets come from ``data_dir`` / ``$LKM_DATA_DIR`` or the download cache, always
+    sha256-verified; ``classes`` keeps only those labels; ``params`` override a synthetic
+    generator's defaults (n_samples, noise, random_state, ...).
+    """
+    info = name if isinstance(name, DatasetInfo) else dataset_info(name)
+    if params and info.source != "synthetic":
+        raise DataError(
+            f"dataset '{info.name}' ({info.source}) takes no parameters, got "
+            f"{', '.join(sorted(params))}; only synthetic datasets accept generator parameters"
+        )
+    if info.source == "file":
+        parsed = _read_files(info, data_dir)
+    elif info.source == "sklearn":
+        parsed = _load_sklearn(info)
+    elif info.source == "synthetic":
+        parsed = _generate(info, params)
+    else:
+        raise DataError(f"dataset '{info.name}': unknown source {info.source!r}")
+    X = np.ascontiguousarray(parsed.X, dtype=np.float64)
+    try:
+        check_finite(X, f"{info.source} source {info.reader!r}")
+    except ParseError as exc:
+        raise DataError(f"dataset '{info.name}': {exc}") from None
+    dataset = Dataset(
+        info.name,
+        X,
+        parsed.y,
+        np.unique(parsed.y).tolist(),
+        info,
+        parsed.predefined_split,
+        parsed.feature_names,
+    )
+    return dataset if classes is None else select_classes(dataset, classes)

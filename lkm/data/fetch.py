@@ -1,0 +1,199 @@
+"""Making registered files available: the read-only ``LKM_DATA_DIR`` mirror, else a
+sha256-verified download cache managed by pooch.
+
+For each file, in order:
+
+1. if a data directory is set (argument or ``$LKM_DATA_DIR``) and holds
+   ``<data_dir>/<dir>/<name>``, its sha256 is checked and the file is used in place
+   (nothing is ever written to the data directory);
+2. else a verified copy in ``<cache>/<dir>/<name>`` is reused without network
+   (``$LKM_CACHE_DIR``, else ``pooch.os_cache("lkm")``);
+3. else it is downloaded with :func:`pooch.retrieve` against the registered sha256, unless
+   ``$LKM_OFFLINE`` is set (``1``/``true``/``yes``), which forbids any download.
+
+Failures raise :class:`~lkm.errors.DatasetUnavailable` or :class:`~lkm.errors.ChecksumError`
+with one-line messages that say where the file would come from and how to provide it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pooch
+
+from lkm.data.registry import DatasetInfo, FileEntry, dataset_info, list_datasets
+from lkm.errors import ChecksumError, DataError, DatasetUnavailable
+
+#: Seconds pooch waits for the server before giving up on a download.
+DOWNLOAD_TIMEOUT = 60
+_HASH_CHUNK = 1 << 20
+#: sha256 of files already hashed in this process, by (path, size, mtime_ns).
+_sha256_memo: dict[tuple[str, int, int], str] = {}
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """The check of one registered file; ``path`` is None when the file was not found."""
+
+    dataset: str
+    file: str
+    status: str  # "ok" | "mismatch" | "missing"
+    path: Path | None
+    expected: str
+    actual: str | None
+
+
+def resolve_data_dir(data_dir: str | Path | None = None) -> Path | None:
+    """The mirror directory: ``data_dir`` if given, else ``$LKM_DATA_DIR``, else None."""
+    chosen = data_dir if data_dir not in (None, "") else os.environ.get("LKM_DATA_DIR") or None
+    if chosen is None:
+        return None
+    path = Path(chosen).expanduser()
+    if not path.is_dir():
+        raise DataError(f"data directory {path} (LKM_DATA_DIR or --data-dir) is not a directory")
+    return path
+
+
+def cache_dir() -> Path:
+    """The download cache: ``$LKM_CACHE_DIR``, else pooch's per-user cache for "lkm"."""
+    env = os.environ.get("LKM_CACHE_DIR")
+    return Path(env).expanduser() if env else Path(pooch.os_cache("lkm")).expanduser()
+
+
+def downloads_allowed() -> bool:
+    """False when ``$LKM_OFFLINE`` is set to 1/true/yes."""
+    return os.environ.get("LKM_OFFLINE", "").strip().lower() not in {"1", "true", "yes"}
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 hex digest of ``path``, memoized per (path, size, mtime) within the process."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _sha256_memo:
+        digest = hashlib.sha256()
+        with open(path, "rb") as fh:
+            while chunk := fh.read(_HASH_CHUNK):
+                digest.update(chunk)
+        _sha256_memo[key] = digest.hexdigest()
+    return _sha256_memo[key]
+
+
+def _where(dataset: str | None, entry: FileEntry) -> str:
+    return f"dataset '{dataset or entry.dir}': file {entry.name}"
+
+
+def _check(path: Path, entry: FileEntry, dataset: str | None) -> Path:
+    actual = file_sha256(path)
+    if actual != entry.sha256:
+        raise ChecksumError(
+            f"{_where(dataset, entry)}: {path} has sha256 {actual} ({path.stat().st_size} B) "
+            f"but the registry expects {entry.sha256} ({entry.size} B); the file is corrupt "
+            "or a different version: replace it"
+        )
+    return path
+
+
+def _unavailable(
+    entry: FileEntry, dataset: str | None, data_dir: Path | None, cache: Path, reason: str
+) -> DatasetUnavailable:
+    """One line: where the file was looked for, where it would come from, how to provide it."""
+    if data_dir is not None:
+        looked, mirror_hint = f"not in LKM_DATA_DIR ({data_dir / entry.dir}/)", "it"
+    else:
+        looked, mirror_hint = f"not in the download cache ({cache / entry.dir}/)", entry.relpath
+    if entry.url:
+        source, verb = f"could not be downloaded from {entry.url} ({reason})", "download"
+    else:
+        source, verb = f"has no direct download URL (origin: {entry.origin or 'unknown'})", "obtain"
+    return DatasetUnavailable(
+        f"{_where(dataset, entry)} is {looked} and {source}; {verb} it and place it at "
+        f"{(data_dir or cache) / entry.relpath}, or set LKM_DATA_DIR to a mirror that has "
+        f"{mirror_hint}"
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
+def fetch_file(
+    entry: FileEntry,
+    data_dir: str | Path | None = None,
+    cache: Path | None = None,
+    *,
+    dataset: str | None = None,
+) -> Path:
+    """Path of a verified copy of ``entry``: in ``data_dir`` (used in place), in the cache,
+    or freshly downloaded from ``entry.url`` into ``<cache>/<dir>/``.
+
+    ``dataset`` only names the dataset in error messages (default: ``entry.dir``).
+    """
+    data_root = resolve_data_dir(data_dir)
+    cache = Path(cache) if cache is not None else cache_dir()
+    if data_root is not None and (data_root / entry.relpath).is_file():
+        return _check(data_root / entry.relpath, entry, dataset)
+    cached = cache / entry.relpath
+    if cached.is_file() and file_sha256(cached) == entry.sha256:
+        return cached
+    if not entry.url:
+        raise _unavailable(entry, dataset, data_root, cache, "")
+    if not downloads_allowed():
+        stale = f"; the cached {cached} has the wrong sha256" if cached.is_file() else ""
+        raise _unavailable(
+            entry, dataset, data_root, cache, f"downloads disabled by LKM_OFFLINE{stale}"
+        )
+    import requests  # pooch's own dependency; imported late, only when downloading
+
+    try:
+        path = pooch.retrieve(
+            entry.url,
+            known_hash=f"sha256:{entry.sha256}",
+            fname=entry.name,
+            path=cache / entry.dir,
+            downloader=pooch.HTTPDownloader(progressbar=False, timeout=DOWNLOAD_TIMEOUT),
+            progressbar=False,
+        )
+    except ValueError as exc:
+        match = re.search(r"but got ([0-9a-fA-F]{64})", str(exc))
+        if match is None:  # not a hash mismatch: an unsupported URL or similar
+            raise _unavailable(entry, dataset, data_root, cache, _one_line(exc)) from None
+        raise ChecksumError(
+            f"{_where(dataset, entry)}: the download from {entry.url} has sha256 "
+            f"{match.group(1).lower()} but the registry expects {entry.sha256}; it was "
+            f"discarded (the server may serve a different version); obtain the right file "
+            f"and place it at {(data_root or cache) / entry.relpath}"
+        ) from None
+    except (requests.RequestException, OSError) as exc:
+        raise _unavailable(entry, dataset, data_root, cache, _one_line(exc)) from None
+    return Path(path)
+
+
+def fetch_dataset_files(info: DatasetInfo, data_dir: str | Path | None = None) -> dict[str, Path]:
+    """Verified paths of every file of ``info``, by file name."""
+    return {entry.name: fetch_file(entry, data_dir, dataset=info.name) for entry in info.files}
+
+
+def fetch(name: str, *, data_dir: str | Path | None = None) -> list[Path]:
+    """Make the files of dataset ``name`` available and verified; [] for non-file sources."""
+    return list(fetch_dataset_files(dataset_info(name), data_dir).values())
+
+
+def verify(*, data_dir: str | Path | None = None) -> list[VerifyResult]:
+    """Check every registered file where :func:`fetch_file` would look (mirror, then cache),
+    without downloading anything."""
+    data_root = resolve_data_dir(data_dir)
+    cache = cache_dir()
+    results = []
+    for info in list_datasets():
+        for entry in info.files:
+            candidates = [data_root / entry.relpath] if data_root is not None else []
+            candidates.append(cache / entry.relpath)
+            path = next((p for p in candidates if p.is_file()), None)
+            actual = file_sha256(path) if path is not None else None
+            status = "missing" if path is None else "ok" if actual == entry.sha256 else "mismatch"
+            results.append(VerifyResult(info.name, entry.name, status, path, entry.sha256, actual))
+    return results

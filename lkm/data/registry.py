@@ -1,0 +1,203 @@
+"""The dataset registry: ``datasets/registry.yaml`` read into :class:`DatasetInfo` records.
+
+The YAML ships inside the package through the ``lkm/data/registry.yaml`` symlink. Each
+entry names one dataset and says where its rows come from:
+
+- ``source: file`` — ``files`` (name, dir, url, sha256, size) read by ``parser`` (a
+  function of :mod:`lkm.data.parsers`) with ``options``;
+- ``source: sklearn`` — ``loader``, a ``sklearn.datasets.load_*`` function (bundled, offline);
+- ``source: synthetic`` — ``generator`` (a function of :mod:`lkm.data.synthetic`) with its
+  default ``params``.
+
+``n_samples``, ``n_features`` and ``class_counts`` are the statistics verified by parsing
+the files; the tests check them against the loaded data and the mirror's MANIFEST.json.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lkm.errors import DataError, did_you_mean
+
+REGISTRY_PATH = Path(__file__).with_name("registry.yaml")
+SOURCES = ("file", "sklearn", "synthetic")
+#: The YAML key that names the reader of each source kind.
+READER_KEY = {"file": "parser", "sklearn": "loader", "synthetic": "generator"}
+#: The YAML key that holds the reader's options for each source kind.
+OPTIONS_KEY = {"file": "options", "sklearn": "options", "synthetic": "params"}
+_ENTRY_KEYS = {
+    "name",
+    "aliases",
+    "description",
+    "citation",
+    "source",
+    "files",
+    "parser",
+    "loader",
+    "generator",
+    "options",
+    "params",
+    "n_samples",
+    "n_features",
+    "class_counts",
+    "meta",
+}
+_FILE_KEYS = {"name", "dir", "url", "sha256", "size", "origin"}
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One registered file: found at ``<data_dir>/<dir>/<name>`` or downloaded from ``url``.
+
+    ``url`` is None when no direct download exists; ``origin`` then says where the file
+    comes from (a web page, a repackaging) so a user can obtain it by hand.
+    """
+
+    name: str
+    url: str | None
+    sha256: str
+    size: int
+    dir: str
+    origin: str = ""
+
+    @property
+    def relpath(self) -> str:
+        """``<dir>/<name>``, the file's place inside a data directory or the cache."""
+        return f"{self.dir}/{self.name}"
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """A registry entry. ``reader`` is the parser (file), ``sklearn.datasets`` loader
+    (sklearn) or generator (synthetic) named in the YAML; ``options`` its keyword arguments
+    (for synthetic sets: the default parameters)."""
+
+    name: str
+    description: str
+    citation: str
+    source: str
+    files: tuple[FileEntry, ...] = ()
+    n_samples: int | None = None
+    n_features: int | None = None
+    class_counts: dict | None = None
+    aliases: tuple[str, ...] = ()
+    meta: dict = field(default_factory=dict)
+    reader: str = ""
+    options: dict = field(default_factory=dict)
+
+
+def normalize_name(name: str) -> str:
+    """Case-insensitive lookup key in which '_' and '-' are the same character."""
+    return name.strip().lower().replace("_", "-")
+
+
+def _entry_error(index: int, name: Any, problem: str) -> DataError:
+    return DataError(f"{REGISTRY_PATH.name}: entry {index} ({name!r}): {problem}")
+
+
+def _file_entry(raw: Any, index: int, name: str) -> FileEntry:
+    if not isinstance(raw, dict) or not {"name", "dir", "sha256", "size"} <= raw.keys():
+        raise _entry_error(index, name, f"each file needs name, dir, sha256, size; got {raw!r}")
+    unknown = set(raw) - _FILE_KEYS
+    if unknown:
+        raise _entry_error(index, name, f"unknown file keys {sorted(unknown)}")
+    sha = str(raw["sha256"]).lower()
+    if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
+        raise _entry_error(index, name, f"file {raw['name']}: sha256 is not 64 hex digits")
+    return FileEntry(
+        name=str(raw["name"]),
+        url=raw.get("url") or None,
+        sha256=sha,
+        size=int(raw["size"]),
+        dir=str(raw["dir"]),
+        origin=str(raw.get("origin") or ""),
+    )
+
+
+def _dataset_info(raw: Any, index: int) -> DatasetInfo:
+    if not isinstance(raw, dict) or "name" not in raw:
+        raise _entry_error(index, None, "an entry must be a mapping with a 'name'")
+    name = raw["name"]
+    unknown = set(raw) - _ENTRY_KEYS
+    if unknown:
+        raise _entry_error(index, name, f"unknown keys {sorted(unknown)}")
+    source = raw.get("source")
+    if source not in SOURCES:
+        raise _entry_error(index, name, f"source must be one of {SOURCES}, got {source!r}")
+    reader = raw.get(READER_KEY[source])
+    if not reader:
+        raise _entry_error(index, name, f"source {source} needs a '{READER_KEY[source]}'")
+    files = tuple(_file_entry(f, index, name) for f in raw.get("files") or ())
+    if (source == "file") != bool(files):
+        raise _entry_error(index, name, "'files' is required for source file and only there")
+    for key in ("description", "citation"):
+        if not raw.get(key):
+            raise _entry_error(index, name, f"'{key}' is required")
+    return DatasetInfo(
+        name=str(name),
+        description=" ".join(str(raw["description"]).split()),
+        citation=" ".join(str(raw["citation"]).split()),
+        source=source,
+        files=files,
+        n_samples=raw.get("n_samples"),
+        n_features=raw.get("n_features"),
+        class_counts=raw.get("class_counts"),
+        aliases=tuple(str(a) for a in raw.get("aliases") or ()),
+        meta=dict(raw.get("meta") or {}),
+        reader=str(reader),
+        options=dict(raw.get(OPTIONS_KEY[source]) or {}),
+    )
+
+
+@functools.cache
+def load_registry(path: Path = REGISTRY_PATH) -> dict[str, DatasetInfo]:
+    """All entries of the registry YAML by name, in file order (read once per process)."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise DataError(
+            f"cannot read the dataset registry {path}: {exc}".replace("\n", " ")
+        ) from None
+    entries = raw.get("datasets") if isinstance(raw, dict) else None
+    if not isinstance(entries, list):
+        raise DataError(f"{path}: expected a top-level 'datasets' list")
+    registry: dict[str, DatasetInfo] = {}
+    keys: dict[str, str] = {}
+    for i, item in enumerate(entries):
+        info = _dataset_info(item, i)
+        for key in (info.name, *info.aliases):
+            owner = keys.setdefault(normalize_name(key), info.name)
+            if owner != info.name or (key == info.name and info.name in registry):
+                raise _entry_error(
+                    i, info.name, f"name or alias {key!r} is already used by {owner!r}"
+                )
+        registry[info.name] = info
+    return registry
+
+
+def _lookup_keys() -> dict[str, str]:
+    """Normalized name or alias -> registered name."""
+    return {
+        normalize_name(key): info.name
+        for info in load_registry().values()
+        for key in (info.name, *info.aliases)
+    }
+
+
+def list_datasets() -> list[DatasetInfo]:
+    """Every registered dataset, in registry order."""
+    return list(load_registry().values())
+
+
+def dataset_info(name: str) -> DatasetInfo:
+    """The registry entry of ``name`` or one of its aliases ('_' and '-' and case ignored)."""
+    registered = _lookup_keys().get(normalize_name(str(name)))
+    if registered is None:
+        choices = [key for info in list_datasets() for key in (info.name, *info.aliases)]
+        raise DataError(f"unknown dataset {name!r}{did_you_mean(str(name), choices)}")
+    return load_registry()[registered]

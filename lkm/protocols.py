@@ -1,0 +1,145 @@
+"""Evaluation protocols: how a dataset is split into training and test parts.
+
+Every protocol turns a :class:`~lkm.data.Dataset` into a list of :class:`Split` objects,
+index arrays into the dataset. Kinds (the ``protocol.kind`` key of a spec):
+
+- ``kfold``: stratified k-fold cross-validation, optionally repeated (Tsuji et al. Sec. 9:
+  10-fold CV).
+- ``holdout``: random train/test realizations of given sizes with a seed (Li, Chen,
+  Tang, Table 7; stratified by default).
+- ``predefined``: the dataset's official train/test partition (USPS, image segmentation,
+  isolet, MNIST).
+
+Later kinds (fixed realizations from a file, semi-supervised labeled/unlabeled splits)
+fill :attr:`Split.unlabeled` and add their own ``kind``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from sklearn.model_selection import StratifiedKFold, KFold, train_test_split
+
+from lkm.errors import SpecError
+
+if TYPE_CHECKING:
+    from lkm.data import Dataset
+
+
+@dataclass(frozen=True)
+class Split:
+    """One train/test realization: index arrays into the dataset's rows."""
+
+    id: str
+    train: np.ndarray
+    test: np.ndarray
+    repeat: int = 0
+    fold: int = 0
+    unlabeled: np.ndarray | None = None
+
+
+class _Protocol(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    def splits(self, dataset: Dataset) -> list[Split]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def describe(self) -> str:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class KFoldProtocol(_Protocol):
+    """Stratified k-fold cross-validation, repeated ``repeats`` times with seeds ``seed + r``."""
+
+    kind: Literal["kfold"] = "kfold"
+    folds: int = Field(10, ge=2, description="number of folds")
+    repeats: int = Field(1, ge=1, description="independent reshuffles of the folds")
+    seed: int = Field(0, description="seed of the first repeat; repeat r uses seed + r")
+    stratified: bool = True
+
+    def splits(self, dataset: Dataset) -> list[Split]:
+        y = dataset.y
+        if self.stratified:
+            _, counts = np.unique(y, return_counts=True)
+            if counts.min() < self.folds:
+                small = dataset.classes[int(np.argmin(counts))]
+                raise SpecError(
+                    f"protocol.folds: {self.folds} folds but class {small!r} of dataset "
+                    f"'{dataset.name}' has only {counts.min()} samples"
+                )
+        elif len(y) < self.folds:
+            raise SpecError(f"protocol.folds: {self.folds} folds but '{dataset.name}' has {len(y)} rows")
+        out = []
+        for r in range(self.repeats):
+            cv_cls = StratifiedKFold if self.stratified else KFold
+            cv = cv_cls(n_splits=self.folds, shuffle=True, random_state=self.seed + r)
+            for f, (tr, te) in enumerate(cv.split(np.zeros(len(y)), y)):
+                out.append(Split(f"r{r}f{f}", tr, te, repeat=r, fold=f))
+        return out
+
+    def describe(self) -> str:
+        rep = f" x {self.repeats} repeats" if self.repeats > 1 else ""
+        return f"{'stratified ' if self.stratified else ''}{self.folds}-fold CV{rep} (seed {self.seed})"
+
+
+class HoldoutProtocol(_Protocol):
+    """Random train/test realizations: ``train_size`` and ``test_size`` as counts or fractions."""
+
+    kind: Literal["holdout"] = "holdout"
+    train_size: float | int
+    test_size: float | int | None = None
+    repeats: int = Field(1, ge=1, description="number of random realizations")
+    seed: int = 0
+    stratified: bool = True
+
+    @model_validator(mode="after")
+    def _sizes_positive(self) -> HoldoutProtocol:
+        for key in ("train_size", "test_size"):
+            v = getattr(self, key)
+            if v is not None and v <= 0:
+                raise ValueError(f"{key} must be > 0")
+        return self
+
+    def splits(self, dataset: Dataset) -> list[Split]:
+        y = dataset.y
+        out = []
+        for r in range(self.repeats):
+            try:
+                tr, te = train_test_split(
+                    np.arange(len(y)),
+                    train_size=self.train_size,
+                    test_size=self.test_size,
+                    random_state=self.seed + r,
+                    stratify=y if self.stratified else None,
+                )
+            except ValueError as exc:
+                raise SpecError(f"protocol: dataset '{dataset.name}': {exc}") from None
+            out.append(Split(f"r{r}", np.sort(tr), np.sort(te), repeat=r))
+        return out
+
+    def describe(self) -> str:
+        return f"{self.repeats} random hold-out realization(s), train {self.train_size}, test {self.test_size} (seed {self.seed})"
+
+
+class PredefinedProtocol(_Protocol):
+    """The dataset's official train/test partition (one realization)."""
+
+    kind: Literal["predefined"] = "predefined"
+
+    def splits(self, dataset: Dataset) -> list[Split]:
+        parts = dataset.predefined_split
+        if not parts or "train" not in parts or "test" not in parts:
+            raise SpecError(
+                f"protocol.kind: dataset '{dataset.name}' has no official train/test split; "
+                "use kind: kfold or holdout"
+            )
+        return [Split("official", np.asarray(parts["train"]), np.asarray(parts["test"]))]
+
+    def describe(self) -> str:
+        return "official train/test partition"
+
+
+ProtocolSpec = KFoldProtocol | HoldoutProtocol | PredefinedProtocol

@@ -1,0 +1,316 @@
+"""Tables and figures from stored records, without refitting anything.
+
+- ``tables/summary``: per dataset and method, the selected parameters (the paper's
+  sigma*), mean accuracy ± standard deviation over splits, and the paper's value beside it.
+- ``tables/sweep``: every parameter setting, mean ± std over splits.
+- ``tables/timing``: mean fit and predict seconds per setting.
+- ``tables/paper``: every number the spec quotes from the paper beside ours.
+- ``figures/sweep_<param>``: accuracy against each swept parameter, one panel per dataset.
+- ``figures/best``: accuracy at the selected parameters per dataset and method.
+
+Every table is written as Markdown, CSV and LaTeX by one writer, :func:`write_table`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from lkm.spec import Spec
+from lkm.store import RunStore
+
+RATE = 100.0  # accuracies are shown in percent, as the papers do
+
+
+def aggregate(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
+    """Mean and spread over splits for every (dataset, method, parameter setting)."""
+    ok = df[df["status"] == "ok"].copy()
+    if ok.empty:
+        return pd.DataFrame()
+    ok["setting"] = ok["params"].map(lambda p: json.dumps(p, sort_keys=True, default=str))
+    grouped = ok.groupby(["dataset", "method", "setting"], sort=False)
+    agg = grouped.agg(
+        accuracy=("accuracy", "mean"), std=("accuracy", lambda a: float(np.std(a, ddof=1)) if len(a) > 1 else 0.0),
+        splits=("accuracy", "size"), fit_seconds=("fit_seconds", "mean"), predict_seconds=("predict_seconds", "mean"),
+        n_train=("n_train", "mean"),
+    ).reset_index()
+    agg["params"] = agg["setting"].map(json.loads)
+    order = _grid_order(spec)
+    agg["_order"] = [order.get((r.method, r.setting), 0) for r in agg.itertuples()]
+    ds_order = {d.id: i for i, d in enumerate(spec.datasets)}
+    m_order = {m.name: i for i, m in enumerate(spec.methods)}
+    agg["_ds"] = agg["dataset"].map(ds_order)
+    agg["_m"] = agg["method"].map(m_order)
+    return agg.sort_values(["_ds", "_m", "_order"]).reset_index(drop=True)
+
+
+def _grid_order(spec: Spec) -> dict[tuple[str, str], int]:
+    from lkm.runner import _with_seed
+
+    out = {}
+    for m in spec.methods:
+        for i, p in enumerate(spec.method_grid(m)):
+            out[(m.name, json.dumps(_with_seed(m, p, spec), sort_keys=True, default=str))] = i
+    return out
+
+
+def select_best(agg: pd.DataFrame, spec: Spec) -> pd.DataFrame:
+    """The selected setting per dataset and method: highest mean accuracy; ties go to the
+    lower standard deviation, then to the earlier setting in grid order.
+
+    With ``selection.over`` naming a subset of the swept parameters, selection is done
+    separately for each value of the other swept parameters.
+    """
+    if agg.empty:
+        return agg
+    rows = []
+    for (ds, method), g in agg.groupby(["dataset", "method"], sort=False):
+        mspec = next(m for m in spec.methods if m.name == method)
+        swept = spec.swept_params(mspec)
+        over = [p for p in (spec.selection.over or swept) if p in swept]
+        fixed = [p for p in swept if p not in over]
+        keys = g["params"].map(lambda p: json.dumps({k: p.get(k) for k in fixed}, default=str))
+        for _, sub in g.groupby(keys, sort=False):
+            best = sub.sort_values(["accuracy", "std", "_order"], ascending=[False, True, True]).iloc[0]
+            rows.append(best)
+    return pd.DataFrame(rows).reset_index(drop=True)
+
+
+def _fmt_rate(mean: float, std: float | None = None) -> str:
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "–"
+    s = f"{RATE * mean:.2f}"
+    return s if std is None else f"{s} ± {RATE * std:.2f}"
+
+
+def _fmt_params(p: dict[str, Any], keys: list[str]) -> str:
+    return ", ".join(f"{k}={_fmt_value(p.get(k))}" for k in keys) if keys else "–"
+
+
+def _fmt_value(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _paper_lookup(spec: Spec) -> dict[tuple[str, str], float]:
+    """Paper values reported at the selected setting (no explicit ``params``)."""
+    return {
+        (p.dataset, p.method): p.value
+        for p in spec.paper.results
+        if p.metric == "accuracy" and not p.params
+    }
+
+
+def summary_table(best: pd.DataFrame, spec: Spec, unavailable: dict[str, str]) -> pd.DataFrame:
+    paper = _paper_lookup(spec)
+    has_paper = bool(paper)
+    rows = []
+    for r in best.itertuples():
+        mspec = next(m for m in spec.methods if m.name == r.method)
+        row = {
+            "dataset": r.dataset, "method": r.method,
+            "selected": _fmt_params(r.params, spec.swept_params(mspec)),
+            "accuracy % (ours)": _fmt_rate(r.accuracy, r.std),
+            "splits": int(r.splits),
+        }
+        if has_paper:
+            pv = paper.get((r.dataset, r.method))
+            row["accuracy % (paper)"] = _fmt_rate(pv) if pv is not None else "–"
+            row["ours − paper"] = f"{RATE * (r.accuracy - pv):+.2f}" if pv is not None else "–"
+        rows.append(row)
+    for ds, msg in unavailable.items():
+        for m in spec.methods:
+            rows.append({"dataset": ds, "method": m.name, "selected": "–",
+                         "accuracy % (ours)": "data unavailable", "splits": 0})
+    return pd.DataFrame(rows)
+
+
+def sweep_table(agg: pd.DataFrame, spec: Spec) -> pd.DataFrame:
+    rows = []
+    for r in agg.itertuples():
+        mspec = next(m for m in spec.methods if m.name == r.method)
+        row = {"dataset": r.dataset, "method": r.method}
+        for k in spec.swept_params(mspec):
+            row[k] = r.params.get(k)
+        row.update({"accuracy %": round(RATE * r.accuracy, 2), "std %": round(RATE * r.std, 2), "splits": int(r.splits)})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def timing_table(agg: pd.DataFrame, spec: Spec) -> pd.DataFrame:
+    t = sweep_table(agg, spec).drop(columns=["accuracy %", "std %"])
+    t["n_train"] = agg["n_train"].round(0).astype(int).to_numpy()
+    t["fit s"] = agg["fit_seconds"].map(lambda v: f"{v:.4g}").to_numpy()
+    t["predict s"] = agg["predict_seconds"].map(lambda v: f"{v:.4g}").to_numpy()
+    return t
+
+
+def paper_table(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec) -> pd.DataFrame:
+    """Every value the spec quotes from the paper, beside ours at the same setting."""
+    rows = []
+    for p in spec.paper.results:
+        ours = None
+        pool = agg if p.params else best
+        cand = pool[(pool["dataset"] == p.dataset) & (pool["method"] == p.method)] if not pool.empty else pool
+        if p.params and not cand.empty:
+            cand = cand[cand["params"].map(lambda q: all(_same(q.get(k), v) for k, v in p.params.items()))]
+        if not cand.empty:
+            ours = cand.iloc[0]
+        is_rate = p.metric == "accuracy"
+        rows.append({
+            "dataset": p.dataset, "method": p.method, "metric": p.metric,
+            "setting": _fmt_params(p.params, list(p.params)) if p.params else "selected",
+            "paper": _fmt_rate(p.value) if is_rate else f"{p.value:.4g}",
+            "ours": (_fmt_rate(ours.accuracy, ours.std) if is_rate else "see timing") if ours is not None else "not run",
+            "source": p.source,
+        })
+    return pd.DataFrame(rows)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(float(a), float(b), rel_tol=1e-6)
+    return str(a) == str(b)
+
+
+def write_table(df: pd.DataFrame, base: Path, caption: str) -> list[Path]:
+    """Write ``df`` as ``base.md``, ``base.csv`` and ``base.tex``."""
+    base.parent.mkdir(parents=True, exist_ok=True)
+    md, csv, tex = base.with_suffix(".md"), base.with_suffix(".csv"), base.with_suffix(".tex")
+    md.write_text(f"**{caption}**\n\n" + df.to_markdown(index=False) + "\n")
+    df.to_csv(csv, index=False)
+    tex.write_text(df.to_latex(index=False, caption=caption, escape=True))
+    return [md, csv, tex]
+
+
+# -- figures ----------------------------------------------------------------------
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"figure.dpi": 110, "axes.grid": True, "grid.alpha": 0.3, "font.size": 9})
+    return plt
+
+
+def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, base: Path, formats: list[str]) -> list[Path]:
+    """Accuracy against ``param`` (mean ± std band over splits), one panel per dataset."""
+    plt = _plt()
+    datasets = [d for d in dict.fromkeys(agg["dataset"])]
+    ncol = min(3, len(datasets))
+    nrow = math.ceil(len(datasets) / ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.2 * nrow), squeeze=False)
+    values = [p.get(param) for p in agg["params"] if isinstance(p.get(param), (int, float))]
+    logx = bool(values) and min(values) > 0 and max(values) / min(values) > 20
+    for ax, ds in zip(axes.flat, datasets):
+        sub = agg[(agg["dataset"] == ds) & agg["params"].map(lambda p: isinstance(p.get(param), (int, float)))]
+        for method, g in sub.groupby("method", sort=False):
+            mspec = next(m for m in spec.methods if m.name == method)
+            others = [k for k in spec.swept_params(mspec) if k != param]
+            for key, line in g.groupby(g["params"].map(lambda p: _fmt_params(p, others)), sort=False):
+                x = line["params"].map(lambda p: p[param]).to_numpy(float)
+                o = np.argsort(x)
+                y, s = RATE * line["accuracy"].to_numpy()[o], RATE * line["std"].to_numpy()[o]
+                label = method if not others else f"{method} ({key})"
+                (ln,) = ax.plot(x[o], y, marker="o", ms=3, lw=1.4, label=label)
+                ax.fill_between(x[o], y - s, y + s, color=ln.get_color(), alpha=0.12, lw=0)
+        if logx:
+            ax.set_xscale("log")
+        ax.set_title(ds)
+        ax.set_xlabel(param)
+        ax.set_ylabel("accuracy (%)")
+    for ax in list(axes.flat)[len(datasets):]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), frameon=False)
+    fig.suptitle(f"{spec.name}: accuracy against {param} ({spec.protocol.describe()}; band = ±1 std over splits)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.06, 1, 0.95))
+    return _save(fig, base, formats)
+
+
+def best_figure(best: pd.DataFrame, spec: Spec, base: Path, formats: list[str]) -> list[Path]:
+    """Grouped bars: accuracy at the selected setting per dataset and method; paper values as markers."""
+    plt = _plt()
+    datasets = list(dict.fromkeys(best["dataset"]))
+    methods = [m.name for m in spec.methods if m.name in set(best["method"])]
+    paper = _paper_lookup(spec)
+    width = 0.8 / max(1, len(methods))
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(datasets) * max(1, len(methods)) / 2 + 2), 3.6))
+    x = np.arange(len(datasets))
+    for j, m in enumerate(methods):
+        sel = best[best["method"] == m].drop_duplicates(["dataset"]).set_index("dataset")
+        y = [RATE * sel["accuracy"].get(d, np.nan) for d in datasets]
+        e = [RATE * sel["std"].get(d, np.nan) for d in datasets]
+        bars = ax.bar(x + (j - (len(methods) - 1) / 2) * width, y, width, yerr=e, capsize=2, label=m, alpha=0.85)
+        py = [RATE * paper[(d, m)] if (d, m) in paper else np.nan for d in datasets]
+        if not np.all(np.isnan(py)):
+            ax.scatter(x + (j - (len(methods) - 1) / 2) * width, py, marker="D", s=18, color="black",
+                       zorder=3, label="paper" if j == 0 else None)
+        del bars
+    lo = np.nanmin(RATE * (best["accuracy"] - best["std"]).to_numpy()) if not best.empty else 0
+    ax.set_ylim(max(0, lo - 5), 100)
+    ax.set_xticks(x, datasets, rotation=20, ha="right")
+    ax.set_ylabel("accuracy (%) at selected setting")
+    ax.set_title(f"{spec.name}: best setting per dataset and method (error bar = ±1 std over splits)", fontsize=10)
+    ax.legend(ncol=len(methods) + 1, fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return _save(fig, base, formats)
+
+
+def _save(fig, base: Path, formats: list[str]) -> list[Path]:
+    import matplotlib.pyplot as plt
+
+    base.parent.mkdir(parents=True, exist_ok=True)
+    out = []
+    for fmt in formats:
+        path = base.with_suffix(f".{fmt}")
+        fig.savefig(path, bbox_inches="tight", metadata={"CreationDate": None} if fmt == "pdf" else None)
+        out.append(path)
+    plt.close(fig)
+    return out
+
+
+# -- the whole report -----------------------------------------------------------------
+def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,
+                 unavailable: dict[str, str] | None = None) -> list[Path]:
+    """Write results, tables and figures of a run directory from its records."""
+    if task_ids is None or unavailable is None:
+        plan_file = store.root / "plan.json"
+        saved = json.loads(plan_file.read_text()) if plan_file.is_file() else {}
+        task_ids = set(saved.get("task_ids", [])) or None if task_ids is None else task_ids
+        unavailable = saved.get("unavailable", {}) if unavailable is None else unavailable
+    df = store.records_frame(task_ids)
+    written: list[Path] = []
+    if df.empty:
+        return written
+    written += store.write_results(df.drop(columns=[c for c in df.columns if c == "traceback"]))
+    agg = aggregate(df, spec)
+    if agg.empty:
+        return written
+    best = select_best(agg, spec)
+    tables = store.root / "tables"
+    out = spec.outputs
+    if "summary" in out.tables:
+        written += write_table(summary_table(best, spec, unavailable), tables / "summary",
+                               f"{spec.name}: accuracy (%) at the selected setting, {spec.protocol.describe()}")
+    if "sweep" in out.tables:
+        written += write_table(sweep_table(agg, spec), tables / "sweep", f"{spec.name}: accuracy (%) for every setting")
+    if "timing" in out.tables:
+        written += write_table(timing_table(agg, spec), tables / "timing", f"{spec.name}: mean seconds per fit and prediction")
+    if spec.paper.results:
+        written += write_table(paper_table(agg, best, spec), tables / "paper",
+                               f"{spec.name}: the paper's numbers beside ours ({spec.paper.reference})")
+    figures = store.root / "figures"
+    if "sweep" in out.figures:
+        swept = dict.fromkeys(p for m in spec.methods for p in spec.swept_params(m))
+        for param in swept:
+            if agg["params"].map(lambda p, k=param: isinstance(p.get(k), (int, float))).any():
+                written += sweep_figure(agg, best, spec, param, figures / f"sweep_{param}", out.formats)
+    if "best" in out.figures:
+        written += best_figure(best, spec, figures / "best", out.formats)
+    return written

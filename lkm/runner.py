@@ -1,0 +1,239 @@
+"""Expand a spec into tasks and run them.
+
+A *task* is one fit and one prediction: dataset x split x method x parameter values.
+Tasks of one (dataset, split, method) form a *job*: the job preprocesses the split
+once and shares one :class:`~lkm.kernels.DistanceCache` across the whole parameter
+sweep, so distances and neighbour lists are computed once per split. Jobs run in
+parallel with joblib; each task's record is appended to the store the moment it
+finishes, so an interrupted run loses at most the task in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from joblib import Parallel, delayed
+
+from lkm import __version__
+from lkm.data import Dataset, load_dataset
+from lkm.errors import DataError, DatasetUnavailable, LkmError
+from lkm.kernels import DistanceCache
+from lkm.methods import METHODS
+from lkm.preprocessing import preprocess
+from lkm.protocols import Split
+from lkm.spec import MethodSpec, Spec
+from lkm.store import RunStore, task_id
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    dataset: str
+    split: Split
+    method: str
+    estimator: str
+    params: dict[str, Any]
+
+
+@dataclass
+class Plan:
+    """Everything a run will compute, derived from a spec and the data."""
+
+    spec: Spec
+    datasets: dict[str, Dataset]
+    splits: dict[str, list[Split]]
+    tasks: list[Task]
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def task_ids(self) -> set[str]:
+        return {t.id for t in self.tasks}
+
+    def counts(self) -> Counter:
+        """Number of fits per (dataset, method)."""
+        return Counter((t.dataset, t.method) for t in self.tasks)
+
+
+def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = "<spec>") -> Plan:
+    """Load the datasets, draw the splits and expand every method's parameter grid."""
+    datasets: dict[str, Dataset] = {}
+    unavailable: dict[str, str] = {}
+    for i, d in enumerate(spec.datasets):
+        try:
+            datasets[d.id] = load_dataset(d.name, data_dir=data_dir, classes=d.classes, **d.params)
+        except DatasetUnavailable as exc:
+            if spec.missing_data == "skip":
+                unavailable[d.id] = str(exc)
+                continue
+            raise DatasetUnavailable(f"{source}: datasets[{i}]: {exc}") from None
+        except DataError as exc:
+            raise DataError(f"{source}: datasets[{i}]: {exc}") from None
+    splits: dict[str, list[Split]] = {}
+    for ds_id, ds in datasets.items():
+        try:
+            splits[ds_id] = spec.protocol.splits(ds)
+        except LkmError as exc:
+            raise type(exc)(f"{source}: {exc}") from None
+    tasks = []
+    protocol = spec.protocol.model_dump()
+    for ds_spec in spec.datasets:
+        if ds_spec.id not in datasets:
+            continue
+        for split in splits[ds_spec.id]:
+            for m in spec.methods:
+                for params in spec.method_grid(m):
+                    params = _with_seed(m, params, spec)
+                    payload = {
+                        "dataset": ds_spec.model_dump(), "protocol": protocol, "split": split.id,
+                        "preprocessing": spec.preprocessing, "estimator": m.estimator, "params": params,
+                    }
+                    tasks.append(Task(task_id(payload), ds_spec.id, split, m.name, m.estimator, params))
+    return Plan(spec, datasets, splits, tasks, unavailable)
+
+
+def _with_seed(method: MethodSpec, params: dict[str, Any], spec: Spec) -> dict[str, Any]:
+    """Give randomized estimators the protocol's seed, so the same spec gives the same numbers."""
+    if "random_state" in METHODS[method.estimator]().get_params() and params.get("random_state") is None:
+        params = {**params, "random_state": getattr(spec.protocol, "seed", 0)}
+    return params
+
+
+@dataclass
+class RunSummary:
+    planned: int
+    skipped: int  # already recorded before this run
+    ran: int
+    failed: int
+    seconds: float
+    first_error: str | None = None
+
+
+def execute(
+    plan: Plan,
+    store: RunStore,
+    *,
+    jobs: int = 1,
+    on_progress: Callable[[int], None] | None = None,
+) -> RunSummary:
+    """Run every task of ``plan`` not yet recorded in ``store``.
+
+    ``on_progress(n)`` is called with the number of tasks each finished job covered.
+    """
+    done = store.completed_ids()
+    groups: dict[tuple[str, str, str], list[Task]] = {}
+    for t in plan.tasks:
+        if t.id not in done:
+            groups.setdefault((t.dataset, t.split.id, t.method), []).append(t)
+    skipped = len(plan.tasks) - sum(len(g) for g in groups.values())
+    start = time.perf_counter()
+    ran = failed = 0
+    first_error = None
+    if groups:
+        calls = [
+            delayed(run_job)(str(store.root), plan.datasets[ds].X, plan.datasets[ds].y, tasks, plan.spec.preprocessing)
+            for (ds, _, _), tasks in groups.items()
+        ]
+        # Largest jobs first keeps both workers busy to the end.
+        order = np.argsort([-len(g) * plan.datasets[k[0]].X.shape[0] for k, g in groups.items()], kind="stable")
+        parallel = Parallel(n_jobs=jobs, return_as="generator_unordered")
+        for n_ok, n_failed, err in parallel(calls[i] for i in order):
+            ran += n_ok
+            failed += n_failed
+            first_error = first_error or err
+            if on_progress:
+                on_progress(n_ok + n_failed)
+    return RunSummary(len(plan.tasks), skipped, ran, failed, time.perf_counter() - start, first_error)
+
+
+def run_job(
+    store_root: str, X: np.ndarray, y: np.ndarray, tasks: list[Task], preprocessing: str
+) -> tuple[int, int, str | None]:
+    """Fit and score every task of one (dataset, split, method), sharing one distance cache."""
+    store = RunStore(store_root)
+    split = tasks[0].split
+    X_train, X_test = preprocess(preprocessing, X[split.train], X[split.test])
+    y_train, y_test = y[split.train], y[split.test]
+    cache = DistanceCache()
+    n_ok = n_failed = 0
+    first_error = None
+    for task in tasks:
+        warm = len(cache) > 0
+        base = {
+            "task_id": task.id, "dataset": task.dataset, "split": split.id, "repeat": split.repeat,
+            "fold": split.fold, "method": task.method, "estimator": task.estimator,
+            "params": task.params, "n_train": len(y_train), "n_test": len(y_test),
+            "n_features": X_train.shape[1], "preprocessing": preprocessing,
+            "cache_warm": warm, "lkm_version": __version__,
+        }
+        try:
+            est = METHODS[task.estimator](**task.params)
+            t0 = time.perf_counter()
+            est.fit(X_train, y_train, cache=cache)
+            t1 = time.perf_counter()
+            y_pred = est.predict(X_test, cache=cache)
+            t2 = time.perf_counter()
+        except Exception as exc:  # a failing task is recorded, the run goes on
+            n_failed += 1
+            msg = f"{task.dataset}/{split.id}/{task.method} {json.dumps(task.params, default=str)}: {type(exc).__name__}: {exc}"
+            first_error = first_error or msg
+            store.append([{**base, "status": "error", "error": msg, "traceback": traceback.format_exc(limit=5)}])
+            continue
+        correct = y_pred == y_test
+        per_class = {str(c): float(correct[y_test == c].mean()) for c in np.unique(y_test)}
+        store.append([{
+            **base, "status": "ok", "accuracy": float(correct.mean()), "per_class_accuracy": per_class,
+            "fit_seconds": t1 - t0, "predict_seconds": t2 - t1, "info": getattr(est, "info_", {}),
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        }])
+        n_ok += 1
+    return n_ok, n_failed, first_error
+
+
+def plan_table(plan: Plan, done: set[str] | None = None) -> list[dict[str, Any]]:
+    """Rows for ``--dry-run``: fits per dataset and method, and how many are already recorded."""
+    done = done or set()
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for t in plan.tasks:
+        r = rows.setdefault((t.dataset, t.method), {
+            "dataset": t.dataset, "method": t.method, "splits": len(plan.splits[t.dataset]),
+            "settings": 0, "fits": 0, "recorded": 0,
+        })
+        r["fits"] += 1
+        r["recorded"] += t.id in done
+    for r in rows.values():
+        r["settings"] = r["fits"] // r["splits"]
+    return list(rows.values())
+
+
+def write_plan(plan: Plan, store: RunStore) -> Path:
+    """Store the plan's task ids so `lkm report` can rebuild tables without the data."""
+    path = store.root / "plan.json"
+    path.write_text(json.dumps({
+        "task_ids": sorted(plan.task_ids),
+        "unavailable": plan.unavailable,
+        "splits": {k: len(v) for k, v in plan.splits.items()},
+    }, indent=1) + "\n")
+    return path
+
+
+def dataset_provenance(plan: Plan) -> dict[str, Any]:
+    """Name, files and checksums of every dataset the plan used."""
+    out = {}
+    for ds_id, ds in plan.datasets.items():
+        info = ds.info
+        out[ds_id] = {
+            "name": info.name, "source": info.source, "rows": int(ds.X.shape[0]),
+            "features": int(ds.X.shape[1]), "classes": [str(c) for c in ds.classes],
+            "files": [{"name": f.name, "sha256": f.sha256, "url": f.url} for f in info.files],
+        }
+    for ds_id, msg in plan.unavailable.items():
+        out[ds_id] = {"unavailable": msg}
+    return out

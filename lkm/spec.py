@@ -1,0 +1,336 @@
+"""Experiment specs: the YAML schema, its validation, and parameter grids.
+
+A spec names datasets, a preprocessing, a protocol, methods with parameters, sweeps,
+how the best parameter is selected, which outputs to write, and the paper's reported
+numbers. :func:`load_spec` validates the whole spec (structure, dataset names,
+estimator keys, every parameter value of every sweep) before anything is fitted, and
+reports the first problem as one line naming the file and key path.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from lkm.errors import LkmError, SpecError, did_you_mean
+from lkm.protocols import HoldoutProtocol, KFoldProtocol, PredefinedProtocol
+
+#: The paper's sigma grid (Tsuji et al., Sec. 9.2): 39 log-spaced values in [0.01, 100].
+PAPER_SIGMA_GRID = "0.01:100:39"
+
+#: Grids a bare ``--NAME`` on ``lkm sweep`` stands for.
+DEFAULT_GRIDS: dict[str, str] = {"sigma": PAPER_SIGMA_GRID}
+
+#: Datasets and methods of the embedded default (configs/quickstart.yaml, ad-hoc sweeps).
+QUICKSTART_DATASETS = ["moons", "sklearn-breast-cancer", "sklearn-iris"]
+QUICKSTART_METHODS = [("PL", "pl"), ("LPL", "lpl"), ("SVM", "svm")]
+
+Scalar = float | int | str | bool | None
+
+
+def parse_grid(value: Any) -> list[Scalar]:
+    """Parse a parameter grid.
+
+    Accepts a list (``[0.5, 1, 2]``), a scalar, ``"a:b:n"`` (n log-spaced values from a
+    to b inclusive, the paper's way of writing its sigma grid), ``"a,b,c"``, or
+    ``"default"`` / ``"paper"`` for the grid of :data:`DEFAULT_GRIDS` (resolved by the caller).
+    """
+    if isinstance(value, (list, tuple)):
+        return [_coerce(v) for v in value]
+    if isinstance(value, str):
+        s = value.strip()
+        if s.count(":") == 2:
+            a, b, n = (p.strip() for p in s.split(":"))
+            try:
+                lo, hi, num = float(a), float(b), int(n)
+            except ValueError:
+                raise ValueError(f"grid {value!r}: expected 'start:stop:count' with numbers") from None
+            if lo <= 0 or hi <= 0 or num < 1:
+                raise ValueError(f"grid {value!r}: log-spaced grids need start, stop > 0 and count >= 1")
+            return [float(f"{v:.6g}") for v in np.logspace(math.log10(lo), math.log10(hi), num)]
+        if "," in s:
+            return [_coerce(v.strip()) for v in s.split(",") if v.strip()]
+        return [_coerce(s)]
+    return [_coerce(value)]
+
+
+def _coerce(v: Any) -> Scalar:
+    """Turn '5' into 5 and '0.5' into 0.5; leave other strings (e.g. 'auto') alone."""
+    if isinstance(v, str):
+        try:
+            return int(v)
+        except ValueError:
+            pass
+        try:
+            return float(v)
+        except ValueError:
+            return v
+    return v
+
+
+Grid = Annotated[list[Scalar], Field(min_length=1)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DatasetSpec(_Model):
+    """A dataset, optionally restricted to some classes or given generator parameters."""
+
+    name: str
+    label: str | None = Field(None, description="name shown in tables (default: name, plus classes)")
+    classes: list[int | str] | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        if self.label:
+            return self.label
+        if self.classes:
+            return f"{self.name}[{'-'.join(str(c) for c in self.classes)}]"
+        return self.name
+
+
+class MethodSpec(_Model):
+    """One estimator with fixed parameters and, optionally, its own sweeps."""
+
+    name: str
+    estimator: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    sweep: dict[str, Grid] = Field(default_factory=dict)
+
+    @field_validator("sweep", mode="before")
+    @classmethod
+    def _parse_grids(cls, v: Any) -> Any:
+        return {k: parse_grid(g) for k, g in (v or {}).items()}
+
+
+class SelectionSpec(_Model):
+    """How the best parameters (the paper's sigma*) are chosen per dataset and method."""
+
+    metric: Literal["accuracy"] = "accuracy"
+    over: list[str] | None = Field(None, description="parameters to select over (default: all swept)")
+
+
+class PaperValue(_Model):
+    """A number the paper reports, shown beside ours."""
+
+    dataset: str
+    method: str
+    metric: str = "accuracy"
+    value: float
+    source: str = ""
+    params: dict[str, Any] = Field(default_factory=dict, description="setting it was reported at, if not the selected one")
+
+
+class PaperSpec(_Model):
+    reference: str = ""
+    note: str = ""
+    results: list[PaperValue] = Field(default_factory=list)
+
+
+class OutputsSpec(_Model):
+    tables: list[Literal["summary", "sweep", "timing"]] = Field(default_factory=lambda: ["summary", "sweep"])
+    figures: list[Literal["sweep", "best"]] = Field(default_factory=lambda: ["sweep", "best"])
+    formats: list[Literal["png", "pdf"]] = Field(default_factory=lambda: ["png", "pdf"])
+
+
+class Spec(_Model):
+    """A whole experiment. See ``docs/specs.md`` for every key."""
+
+    name: str
+    description: str = ""
+    datasets: list[DatasetSpec] = Field(min_length=1)
+    preprocessing: Literal["standardize", "scale", "none"] = "standardize"
+    protocol: Annotated[
+        KFoldProtocol | HoldoutProtocol | PredefinedProtocol, Field(discriminator="kind")
+    ] = Field(default_factory=KFoldProtocol)
+    methods: list[MethodSpec] = Field(min_length=1)
+    sweep: dict[str, Grid] = Field(default_factory=dict, description="sweeps applied to every method with that parameter")
+    selection: SelectionSpec = Field(default_factory=SelectionSpec)
+    outputs: OutputsSpec = Field(default_factory=OutputsSpec)
+    paper: PaperSpec = Field(default_factory=PaperSpec)
+    missing_data: Literal["error", "skip"] = Field("error", description="what to do with a dataset whose files are unavailable")
+
+    @field_validator("datasets", mode="before")
+    @classmethod
+    def _names_to_dicts(cls, v: Any) -> Any:
+        return [{"name": d} if isinstance(d, str) else d for d in v] if isinstance(v, list) else v
+
+    @field_validator("sweep", mode="before")
+    @classmethod
+    def _parse_grids(cls, v: Any) -> Any:
+        return {k: parse_grid(g) for k, g in (v or {}).items()}
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Spec:
+        for what, names in (("methods", [m.name for m in self.methods]), ("datasets", [d.id for d in self.datasets])):
+            dup = {n for n in names if names.count(n) > 1}
+            if dup:
+                raise ValueError(f"{what}: duplicate name {sorted(dup)[0]!r} (give each a distinct name/label)")
+        return self
+
+    # -- derived --------------------------------------------------------------
+    def method_grid(self, method: MethodSpec) -> list[dict[str, Any]]:
+        """Every parameter combination of ``method``: fixed params x global sweeps x own sweeps."""
+        from lkm.methods import METHODS
+
+        names = set(METHODS[method.estimator]().get_params())
+        axes = {k: g for k, g in self.sweep.items() if k in names}
+        axes.update(method.sweep)
+        keys = list(axes)
+        combos = []
+        for values in itertools.product(*(axes[k] for k in keys)):
+            params = dict(method.params)
+            params.update(zip(keys, values))
+            combos.append(params)
+        return combos
+
+    def swept_params(self, method: MethodSpec) -> list[str]:
+        from lkm.methods import METHODS
+
+        names = set(METHODS[method.estimator]().get_params())
+        return [k for k in self.sweep if k in names] + [k for k in method.sweep if k not in self.sweep]
+
+
+# -- loading and validation -----------------------------------------------------
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("kfold", "holdout", "predefined") and out.endswith("protocol"):
+            continue  # pydantic adds the union tag to the path
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def spec_from_dict(data: Any, source: str = "<spec>") -> Spec:
+    """Validate a spec given as a mapping; errors name ``source`` and the key path."""
+    if not isinstance(data, dict):
+        raise SpecError(f"{source}: the spec must be a mapping of keys (name, datasets, methods, ...)")
+    try:
+        spec = Spec.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown key{did_you_mean(str(err['loc'][-1]), _known_keys(err['loc']))}"
+        raise SpecError(f"{source}: {_loc(err['loc'])}: {msg}") from None
+    validate_semantics(spec, source)
+    return spec
+
+
+def _known_keys(loc: tuple[Any, ...]) -> list[str]:
+    models: dict[str, type[BaseModel]] = {
+        "datasets": DatasetSpec, "methods": MethodSpec, "selection": SelectionSpec,
+        "outputs": OutputsSpec, "paper": PaperSpec, "protocol": KFoldProtocol,
+    }
+    model: type[BaseModel] = models.get(str(loc[0]), Spec) if len(loc) > 1 else Spec
+    if loc[0] == "protocol":
+        return list({*KFoldProtocol.model_fields, *HoldoutProtocol.model_fields})
+    if loc[0] == "paper" and len(loc) > 2:
+        model = PaperValue
+    return list(model.model_fields)
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Read and validate a YAML spec file."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"{path}: no such spec file")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(f"{path}:{where}: malformed YAML: {problem}") from None
+    return spec_from_dict(data, str(path))
+
+
+def validate_semantics(spec: Spec, source: str) -> None:
+    """Check names against the registries and every parameter value against its estimator."""
+    from lkm.data import dataset_info
+    from lkm.methods import METHODS
+
+    for i, d in enumerate(spec.datasets):
+        try:
+            dataset_info(d.name)
+        except LkmError as exc:
+            raise SpecError(f"{source}: datasets[{i}].name: {exc}") from None
+    all_params: set[str] = set()
+    for i, m in enumerate(spec.methods):
+        if m.estimator not in METHODS:
+            raise SpecError(f"{source}: methods[{i}].estimator: unknown estimator {m.estimator!r}{did_you_mean(m.estimator, METHODS)}")
+        names = set(METHODS[m.estimator]().get_params())
+        all_params |= names
+        for key, where in [(k, "params") for k in m.params] + [(k, "sweep") for k in m.sweep]:
+            if key not in names:
+                raise SpecError(
+                    f"{source}: methods[{i}].{where}.{key}: {m.estimator!r} has no parameter {key!r}{did_you_mean(key, names)}"
+                )
+        for params in spec.method_grid(m):
+            _check_params(m.estimator, params, f"{source}: methods[{i}] ({m.name})")
+    for key in spec.sweep:
+        if key not in all_params:
+            raise SpecError(f"{source}: sweep.{key}: no method has a parameter {key!r}{did_you_mean(key, all_params)}")
+    if spec.selection.over:
+        for key in spec.selection.over:
+            if key not in all_params:
+                raise SpecError(f"{source}: selection.over: unknown parameter {key!r}{did_you_mean(key, all_params)}")
+    method_names = {m.name for m in spec.methods}
+    for j, p in enumerate(spec.paper.results):
+        if p.method not in method_names:
+            raise SpecError(f"{source}: paper.results[{j}].method: no method named {p.method!r}{did_you_mean(p.method, method_names)}")
+
+
+def _check_params(estimator: str, params: dict[str, Any], where: str) -> None:
+    from lkm.methods import METHODS
+
+    est = METHODS[estimator](**params)
+    try:
+        est._validate_params()
+    except (ValueError, TypeError) as exc:
+        key = next((k for k in params if f"'{k}'" in str(exc)), None)
+        value = f" = {params[key]!r}" if key else ""
+        text = str(exc).split(". Got")[0]
+        raise SpecError(f"{where}.params.{key or '?'}{value}: {text}") from None
+
+
+def default_spec(
+    datasets: list[str] | None = None, methods: list[str] | None = None, name: str = "quickstart"
+) -> Spec:
+    """The embedded default: PL, LPL and SVM on offline data under 10-fold CV."""
+    from lkm.methods import METHODS
+
+    keys = {k for _, k in QUICKSTART_METHODS}
+    chosen = []
+    for m in methods or [n for n, _ in QUICKSTART_METHODS]:
+        key = m.lower()
+        if key not in METHODS:
+            raise SpecError(f"--method: unknown method {m!r}{did_you_mean(key, METHODS)}")
+        chosen.append({"name": m.upper() if key in keys else m, "estimator": key})
+    data = {
+        "name": name,
+        "description": "Embedded default: offline data, 10-fold CV.",
+        "datasets": datasets or QUICKSTART_DATASETS,
+        "preprocessing": "standardize",
+        "protocol": {"kind": "kfold", "folds": 10, "seed": 0},
+        "methods": chosen,
+        "sweep": {"sigma": "0.1:10:5"},
+    }
+    return spec_from_dict(data, "<default spec>")
+
+
+def spec_to_yaml(spec: Spec) -> str:
+    """The spec as YAML (what a run folder stores)."""
+    return yaml.safe_dump(spec.model_dump(mode="json", exclude_defaults=False), sort_keys=False)

@@ -1,0 +1,156 @@
+"""The runner and the store: records, resume after a kill, determinism, reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from lkm.report import build_report
+from lkm.runner import build_plan, execute, write_plan
+from lkm.spec import spec_from_dict
+from lkm.store import RunStore
+
+SMALL = {
+    "name": "small",
+    "datasets": ["moons", "sklearn-iris"],
+    "protocol": {"kind": "kfold", "folds": 3, "seed": 1},
+    "methods": [
+        {"name": "PL", "estimator": "pl"},
+        {"name": "LPL", "estimator": "lpl", "params": {"k": "auto"}},
+        {"name": "SVM", "estimator": "svm"},
+    ],
+    "sweep": {"sigma": [0.5, 2.0]},
+    "paper": {"reference": "test", "results": [{"dataset": "moons", "method": "SVM", "value": 0.9}]},
+}
+
+
+def run_small(tmp_path: Path, spec_dict=SMALL, jobs=1):
+    spec = spec_from_dict(spec_dict)
+    plan = build_plan(spec)
+    store = RunStore(tmp_path)
+    store.prepare()
+    write_plan(plan, store)
+    summary = execute(plan, store, jobs=jobs)
+    build_report(store, spec, plan.task_ids, plan.unavailable)
+    return plan, store, summary
+
+
+def test_plan_expands_datasets_splits_methods_and_grid():
+    plan = build_plan(spec_from_dict(SMALL))
+    assert len(plan.tasks) == 2 * 3 * 3 * 2
+    assert len(plan.task_ids) == len(plan.tasks)  # ids are unique
+
+
+def test_run_writes_records_tables_figures(tmp_path):
+    plan, store, summary = run_small(tmp_path)
+    assert summary.ran == len(plan.tasks) and summary.failed == 0
+    df = pd.read_csv(tmp_path / "results.csv")
+    assert len(df) == len(plan.tasks)
+    assert df["accuracy"].between(0, 1).all()
+    assert (df.groupby(["dataset", "method"])["accuracy"].mean() > 0.6).all()
+    for name in ("summary", "sweep", "paper"):
+        for ext in ("md", "csv", "tex"):
+            assert (tmp_path / "tables" / f"{name}.{ext}").is_file()
+    assert (tmp_path / "results.parquet").is_file()
+    assert (tmp_path / "figures" / "sweep_sigma.png").stat().st_size > 5000
+    assert (tmp_path / "figures" / "best.pdf").is_file()
+    summary_md = (tmp_path / "tables" / "summary.md").read_text()
+    assert "accuracy % (paper)" in summary_md and "90.00" in summary_md
+
+
+def test_rerun_computes_nothing_and_duplicates_nothing(tmp_path):
+    plan, store, _ = run_small(tmp_path)
+    again = execute(plan, store)
+    assert again.ran == 0 and again.skipped == len(plan.tasks)
+    assert len(list(store.iter_records())) == len(plan.tasks)
+
+
+def test_same_spec_and_seed_give_the_same_numbers(tmp_path):
+    _, a, _ = run_small(tmp_path / "a")
+    _, b, _ = run_small(tmp_path / "b", jobs=2)
+    ra = a.records_frame().set_index("task_id")["accuracy"].sort_index()
+    rb = b.records_frame().set_index("task_id")["accuracy"].sort_index()
+    pd.testing.assert_series_equal(ra, rb)
+
+
+def test_a_line_cut_by_a_kill_is_ignored_and_does_not_swallow_the_next(tmp_path):
+    store = RunStore(tmp_path)
+    store.prepare()
+    store.append([{"task_id": "a", "status": "ok"}])
+    part = next(store.records_dir.glob("part-*.jsonl"))
+    with open(part, "a") as fh:
+        fh.write('{"task_id": "b", "stat')  # killed mid-write
+    store.append([{"task_id": "c", "status": "ok"}])
+    assert store.completed_ids() == {"a", "c"}
+
+
+def test_failed_tasks_are_recorded_and_retried_on_resume(tmp_path):
+    store = RunStore(tmp_path)
+    store.prepare()
+    store.append([{"task_id": "x", "status": "error", "error": "boom"}])
+    assert store.completed_ids() == set()
+
+
+def test_resume_after_kill_9_loses_nothing_and_duplicates_nothing(tmp_path):
+    spec = dict(SMALL, name="killme", datasets=["sklearn-breast-cancer"], sweep={"sigma": "0.1:10:12"},
+                protocol={"kind": "kfold", "folds": 10, "seed": 0})
+    spec_path = tmp_path / "spec.json.yaml"
+    spec_path.write_text(json.dumps(spec))  # JSON is YAML
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "lkm.cli", "run", str(spec_path), "--out", str(out), "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    records = out / "records"
+    while time.time() < deadline:
+        n = sum(1 for p in records.glob("part-*.jsonl") for _ in open(p)) if records.exists() else 0
+        if n >= 20:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    partial = RunStore(out).completed_ids()
+    assert 0 < len(partial)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    store = RunStore(out)
+    plan_ids = set(json.loads((out / "plan.json").read_text())["task_ids"])
+    ids = [r["task_id"] for r in store.iter_records()]
+    assert set(ids) == plan_ids and len(ids) == len(plan_ids)
+    assert partial <= store.completed_ids()
+    # The resumed run has the same numbers as an uninterrupted one.
+    fresh = tmp_path / "fresh"
+    subprocess.run([*cmd[:-3], "--out", str(fresh), "--no-progress"], check=True, capture_output=True, timeout=300)
+    a = RunStore(out).records_frame().set_index("task_id")["accuracy"].sort_index()
+    b = RunStore(fresh).records_frame().set_index("task_id")["accuracy"].sort_index()
+    pd.testing.assert_series_equal(a, b)
+
+
+def test_end_to_end_on_real_uci_data(tmp_path, data_dir):
+    spec = {
+        "name": "sonar-e2e", "datasets": ["sonar"], "protocol": {"kind": "kfold", "folds": 5, "seed": 0},
+        "methods": [{"name": "LPL", "estimator": "lpl"}, {"name": "SVM", "estimator": "svm"}],
+        "sweep": {"sigma": [1.0, 5.0]},
+    }
+    spec_path = tmp_path / "sonar.yaml"
+    spec_path.write_text(json.dumps(spec))
+    res = subprocess.run(
+        [sys.executable, "-m", "lkm.cli", "run", str(spec_path), "--out", str(tmp_path / "run"),
+         "--data-dir", str(data_dir), "--no-progress"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    df = pd.read_csv(tmp_path / "run" / "results.csv")
+    assert len(df) == 5 * 2 * 2 and set(df["n_train"] + df["n_test"]) == {208}
+    best = df.groupby(["method", "params"])["accuracy"].mean().groupby("method").max()
+    assert best["SVM"] > 0.75 and best["LPL"] > 0.75  # sonar is well above chance (53%)
+    prov = json.loads((tmp_path / "run" / "provenance.json").read_text())
+    assert prov["datasets"]["sonar"]["files"][0]["sha256"]
+    assert prov["packages"]["libsvm-official"]
