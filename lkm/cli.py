@@ -204,10 +204,17 @@ def sweep(
 
 
 def _run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_run: bool, progress: bool) -> None:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from lkm.report import build_report
-    from lkm.runner import build_plan, dataset_provenance, execute, plan_table, write_plan
+    from lkm.runner import build_plan, dataset_provenance, execute, write_plan
     from lkm.spec import spec_to_yaml
     from lkm.store import RunStore
 

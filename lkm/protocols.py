@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from sklearn.model_selection import StratifiedKFold, KFold, train_test_split
+from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
 from lkm.errors import SpecError
 

@@ -35,7 +35,7 @@ def aggregate(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     ok["setting"] = ok["params"].map(lambda p: json.dumps(p, sort_keys=True, default=str))
     grouped = ok.groupby(["dataset", "method", "setting"], sort=False)
     agg = grouped.agg(
-        accuracy=("accuracy", "mean"), std=("accuracy", lambda a: float(np.std(a, ddof=1)) if len(a) > 1 else 0.0),
+        accuracy=("accuracy", "mean"), accuracy_std=("accuracy", lambda a: float(np.std(a, ddof=1)) if len(a) > 1 else 0.0),
         splits=("accuracy", "size"), fit_seconds=("fit_seconds", "mean"), predict_seconds=("predict_seconds", "mean"),
         n_train=("n_train", "mean"),
     ).reset_index()
@@ -69,14 +69,14 @@ def select_best(agg: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     if agg.empty:
         return agg
     rows = []
-    for (ds, method), g in agg.groupby(["dataset", "method"], sort=False):
+    for (_ds, method), g in agg.groupby(["dataset", "method"], sort=False):
         mspec = next(m for m in spec.methods if m.name == method)
         swept = spec.swept_params(mspec)
         over = [p for p in (spec.selection.over or swept) if p in swept]
         fixed = [p for p in swept if p not in over]
-        keys = g["params"].map(lambda p: json.dumps({k: p.get(k) for k in fixed}, default=str))
+        keys = g["params"].map(lambda p, fixed=fixed: json.dumps({k: p.get(k) for k in fixed}, default=str))
         for _, sub in g.groupby(keys, sort=False):
-            best = sub.sort_values(["accuracy", "std", "_order"], ascending=[False, True, True]).iloc[0]
+            best = sub.sort_values(["accuracy", "accuracy_std", "_order"], ascending=[False, True, True]).iloc[0]
             rows.append(best)
     return pd.DataFrame(rows).reset_index(drop=True)
 
@@ -114,7 +114,7 @@ def summary_table(best: pd.DataFrame, spec: Spec, unavailable: dict[str, str]) -
         row = {
             "dataset": r.dataset, "method": r.method,
             "selected": _fmt_params(r.params, spec.swept_params(mspec)),
-            "accuracy % (ours)": _fmt_rate(r.accuracy, r.std),
+            "accuracy % (ours)": _fmt_rate(r.accuracy, r.accuracy_std),
             "splits": int(r.splits),
         }
         if has_paper:
@@ -122,7 +122,7 @@ def summary_table(best: pd.DataFrame, spec: Spec, unavailable: dict[str, str]) -
             row["accuracy % (paper)"] = _fmt_rate(pv) if pv is not None else "–"
             row["ours − paper"] = f"{RATE * (r.accuracy - pv):+.2f}" if pv is not None else "–"
         rows.append(row)
-    for ds, msg in unavailable.items():
+    for ds in unavailable:
         for m in spec.methods:
             rows.append({"dataset": ds, "method": m.name, "selected": "–",
                          "accuracy % (ours)": "data unavailable", "splits": 0})
@@ -136,7 +136,7 @@ def sweep_table(agg: pd.DataFrame, spec: Spec) -> pd.DataFrame:
         row = {"dataset": r.dataset, "method": r.method}
         for k in spec.swept_params(mspec):
             row[k] = r.params.get(k)
-        row.update({"accuracy %": round(RATE * r.accuracy, 2), "std %": round(RATE * r.std, 2), "splits": int(r.splits)})
+        row.update({"accuracy %": round(RATE * r.accuracy, 2), "std %": round(RATE * r.accuracy_std, 2), "splits": int(r.splits)})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -157,7 +157,7 @@ def paper_table(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec) -> pd.DataFra
         pool = agg if p.params else best
         cand = pool[(pool["dataset"] == p.dataset) & (pool["method"] == p.method)] if not pool.empty else pool
         if p.params and not cand.empty:
-            cand = cand[cand["params"].map(lambda q: all(_same(q.get(k), v) for k, v in p.params.items()))]
+            cand = cand[cand["params"].map(lambda q, want=p.params: all(_same(q.get(k), v) for k, v in want.items()))]
         if not cand.empty:
             ours = cand.iloc[0]
         is_rate = p.metric == "accuracy"
@@ -165,7 +165,7 @@ def paper_table(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec) -> pd.DataFra
             "dataset": p.dataset, "method": p.method, "metric": p.metric,
             "setting": _fmt_params(p.params, list(p.params)) if p.params else "selected",
             "paper": _fmt_rate(p.value) if is_rate else f"{p.value:.4g}",
-            "ours": (_fmt_rate(ours.accuracy, ours.std) if is_rate else "see timing") if ours is not None else "not run",
+            "ours": (_fmt_rate(ours.accuracy, ours.accuracy_std) if is_rate else "see timing") if ours is not None else "not run",
             "source": p.source,
         })
     return pd.DataFrame(rows)
@@ -207,15 +207,15 @@ def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, 
     fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.2 * nrow), squeeze=False)
     values = [p.get(param) for p in agg["params"] if isinstance(p.get(param), (int, float))]
     logx = bool(values) and min(values) > 0 and max(values) / min(values) > 20
-    for ax, ds in zip(axes.flat, datasets):
+    for ax, ds in zip(axes.flat, datasets, strict=False):
         sub = agg[(agg["dataset"] == ds) & agg["params"].map(lambda p: isinstance(p.get(param), (int, float)))]
         for method, g in sub.groupby("method", sort=False):
             mspec = next(m for m in spec.methods if m.name == method)
             others = [k for k in spec.swept_params(mspec) if k != param]
-            for key, line in g.groupby(g["params"].map(lambda p: _fmt_params(p, others)), sort=False):
+            for key, line in g.groupby(g["params"].map(lambda p, others=others: _fmt_params(p, others)), sort=False):
                 x = line["params"].map(lambda p: p[param]).to_numpy(float)
                 o = np.argsort(x)
-                y, s = RATE * line["accuracy"].to_numpy()[o], RATE * line["std"].to_numpy()[o]
+                y, s = RATE * line["accuracy"].to_numpy()[o], RATE * line["accuracy_std"].to_numpy()[o]
                 label = method if not others else f"{method} ({key})"
                 (ln,) = ax.plot(x[o], y, marker="o", ms=3, lw=1.4, label=label)
                 ax.fill_between(x[o], y - s, y + s, color=ln.get_color(), alpha=0.12, lw=0)
@@ -245,14 +245,14 @@ def best_figure(best: pd.DataFrame, spec: Spec, base: Path, formats: list[str]) 
     for j, m in enumerate(methods):
         sel = best[best["method"] == m].drop_duplicates(["dataset"]).set_index("dataset")
         y = [RATE * sel["accuracy"].get(d, np.nan) for d in datasets]
-        e = [RATE * sel["std"].get(d, np.nan) for d in datasets]
+        e = [RATE * sel["accuracy_std"].get(d, np.nan) for d in datasets]
         bars = ax.bar(x + (j - (len(methods) - 1) / 2) * width, y, width, yerr=e, capsize=2, label=m, alpha=0.85)
         py = [RATE * paper[(d, m)] if (d, m) in paper else np.nan for d in datasets]
         if not np.all(np.isnan(py)):
             ax.scatter(x + (j - (len(methods) - 1) / 2) * width, py, marker="D", s=18, color="black",
                        zorder=3, label="paper" if j == 0 else None)
         del bars
-    lo = np.nanmin(RATE * (best["accuracy"] - best["std"]).to_numpy()) if not best.empty else 0
+    lo = np.nanmin(RATE * (best["accuracy"] - best["accuracy_std"]).to_numpy()) if not best.empty else 0
     ax.set_ylim(max(0, lo - 5), 100)
     ax.set_xticks(x, datasets, rotation=20, ha="right")
     ax.set_ylabel("accuracy (%) at selected setting")

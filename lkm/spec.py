@@ -189,7 +189,7 @@ class Spec(_Model):
         combos = []
         for values in itertools.product(*(axes[k] for k in keys)):
             params = dict(method.params)
-            params.update(zip(keys, values))
+            params.update(zip(keys, values, strict=True))
             combos.append(params)
         return combos
 

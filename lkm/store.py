@@ -98,8 +98,10 @@ class RunStore:
         recs = [r for r in self.iter_records() if task_ids is None or r["task_id"] in task_ids]
         if not recs:
             return pd.DataFrame()
-        df = pd.json_normalize(recs, sep="_", max_level=1)
-        return df
+        df = pd.DataFrame.from_records(recs)
+        # One column per parameter as well, for filtering and plotting; ``params`` keeps the dict.
+        params = pd.DataFrame.from_records([r.get("params") or {} for r in recs], index=df.index)
+        return pd.concat([df, params.add_prefix("param_")], axis=1)
 
     # -- derived files ----------------------------------------------------------
     def write_results(self, df: pd.DataFrame) -> list[Path]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -44,7 +43,7 @@ def test_sweep_k_and_unknown_named_parameter_become_grids(tmp_path):
     assert "40 fits in all" in res.output
     res = invoke("sweep", "-m", "lpl", "-d", "moons", "--n_trees", "5,10", "--dry-run")
     assert res.exit_code == 0, res.output
-    assert "20 fits in all" in res.output
+    assert "100 fits in all" in res.output  # 10 folds x 2 n_trees x the default 5 sigmas
 
 
 def test_sweep_of_a_spec_saves_the_spec_it_used(tmp_path):

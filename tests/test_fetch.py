@@ -45,6 +45,7 @@ class LocalServer:
 @pytest.fixture(autouse=True)
 def _online_local_only(monkeypatch):
     monkeypatch.delenv("LKM_OFFLINE", raising=False)
+    monkeypatch.delenv("LKM_DATA_DIR", raising=False)  # no mirror: files must come from the server
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
 

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from lkm.report import build_report
 from lkm.runner import build_plan, execute, write_plan

@@ -1,0 +1,76 @@
+"""Shared base of lkm classifiers: input validation and the dummy-output label coding.
+
+Tsuji et al. (Sec. 1) classify through regression on dummy outputs: y = +1 for one class
+and -1 for the other. With more than two classes every method here uses one-vs-rest
+±1 columns and predicts the class of the largest output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from lkm.kernels import DistanceCache
+
+T = TypeVar("T")
+
+
+def memoized(cache: DistanceCache | None, key: Any, compute: Callable[[], T], *arrays: np.ndarray) -> T:
+    """``compute()``, memoized in ``cache`` under ``key`` and the arrays' identities if given."""
+    return compute() if cache is None else cache.memo(key, compute, *arrays)
+
+
+class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
+    """Base class: parameter/input validation, ``classes_``, dummy outputs, ``predict``.
+
+    Subclasses implement ``fit(X, y, cache=None)`` (calling :meth:`_validate_training`)
+    and ``decision_function(X, cache=None)`` (calling :meth:`_validate_query`), which
+    returns shape (n,) for two classes (positive means ``classes_[1]``) and
+    (n, n_classes) otherwise.
+    """
+
+    def _validate_training(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Validate parameters and data; set ``classes_`` and ``n_features_in_``.
+
+        Returns X as float64 (the caller's array object when it already is one, so a
+        :class:`DistanceCache` recognizes it) and y as indices into ``classes_``.
+        """
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_, y_index = np.unique(y, return_inverse=True)
+        if self.classes_.size < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs samples of at least two classes; got 1 class"
+            )
+        return X, y_index
+
+    def _validate_query(self, X: np.ndarray) -> np.ndarray:
+        check_is_fitted(self)
+        return validate_data(self, X, dtype=np.float64, reset=False)
+
+    def _dummy_outputs(self, y_index: np.ndarray) -> np.ndarray:
+        """±1 dummy outputs: shape (n,) with +1 for ``classes_[1]`` when there are two
+        classes, else one-vs-rest columns of shape (n, n_classes)."""
+        if self.classes_.size == 2:
+            return np.where(y_index == 1, 1.0, -1.0)
+        Y = np.full((y_index.size, self.classes_.size), -1.0)
+        Y[np.arange(y_index.size), y_index] = 1.0
+        return Y
+
+    def _labels_from_decision(self, decision: np.ndarray) -> np.ndarray:
+        if decision.ndim == 1:
+            return self.classes_[(decision > 0).astype(np.intp)]
+        return self.classes_[np.argmax(decision, axis=1)]
+
+    def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
+        raise NotImplementedError
+
+    def predict(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
+        """Class labels: sign of the output for two classes, else the largest output."""
+        return self._labels_from_decision(self.decision_function(X, cache=cache))

@@ -1,0 +1,386 @@
+"""Projection learning (PL) and localized projection learning (LPL), Tsuji, Kudo, Tanaka.
+
+PL (eq. (4)):  f(x) = K(x, X) G⁺ y with the Gaussian Gram matrix G = (K(x_i, x_j)).
+LPL (Sec. 5):  f(x) = K(x, X_N) G_N⁺ y_N over the k nearest training patterns N(x).
+
+G⁺ is the Moore–Penrose inverse: G is singular whenever training patterns repeat (and
+numerically whenever they nearly do), so both methods solve pseudo-inverse systems.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.linalg import cho_factor, cho_solve, lapack, solve_triangular
+from scipy.spatial.distance import squareform
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from lkm.kernels import (
+    EXP_FLUSH_BELOW,
+    DistanceCache,
+    gaussian_from_sq,
+    gaussian_gram,
+    sq_dists,
+    squared_euclidean,
+)
+from lkm.methods.base import LocalKernelClassifier, memoized
+from lkm.neighbors import NEIGHBOR_BACKENDS, make_neighbors
+
+EPS = float(np.finfo(np.float64).eps)
+#: Bytes of gathered neighbour coordinates LPL materializes at once.
+CHUNK_BYTES = 64 * 2**20
+
+
+def psd_pinv_solve(
+    G: np.ndarray, Y: np.ndarray, *, tol: float | None = None, overwrite_g: bool = False
+) -> tuple[np.ndarray, int, str]:
+    """Moore–Penrose solution ``G⁺ Y`` for a symmetric positive semi-definite ``G``.
+
+    Returns ``(solution, rank, route)``. A pivoted Cholesky factorization (LAPACK dpstrf,
+    stopped by a pivot at or below ``tol``, by default ``n·eps·max(diag G)``) gives
+    ``Pᵀ G P = L Lᵀ`` with numerical rank r. If r = n, route "inverse":
+    ``G⁻¹ Y = P L⁻ᵀ L⁻¹ Pᵀ Y``. Otherwise route "pseudo-inverse":
+    with L = [L11; L21] and W = L21 L11⁻¹, G = B Bᵀ for B = P [I; W] L11, and exactly
+
+        G⁺ Y = P [u; W u],  u = M⁻¹ L11⁻ᵀ L11⁻¹ M⁻¹ (Y1 + Wᵀ Y2),  M = I + WᵀW,
+
+    with [Y1; Y2] = Pᵀ Y. M⁻¹ is applied through Woodbury, ``z - Wᵀ (I + W Wᵀ)⁻¹ W z``,
+    when W has fewer rows than columns; both forms are SPD with eigenvalues >= 1.
+
+    A plain Cholesky attempt first does not pay: once repeated rows are merged (see
+    :class:`ProjectionLearning`), singular Gaussian Gram matrices typically make dpotrf
+    fail only half-way through, which costs more than the pivoting dpstrf adds.
+    """
+    n = G.shape[0]
+    rhs = np.asarray(Y, dtype=np.float64).reshape(n, -1)
+    # G is symmetric, so a C-contiguous G's transpose is a Fortran-ordered view of G.
+    A = G.T if G.flags.c_contiguous else G
+    if not (overwrite_g and A.flags.f_contiguous and A.dtype == np.float64):
+        A = np.array(A, dtype=np.float64, order="F")
+    if tol is None:
+        tol = n * EPS * float(A.diagonal().max())
+    U, piv, rank, info = lapack.dpstrf(A, tol=tol, lower=0, overwrite_a=1)
+    if info < 0:
+        raise np.linalg.LinAlgError(f"dpstrf: illegal argument {-info}")
+    r = int(rank)
+    perm = piv[:n] - 1  # LAPACK pivots are 1-based
+    route = "inverse" if r == n else "pseudo-inverse"
+    solution = np.zeros_like(rhs)
+    if r == 0:
+        return solution.reshape(np.shape(Y)), 0, route
+    # Pᵀ G P = Uᵀ U, so L11 = U11ᵀ, L21 = U12ᵀ and Wᵀ = U11⁻¹ U12.
+    U12 = U[:r, r:]  # beyond the compacted leading block, which _leading_block leaves alone
+    U11 = _leading_block(U, r)
+    Wt = solve_triangular(U11, U12, lower=False, check_finite=False) if r < n else U12
+    apply_m_inv = _inverse_of_identity_plus_gram(Wt)
+    Yp = rhs[perm]
+    d = apply_m_inv(Yp[:r] + Wt @ Yp[r:])
+    c = solve_triangular(U11, d, lower=False, trans="T", check_finite=False)  # L11⁻¹ d
+    v = solve_triangular(U11, c, lower=False, check_finite=False)  # L11⁻ᵀ c
+    u = apply_m_inv(v)
+    solution[perm[:r]] = u
+    solution[perm[r:]] = Wt.T @ u
+    return solution.reshape(np.shape(Y)), r, route
+
+
+def _leading_block(F: np.ndarray, r: int) -> np.ndarray:
+    """``F[:r, :r]`` as a Fortran-contiguous array, compacted in place inside F's buffer
+    (F is Fortran-contiguous and is consumed). LAPACK needs a contiguous triangle, and a
+    fresh copy of a matrix this size costs more than moving its columns."""
+    n = F.shape[0]
+    if r == n:
+        return F
+    flat = F.reshape(-1, order="F")
+    for j in range(1, r):  # column j moves from offset j*n to j*r (overlap is handled)
+        flat[j * r : (j + 1) * r] = flat[j * n : j * n + r]
+    return flat[: r * r].reshape((r, r), order="F")
+
+
+def _inverse_of_identity_plus_gram(Wt: np.ndarray):
+    """``z -> (I + Wt Wtᵀ)⁻¹ z`` for Wt of shape (r, m), factored once."""
+    r, m = Wt.shape
+    if m == 0:
+        return lambda z: z
+    if m < r:  # Woodbury: (I + Wt Wtᵀ)⁻¹ = I - Wt (I + Wtᵀ Wt)⁻¹ Wtᵀ
+        small = Wt.T @ Wt
+        small[np.diag_indices(m)] += 1.0
+        factor = cho_factor(small, lower=True, overwrite_a=True, check_finite=False)
+        return lambda z: z - Wt @ cho_solve(factor, Wt.T @ z, check_finite=False)
+    full = Wt @ Wt.T
+    full[np.diag_indices(r)] += 1.0
+    factor = cho_factor(full, lower=True, overwrite_a=True, check_finite=False)
+    return lambda z: cho_solve(factor, z, check_finite=False)
+
+
+def batched_pinv_forms(
+    G: np.ndarray, left: np.ndarray, right: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``leftᵀ G⁺ right`` for a stack of small symmetric PSD systems, by one stacked eigh.
+
+    G: (m, k, k); left: (m, k); right: (m, k) or (m, k, c). Eigenvalues at or below
+    ``k·eps·max eigenvalue`` are dropped (the pseudo-inverse). Returns the values, shape
+    (m,) or (m, c), and a boolean mask of the systems that were singular.
+    """
+    k = G.shape[-1]
+    w, V = np.linalg.eigh(G)
+    keep = w > k * EPS * w[:, -1:]
+    inv_w = np.divide(1.0, w, out=np.zeros_like(w), where=keep)
+    a = np.einsum("mk,mkj->mj", left, V) * inv_w
+    if right.ndim == 2:
+        values = np.einsum("mj,mk,mkj->m", a, right, V)
+    else:
+        values = np.einsum("mj,mkc,mkj->mc", a, right, V)
+    return values, ~keep.all(axis=1)
+
+
+def auto_k(n_train: int) -> int:
+    """The paper's neighbourhood size k = floor(log10 ℓ + 1) (Sec. 9)."""
+    return math.floor(math.log10(n_train) + 1)
+
+
+def _unique_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """First index, inverse and count of each distinct row, in order of first appearance."""
+    _, first, inverse, counts = np.unique(
+        X + 0.0, axis=0, return_index=True, return_inverse=True, return_counts=True
+    )
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return first[order], rank[inverse.ravel()], counts[order]
+
+
+def _gram_blocks(
+    D: np.ndarray, sigma: float, cache: DistanceCache | None, X: np.ndarray
+) -> list[np.ndarray] | None:
+    """Index sets of the diagonal blocks of G = exp(-D / 2σ²), or None for one block.
+
+    :func:`gaussian_from_sq` returns exact zeros for exponents below EXP_FLUSH_BELOW, so
+    G vanishes between single-linkage clusters of D cut at 2σ²·(|EXP_FLUSH_BELOW| + 1).
+    G is surely one block when some point is within the cut of every other point, which
+    spares the clustering at large sigma. Blocks are only used when they at least halve
+    the O(n³) factorization work.
+    """
+    cut = 2.0 * sigma * sigma * (1.0 - EXP_FLUSH_BELOW)
+    if memoized(cache, ("pl_gram_radius",), lambda: float(D.max(axis=1).min()), X) <= cut:
+        return None
+    tree = memoized(cache, ("pl_single_linkage",), lambda: linkage(squareform(D, checks=False), "single"), X)
+    labels = fcluster(tree, cut, criterion="distance")
+    sizes = np.bincount(labels).astype(np.float64)
+    if np.sum(sizes**3) > 0.5 * float(D.shape[0]) ** 3:
+        return None  # gathering the blocks would cost more than the factorization saves
+    order = np.argsort(labels, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(labels[order])) + 1)
+
+
+def _blockwise_pinv_solve(
+    gram: Callable[[np.ndarray], np.ndarray], diag: np.ndarray, b: np.ndarray, blocks: list[np.ndarray]
+) -> tuple[np.ndarray, int, str]:
+    """:func:`psd_pinv_solve` of a block-diagonal matrix given its diagonal and a function
+    returning the (new, writable) block for an index set. The whole matrix's tolerance is
+    used for every block, so the rank decisions are those of the whole matrix: pivoting
+    never crosses blocks."""
+    n = diag.size
+    tol = n * EPS * float(diag.max())
+    solution = np.zeros(b.shape)
+    singles = np.array([block[0] for block in blocks if block.size == 1], dtype=np.intp)
+    kept = singles[diag[singles] > tol]
+    solution[kept] = b[kept] / diag[kept].reshape((-1,) + (1,) * (b.ndim - 1))
+    rank = kept.size
+    for block in blocks:
+        if block.size > 1:
+            solution[block], r, _ = psd_pinv_solve(gram(block), b[block], tol=tol, overwrite_g=True)
+            rank += r
+    return solution, rank, "inverse" if rank == n else "pseudo-inverse"
+
+
+class ProjectionLearning(LocalKernelClassifier):
+    """Projection learning (Tsuji et al., eq. (4)) with a Gaussian kernel of width sigma.
+
+    ``f(x) = K(x, X) G⁺ y``; ``dual_coef_`` = G⁺ y is computed exactly by
+    :func:`psd_pinv_solve`, exploiting two exact structures of G:
+
+    * repeated training rows are merged: with M the 0/1 membership matrix, G = M G_u Mᵀ,
+      and G⁺ y follows exactly from the pseudo-inverse of the smaller C^½ G_u C^½
+      (C = multiplicities); this removes the commonest cause of singularity and shrinks
+      the O(ℓ³) factorization;
+    * with small sigma, G is block diagonal (kernel values between distant groups are
+      exactly 0) and each block is solved on its own (:func:`_gram_blocks`).
+
+    ``info_``: rank of G, route ("inverse" or "pseudo-inverse"), training size, number of
+    distinct rows, number of diagonal blocks.
+    """
+
+    _parameter_constraints: dict = {"sigma": [Interval(Real, 0, None, closed="neither")]}
+
+    def __init__(self, sigma: float = 1.0) -> None:
+        self.sigma = sigma
+
+    def fit(
+        self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None
+    ) -> ProjectionLearning:
+        X, y_index = self._validate_training(X, y)
+        Y = self._dummy_outputs(y_index)
+        first, inverse, counts = memoized(cache, ("pl_unique_rows",), lambda: _unique_rows(X), X)
+        merged = counts.size < X.shape[0]
+        if merged:
+            D = memoized(cache, ("pl_unique_sq_dists",), lambda: squared_euclidean(X[first]), X)
+        else:
+            D = sq_dists(X, X, cache)
+        blocks = _gram_blocks(D, self.sigma, cache, X)
+        # With C = diag(multiplicities), A = C^½ G_u C^½ and b = C^-½ Mᵀ y give
+        # G⁺ y = M C^-½ A⁺ b exactly.
+        root = np.sqrt(counts)
+
+        def gram(index: np.ndarray | None = None) -> np.ndarray:
+            """A, or its block on ``index``, as a writable array (computed in D's place
+            when D is not shared through a cache)."""
+            if index is None:
+                A = gaussian_from_sq(D, self.sigma, out=None if cache is not None else D)
+                index = np.arange(counts.size)
+            else:
+                A = gaussian_from_sq(D[np.ix_(index, index)], self.sigma)
+            repeated = np.flatnonzero(counts[index] > 1)
+            A[repeated, :] *= root[index[repeated], None]
+            A[:, repeated] *= root[index[repeated]]
+            return A
+
+        column = (-1,) + (1,) * (Y.ndim - 1)  # broadcasts per-row factors over Y's columns
+        b = Y
+        if merged:
+            b = np.zeros((counts.size,) + Y.shape[1:])
+            np.add.at(b, inverse, Y)
+            b /= root.reshape(column)
+        if blocks is None:
+            beta, rank, route = psd_pinv_solve(gram(), b, overwrite_g=True)
+        else:
+            diag = gaussian_from_sq(np.diagonal(D), self.sigma) * counts
+            beta, rank, route = _blockwise_pinv_solve(gram, diag, b, blocks)
+        self.X_fit_ = X
+        self.dual_coef_ = (beta / root.reshape(column))[inverse] if merged else beta
+        self.info_: dict[str, Any] = {
+            "rank_G": rank,
+            "route": route,
+            "n_train": X.shape[0],
+            "n_unique_rows": int(counts.size),
+            "n_blocks": 1 if blocks is None else len(blocks),
+        }
+        return self
+
+    def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
+        """``K(x, X_train) G⁺ y`` (eq. (4)); (n,) for two classes, else (n, n_classes)."""
+        X = self._validate_query(X)
+        return gaussian_gram(X, self.X_fit_, self.sigma, cache) @ self.dual_coef_
+
+
+class LocalizedProjectionLearning(LocalKernelClassifier):
+    """Localized projection learning (Tsuji et al., Sec. 5).
+
+    For each query x: ``f(x) = K(x, X_N) G_N⁺ y_N`` over its k nearest training patterns
+    (Euclidean). ``k="auto"`` is the paper's k = floor(log10 ℓ + 1); k is clipped to ℓ.
+    One neighbour query serves all test points, and the k×k systems are solved together
+    by a stacked eigendecomposition (:func:`batched_pinv_forms`). With a cache, the
+    neighbour lists and local squared distances are memoized, so a sigma sweep only
+    recomputes the exponentials and the eigendecompositions.
+    """
+
+    _parameter_constraints: dict = {
+        "sigma": [Interval(Real, 0, None, closed="neither")],
+        "k": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "neighbors": [StrOptions(set(NEIGHBOR_BACKENDS))],
+        "n_trees": [Interval(Integral, 1, None, closed="left")],
+        "search_k": [Interval(Integral, -1, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        sigma: float = 1.0,
+        k: int | str = "auto",
+        neighbors: str = "exact",
+        n_trees: int = 10,
+        search_k: int = -1,
+        random_state: Any = None,
+    ) -> None:
+        self.sigma = sigma
+        self.k = k
+        self.neighbors = neighbors
+        self.n_trees = n_trees
+        self.search_k = search_k
+        self.random_state = random_state
+
+    def _backend_key(self) -> tuple | None:
+        """What identifies the neighbour lists in a cache; None when they cannot be shared
+        (annoy seeded by a RandomState instance)."""
+        if self.neighbors == "exact":
+            return ("exact",)
+        if self.random_state is not None and not isinstance(self.random_state, Integral):
+            return None
+        return ("annoy", self.n_trees, self.search_k, self.random_state)
+
+    def _make_backend(self, X: np.ndarray):
+        if self.neighbors == "exact":
+            return make_neighbors("exact").fit(X)
+        return make_neighbors(
+            "annoy", n_trees=self.n_trees, search_k=self.search_k, random_state=self.random_state
+        ).fit(X)
+
+    def fit(
+        self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None
+    ) -> LocalizedProjectionLearning:
+        X, y_index = self._validate_training(X, y)
+        n = X.shape[0]
+        self.k_ = min(auto_k(n) if self.k == "auto" else int(self.k), n)
+        self.X_fit_ = X
+        self.dummy_outputs_ = self._dummy_outputs(y_index)
+        backend_key = self._backend_key()
+        if cache is None or backend_key is None:
+            self.neighbors_ = self._make_backend(X)
+        else:
+            key = ("lpl_neighbor_index", *backend_key)
+            self.neighbors_ = cache.memo(key, lambda: self._make_backend(X), X)
+        self.info_: dict[str, Any] = {
+            "k": self.k_,
+            "neighbors": self.neighbors,
+            "singular_local_systems": None,  # counted by each decision_function call
+        }
+        return self
+
+    def _local_geometry(
+        self, X: np.ndarray, cache: DistanceCache | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Neighbour squared distances (m, k), indices (m, k), local squared distances (m, k, k)."""
+        k, Xt = self.k_, self.X_fit_
+        sq, idx = self.neighbors_.kneighbors(X, k, cache=cache)
+        local = np.empty((X.shape[0], k, k))
+        rows = max(1, CHUNK_BYTES // (8 * k * (Xt.shape[1] + k)))
+        for start in range(0, X.shape[0], rows):
+            Z = Xt[idx[start : start + rows]]
+            norms = np.einsum("mkp,mkp->mk", Z, Z)
+            block = local[start : start + rows]
+            np.matmul(Z, Z.transpose(0, 2, 1), out=block)
+            block *= -2.0
+            block += norms[:, :, None]
+            block += norms[:, None, :]
+            np.maximum(block, 0.0, out=block)
+        local[:, np.arange(k), np.arange(k)] = 0.0
+        return sq, idx, local
+
+    def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
+        """``K(x, X_N) G_N⁺ y_N`` for every row (Sec. 5); (n,) or (n, n_classes)."""
+        X = self._validate_query(X)
+        backend_key = self._backend_key()
+        if cache is None or backend_key is None:
+            sq, idx, local = self._local_geometry(X, cache)
+        else:
+            key = ("lpl_local_geometry", self.k_, *backend_key)
+            sq, idx, local = cache.memo(key, lambda: self._local_geometry(X, cache), X, self.X_fit_)
+        G = gaussian_from_sq(local, self.sigma)
+        k_x = gaussian_from_sq(sq, self.sigma)
+        values, singular = batched_pinv_forms(G, k_x, self.dummy_outputs_[idx])
+        self.info_["singular_local_systems"] = int(singular.sum())
+        return values

@@ -1,0 +1,179 @@
+"""C-SVM with a Gaussian kernel through LIBSVM (libsvm-official), as in Tsuji et al., Sec. 9.
+
+Training is LIBSVM's own C-SVC. Decision values are computed in numpy from the trained
+model (support vectors, coefficients, rho, per-class counts, label order) exactly as
+LIBSVM's ``svm_predict_values`` does, so the fitted estimator holds plain arrays only
+(picklable, no ctypes model).
+
+Two training routes give the same model: for up to :data:`PRECOMPUTED_MAX_BYTES` of
+kernel, LIBSVM gets the precomputed Gaussian Gram matrix (``-t 4``), built with matrix
+products (from a :class:`DistanceCache` when given) and written straight into LIBSVM's
+node array; larger problems pass the features as CSR and let LIBSVM evaluate the RBF
+kernel (``-t 2``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from numbers import Real
+from typing import Any
+
+import numpy as np
+import scipy.sparse
+from libsvm.svm import svm_node, svm_problem
+from libsvm.svmutil import svm_train
+from sklearn.utils._param_validation import Interval
+
+from lkm.kernels import DistanceCache, gaussian_from_sq, gaussian_gram, sq_dists
+from lkm.methods.base import LocalKernelClassifier
+
+#: Largest LIBSVM node array (16 bytes per kernel entry) built for the precomputed route.
+PRECOMPUTED_MAX_BYTES = 512 * 2**20
+
+_NODE = np.dtype(svm_node)
+
+
+def _precomputed_problem(
+    X: np.ndarray, targets: np.ndarray, sigma: float, cache: DistanceCache | None
+) -> svm_problem:
+    """A LIBSVM problem for ``-t 4``: row i is ``0:i+1, 1:K(x_i,x_1), ..., n:K(x_i,x_n)``.
+
+    libsvm-official's ``svm_problem`` would copy a CSR matrix row by row; here the node
+    array is filled block by block (the Gaussian kernel exponentiated while the block is
+    in cache) and the row pointers are set in one vectorized assignment.
+    """
+    n = X.shape[0]
+    D = sq_dists(X, X, cache)
+    nodes = np.empty((n, n + 2), dtype=_NODE)
+    index_row = np.concatenate(([0], np.arange(1, n + 1), [-1]))
+    values = nodes["value"]
+    # Writing the int32 index field through numpy's structured path is slow; on a
+    # little-endian machine an int64 view of the (index, padding) slot writes it as well.
+    fast_index = sys.byteorder == "little" and _NODE.fields["value"][1] == 8
+    index_slots = nodes.view(np.int64)[:, 0::2] if fast_index else nodes["index"]
+    rows = max(1, 2**20 // nodes.strides[0])
+    kernel = np.empty((rows, n))  # contiguous: numpy's vectorized exp needs it
+    for start in range(0, n, rows):
+        stop = min(start + rows, n)
+        k_block = kernel[: stop - start]
+        gaussian_from_sq(D[start:stop], sigma, out=k_block)
+        index_slots[start:stop] = index_row
+        values[start:stop, 0] = np.arange(start + 1, stop + 1)
+        values[start:stop, 1 : n + 1] = k_block
+        values[start:stop, n + 1] = 0.0
+
+    problem = svm_problem.__new__(svm_problem)
+    problem.l = n
+    problem.n = n  # svm_train checks serial numbers against it
+    problem.y = (ctypes.c_double * n)()
+    np.ctypeslib.as_array(problem.y, (n,))[:] = targets
+    problem.x = (ctypes.POINTER(svm_node) * n)()
+    pointers = np.ctypeslib.as_array(ctypes.cast(problem.x, ctypes.POINTER(ctypes.c_uint64)), (n,))
+    pointers[:] = nodes.ctypes.data + np.arange(n, dtype=np.uint64) * np.uint64(nodes.strides[0])
+    problem.x_space = nodes  # keeps the nodes alive with the problem (and the model)
+    return problem
+
+
+class SVMClassifier(LocalKernelClassifier):
+    """LIBSVM C-SVC with the Gaussian kernel exp(-||x-y||²/(2σ²)), i.e. gamma = 1/(2σ²).
+
+    Two classes: ``decision_function`` is LIBSVM's decision value, positive for
+    ``classes_[1]``. More classes: LIBSVM's one-vs-one voting; ``decision_function``
+    returns, per class, its number of votes plus a fraction in (0, 1) that decreases
+    along LIBSVM's label order, so its argmax is LIBSVM's prediction (ties go to the class
+    LIBSVM lists first).
+    """
+
+    _parameter_constraints: dict = {
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "sigma": [Interval(Real, 0, None, closed="neither")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "cache_size": [Interval(Real, 0, None, closed="neither")],
+        "shrinking": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        C: float = 1.0,
+        sigma: float = 1.0,
+        tol: float = 1e-3,
+        cache_size: float = 200.0,
+        shrinking: bool = True,
+    ) -> None:
+        self.C = C
+        self.sigma = sigma
+        self.tol = tol
+        self.cache_size = cache_size
+        self.shrinking = shrinking
+
+    def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None) -> SVMClassifier:
+        X, y_index = self._validate_training(X, y)
+        binary = self.classes_.size == 2
+        # LIBSVM labels: +1 for classes_[1] and -1 for classes_[0], else the class index.
+        targets = np.where(y_index == 1, 1.0, -1.0) if binary else y_index.astype(np.float64)
+        n = X.shape[0]
+        options = f"-s 0 -c {float(self.C)!r} -e {float(self.tol)!r} "
+        options += f"-m {float(self.cache_size)!r} -h {int(bool(self.shrinking))} -q"
+        if n * (n + 2) * _NODE.itemsize <= PRECOMPUTED_MAX_BYTES:
+            route = "precomputed"
+            model = svm_train(_precomputed_problem(X, targets, self.sigma, cache), options + " -t 4")
+        else:
+            route = "rbf"
+            gamma = 1.0 / (2.0 * float(self.sigma) ** 2)
+            problem = svm_problem(targets, scipy.sparse.csr_matrix(X))
+            model = svm_train(problem, options + f" -t 2 -g {gamma!r}")
+
+        n_class = model.get_nr_class()
+        n_sv = model.get_nr_sv()
+        labels = np.asarray(model.get_labels())
+        self.libsvm_class_order_ = (labels == 1).astype(np.intp) if binary else labels.astype(np.intp)
+        self.n_support_ = np.ctypeslib.as_array(model.nSV, (n_class,)).copy()
+        self.support_ = np.asarray(model.get_sv_indices(), dtype=np.intp) - 1  # 1-based
+        self.dual_coef_ = np.array(
+            [np.ctypeslib.as_array(model.sv_coef[j], (n_sv,)) for j in range(n_class - 1)]
+        )
+        self.rho_ = np.ctypeslib.as_array(model.rho, (n_class * (n_class - 1) // 2,)).copy()
+        self.X_fit_ = X
+        self.support_vectors_ = X[self.support_]
+        self.info_: dict[str, Any] = {
+            "n_support": int(n_sv),
+            "n_support_per_class": {
+                str(self.classes_[c]): int(s)
+                for c, s in zip(self.libsvm_class_order_, self.n_support_, strict=True)
+            },
+            "route": route,
+        }
+        return self
+
+    def _kernel_to_support_vectors(self, X: np.ndarray, cache: DistanceCache | None) -> np.ndarray:
+        if cache is None:
+            return gaussian_gram(X, self.support_vectors_, self.sigma)
+        D = cache.sq_dists(X, self.X_fit_)[:, self.support_]  # a gathered copy: reuse it
+        return gaussian_from_sq(D, self.sigma, out=D)
+
+    def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
+        """LIBSVM's decision values (two classes) or one-vs-one votes (see the class doc)."""
+        X = self._validate_query(X)
+        K = self._kernel_to_support_vectors(X, cache)
+        coef, rho, order = self.dual_coef_, self.rho_, self.libsvm_class_order_
+        if order.size == 2:
+            values = K @ coef[0] - rho[0]  # positive means LIBSVM's first label
+            return values if order[0] == 1 else -values
+        n_class = order.size
+        start = np.concatenate(([0], np.cumsum(self.n_support_)))
+        votes = np.zeros((X.shape[0], n_class))
+        pair = 0
+        for i in range(n_class):
+            si = slice(start[i], start[i + 1])
+            for j in range(i + 1, n_class):
+                sj = slice(start[j], start[j + 1])
+                values = K[:, si] @ coef[j - 1, si] + K[:, sj] @ coef[i, sj] - rho[pair]
+                wins = values > 0
+                votes[:, i] += wins
+                votes[:, j] += ~wins
+                pair += 1
+        votes += (n_class - np.arange(n_class)) / (n_class + 1.0)
+        decision = np.empty_like(votes)
+        decision[:, order] = votes
+        return decision
