@@ -246,18 +246,17 @@ def best_figure(best: pd.DataFrame, spec: Spec, base: Path, formats: list[str]) 
         sel = best[best["method"] == m].drop_duplicates(["dataset"]).set_index("dataset")
         y = [RATE * sel["accuracy"].get(d, np.nan) for d in datasets]
         e = [RATE * sel["accuracy_std"].get(d, np.nan) for d in datasets]
-        bars = ax.bar(x + (j - (len(methods) - 1) / 2) * width, y, width, yerr=e, capsize=2, label=m, alpha=0.85)
+        ax.bar(x + (j - (len(methods) - 1) / 2) * width, y, width, yerr=e, capsize=2, label=m, alpha=0.85)
         py = [RATE * paper[(d, m)] if (d, m) in paper else np.nan for d in datasets]
         if not np.all(np.isnan(py)):
             ax.scatter(x + (j - (len(methods) - 1) / 2) * width, py, marker="D", s=18, color="black",
                        zorder=3, label="paper" if j == 0 else None)
-        del bars
     lo = np.nanmin(RATE * (best["accuracy"] - best["accuracy_std"]).to_numpy()) if not best.empty else 0
     ax.set_ylim(max(0, lo - 5), 100)
     ax.set_xticks(x, datasets, rotation=20, ha="right")
     ax.set_ylabel("accuracy (%) at selected setting")
     ax.set_title(f"{spec.name}: best setting per dataset and method (error bar = ±1 std over splits)", fontsize=10)
-    ax.legend(ncol=len(methods) + 1, fontsize=8, loc="lower right")
+    ax.legend(ncol=1, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     fig.tight_layout()
     return _save(fig, base, formats)
 
