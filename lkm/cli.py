@@ -101,6 +101,7 @@ DataDirOpt = Annotated[Path | None, typer.Option("--data-dir", help=DATA_DIR_HEL
 FreshOpt = Annotated[bool, typer.Option("--fresh/--resume", help="--fresh discards this run directory's earlier records; --resume (default) computes only what is missing.")]
 DryOpt = Annotated[bool, typer.Option("--dry-run", help="Print the task plan (fits per dataset and method) and exit without fitting.")]
 ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar with ETA.")]
+SmokeOpt = Annotated[bool, typer.Option("--smoke", help="Apply the spec's `smoke:` overrides (few settings, run into <name>-smoke/): checks that every output is produced, fast.")]
 
 
 @app.command()
@@ -112,6 +113,7 @@ def run(
     fresh: FreshOpt = False,
     dry_run: DryOpt = False,
     progress: ProgressOpt = True,
+    smoke: SmokeOpt = False,
 ) -> None:
     """Run every dataset x split x method x parameter setting of SPEC, then write tables and figures.
 
@@ -124,7 +126,7 @@ def run(
 
     try:
         _data_dir(data_dir)
-        s = load_spec(spec)
+        s = load_spec(spec, smoke=smoke)
         _run_spec(s, str(spec), out, jobs, fresh, dry_run, progress)
     except LkmError as exc:
         raise _fail(exc) from None

@@ -9,6 +9,8 @@ index arrays into the dataset. Kinds (the ``protocol.kind`` key of a spec):
   Tang, Table 7; stratified by default).
 - ``predefined``: the dataset's official train/test partition (USPS, image segmentation,
   isolet, MNIST).
+- ``learning_curve``: one held-out test set and nested training subsets of growing sizes
+  (Tsuji et al. Fig. 4: time against training-set size).
 
 Later kinds (fixed realizations from a file, semi-supervised labeled/unlabeled splits)
 fill :attr:`Split.unlabeled` and add their own ``kind``.
@@ -142,4 +144,42 @@ class PredefinedProtocol(_Protocol):
         return "official train/test partition"
 
 
-ProtocolSpec = KFoldProtocol | HoldoutProtocol | PredefinedProtocol
+class LearningCurveProtocol(_Protocol):
+    """Training subsets of the given sizes against one fixed test set, per repeat.
+
+    Repeat r draws (seed + r) a stratified test set of ``test_size`` rows and a random
+    order of the remaining rows; the training set of size n is the first n rows of that
+    order, so the subsets are nested and only the training size changes along a curve.
+    """
+
+    kind: Literal["learning_curve"] = "learning_curve"
+    sizes: list[int] = Field(min_length=1, description="training-set sizes")
+    test_size: float | int = Field(0.25, gt=0, description="test rows (count or fraction)")
+    repeats: int = Field(1, ge=1)
+    seed: int = 0
+
+    def splits(self, dataset: Dataset) -> list[Split]:
+        y = dataset.y
+        out = []
+        for r in range(self.repeats):
+            try:
+                pool, te = train_test_split(
+                    np.arange(len(y)), test_size=self.test_size, random_state=self.seed + r, stratify=y
+                )
+            except ValueError as exc:
+                raise SpecError(f"protocol: dataset '{dataset.name}': {exc}") from None
+            order = np.random.default_rng(self.seed + r).permutation(pool)
+            for size in self.sizes:
+                if not 2 <= size <= order.size:
+                    raise SpecError(
+                        f"protocol.sizes: training size {size} for dataset '{dataset.name}' "
+                        f"must be between 2 and {order.size} (the rows left after the test set)"
+                    )
+                out.append(Split(f"n{size}-r{r}", np.sort(order[:size]), np.sort(te), repeat=r))
+        return out
+
+    def describe(self) -> str:
+        return f"learning curve, training sizes {self.sizes}, test {self.test_size} (seed {self.seed})"
+
+
+ProtocolSpec = KFoldProtocol | HoldoutProtocol | PredefinedProtocol | LearningCurveProtocol

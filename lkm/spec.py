@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lkm.errors import LkmError, SpecError, did_you_mean
-from lkm.protocols import HoldoutProtocol, KFoldProtocol, PredefinedProtocol
+from lkm.protocols import HoldoutProtocol, KFoldProtocol, LearningCurveProtocol, PredefinedProtocol
 
 #: The paper's sigma grid (Tsuji et al., Sec. 9.2): 39 log-spaced values in [0.01, 100].
 PAPER_SIGMA_GRID = "0.01:100:39"
@@ -137,8 +137,12 @@ class PaperSpec(_Model):
 
 
 class OutputsSpec(_Model):
-    tables: list[Literal["summary", "sweep", "timing"]] = Field(default_factory=lambda: ["summary", "sweep"])
-    figures: list[Literal["sweep", "best"]] = Field(default_factory=lambda: ["sweep", "best"])
+    """Which registered tables and figures to write (``lkm methods`` does not list them;
+    see docs/specs.md), their options, and the figure formats."""
+
+    tables: list[str] = Field(default_factory=lambda: ["summary", "sweep"])
+    figures: list[str] = Field(default_factory=lambda: ["sweep", "best"])
+    options: dict[str, dict[str, Any]] = Field(default_factory=dict, description="per-output settings")
     formats: list[Literal["png", "pdf"]] = Field(default_factory=lambda: ["png", "pdf"])
 
 
@@ -150,7 +154,7 @@ class Spec(_Model):
     datasets: list[DatasetSpec] = Field(min_length=1)
     preprocessing: Literal["standardize", "scale", "none"] = "standardize"
     protocol: Annotated[
-        KFoldProtocol | HoldoutProtocol | PredefinedProtocol, Field(discriminator="kind")
+        KFoldProtocol | HoldoutProtocol | PredefinedProtocol | LearningCurveProtocol, Field(discriminator="kind")
     ] = Field(default_factory=KFoldProtocol)
     methods: list[MethodSpec] = Field(min_length=1)
     sweep: dict[str, Grid] = Field(default_factory=dict, description="sweeps applied to every method with that parameter")
@@ -158,6 +162,10 @@ class Spec(_Model):
     outputs: OutputsSpec = Field(default_factory=OutputsSpec)
     paper: PaperSpec = Field(default_factory=PaperSpec)
     missing_data: Literal["error", "skip"] = Field("error", description="what to do with a dataset whose files are unavailable")
+    smoke: dict[str, Any] = Field(
+        default_factory=dict,
+        description="keys replacing the spec's own under --smoke (a fast run that checks every output is produced)",
+    )
 
     @field_validator("datasets", mode="before")
     @classmethod
@@ -213,10 +221,21 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def spec_from_dict(data: Any, source: str = "<spec>") -> Spec:
-    """Validate a spec given as a mapping; errors name ``source`` and the key path."""
+def spec_from_dict(data: Any, source: str = "<spec>", smoke: bool = False) -> Spec:
+    """Validate a spec given as a mapping; errors name ``source`` and the key path.
+
+    ``smoke=True`` first replaces top-level keys by those under the spec's ``smoke`` key
+    (nested mappings are merged), e.g. fewer sigmas and datasets for a CI smoke run.
+    """
     if not isinstance(data, dict):
         raise SpecError(f"{source}: the spec must be a mapping of keys (name, datasets, methods, ...)")
+    if smoke:
+        overrides = data.get("smoke") or {}
+        if not isinstance(overrides, dict):
+            raise SpecError(f"{source}: smoke: expected a mapping of keys to replace")
+        data = _merged(data, overrides)
+        if "name" not in overrides and "name" in data:
+            data["name"] = f"{data['name']}-smoke"  # never mixes with the full run's folder
     try:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
@@ -229,6 +248,17 @@ def spec_from_dict(data: Any, source: str = "<spec>") -> Spec:
     return spec
 
 
+def _merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``overrides`` applied: mappings merge key by key, anything else replaces."""
+    out = dict(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 def _known_keys(loc: tuple[Any, ...]) -> list[str]:
     models: dict[str, type[BaseModel]] = {
         "datasets": DatasetSpec, "methods": MethodSpec, "selection": SelectionSpec,
@@ -236,14 +266,14 @@ def _known_keys(loc: tuple[Any, ...]) -> list[str]:
     }
     model: type[BaseModel] = models.get(str(loc[0]), Spec) if len(loc) > 1 else Spec
     if loc[0] == "protocol":
-        return list({*KFoldProtocol.model_fields, *HoldoutProtocol.model_fields})
+        return list({*KFoldProtocol.model_fields, *HoldoutProtocol.model_fields, *LearningCurveProtocol.model_fields})
     if loc[0] == "paper" and len(loc) > 2:
         model = PaperValue
     return list(model.model_fields)
 
 
-def load_spec(path: str | Path) -> Spec:
-    """Read and validate a YAML spec file."""
+def load_spec(path: str | Path, smoke: bool = False) -> Spec:
+    """Read and validate a YAML spec file (``smoke``: see :func:`spec_from_dict`)."""
     path = Path(path)
     if not path.is_file():
         raise SpecError(f"{path}: no such spec file")
@@ -254,7 +284,7 @@ def load_spec(path: str | Path) -> Spec:
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SpecError(f"{path}:{where}: malformed YAML: {problem}") from None
-    return spec_from_dict(data, str(path))
+    return spec_from_dict(data, str(path), smoke=smoke)
 
 
 def validate_semantics(spec: Spec, source: str) -> None:
@@ -287,6 +317,16 @@ def validate_semantics(spec: Spec, source: str) -> None:
         for key in spec.selection.over:
             if key not in all_params:
                 raise SpecError(f"{source}: selection.over: unknown parameter {key!r}{did_you_mean(key, all_params)}")
+    from lkm.report import FIGURES, TABLES, load_builders
+
+    load_builders()
+    for kind, names, registry in (("tables", spec.outputs.tables, TABLES), ("figures", spec.outputs.figures, FIGURES)):
+        for j, name in enumerate(names):
+            if name not in registry:
+                raise SpecError(f"{source}: outputs.{kind}[{j}]: unknown output {name!r}{did_you_mean(name, registry)}")
+    for name in spec.outputs.options:
+        if name not in TABLES and name not in FIGURES:
+            raise SpecError(f"{source}: outputs.options.{name}: no table or figure of that name{did_you_mean(name, [*TABLES, *FIGURES])}")
     method_names = {m.name for m in spec.methods}
     for j, p in enumerate(spec.paper.results):
         if p.method not in method_names:

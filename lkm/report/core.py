@@ -1,4 +1,4 @@
-"""Tables and figures from stored records, without refitting anything.
+"""The standard tables and figures of every run, from stored records, without refitting.
 
 - ``tables/summary``: per dataset and method, the selected parameters (the paper's
   sigma*), mean accuracy ± standard deviation over splits, and the paper's value beside it.
@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from lkm.report.registry import ReportContext, figure, table
 from lkm.spec import Spec
-from lkm.store import RunStore
 
 RATE = 100.0  # accuracies are shown in percent, as the papers do
 
@@ -274,42 +274,35 @@ def _save(fig, base: Path, formats: list[str]) -> list[Path]:
     return out
 
 
-# -- the whole report -----------------------------------------------------------------
-def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,
-                 unavailable: dict[str, str] | None = None) -> list[Path]:
-    """Write results, tables and figures of a run directory from its records."""
-    if task_ids is None or unavailable is None:
-        plan_file = store.root / "plan.json"
-        saved = json.loads(plan_file.read_text()) if plan_file.is_file() else {}
-        task_ids = set(saved.get("task_ids", [])) or None if task_ids is None else task_ids
-        unavailable = saved.get("unavailable", {}) if unavailable is None else unavailable
-    df = store.records_frame(task_ids)
+# -- registered outputs -----------------------------------------------------------------
+@table("summary")
+def _summary(ctx: ReportContext) -> list[Path]:
+    return ctx.write_table(summary_table(ctx.best, ctx.spec, ctx.unavailable), "summary",
+                           f"{ctx.spec.name}: accuracy (%) at the selected setting, {ctx.spec.protocol.describe()}")
+
+
+@table("sweep")
+def _sweep(ctx: ReportContext) -> list[Path]:
+    return ctx.write_table(sweep_table(ctx.agg, ctx.spec), "sweep", f"{ctx.spec.name}: accuracy (%) for every setting")
+
+
+@table("timing")
+def _timing(ctx: ReportContext) -> list[Path]:
+    return ctx.write_table(timing_table(ctx.agg, ctx.spec), "timing",
+                           f"{ctx.spec.name}: mean seconds per fit and prediction")
+
+
+@figure("sweep")
+def _sweep_figures(ctx: ReportContext) -> list[Path]:
     written: list[Path] = []
-    if df.empty:
-        return written
-    written += store.write_results(df.drop(columns=[c for c in df.columns if c == "traceback"]))
-    agg = aggregate(df, spec)
-    if agg.empty:
-        return written
-    best = select_best(agg, spec)
-    tables = store.root / "tables"
-    out = spec.outputs
-    if "summary" in out.tables:
-        written += write_table(summary_table(best, spec, unavailable), tables / "summary",
-                               f"{spec.name}: accuracy (%) at the selected setting, {spec.protocol.describe()}")
-    if "sweep" in out.tables:
-        written += write_table(sweep_table(agg, spec), tables / "sweep", f"{spec.name}: accuracy (%) for every setting")
-    if "timing" in out.tables:
-        written += write_table(timing_table(agg, spec), tables / "timing", f"{spec.name}: mean seconds per fit and prediction")
-    if spec.paper.results:
-        written += write_table(paper_table(agg, best, spec), tables / "paper",
-                               f"{spec.name}: the paper's numbers beside ours ({spec.paper.reference})")
-    figures = store.root / "figures"
-    if "sweep" in out.figures:
-        swept = dict.fromkeys(p for m in spec.methods for p in spec.swept_params(m))
-        for param in swept:
-            if agg["params"].map(lambda p, k=param: isinstance(p.get(k), (int, float))).any():
-                written += sweep_figure(agg, best, spec, param, figures / f"sweep_{param}", out.formats)
-    if "best" in out.figures:
-        written += best_figure(best, spec, figures / "best", out.formats)
+    swept = dict.fromkeys(p for m in ctx.spec.methods for p in ctx.spec.swept_params(m))
+    for param in swept:
+        if ctx.agg["params"].map(lambda p, k=param: isinstance(p.get(k), (int, float))).any():
+            written += sweep_figure(ctx.agg, ctx.best, ctx.spec, param, ctx.figures_dir / f"sweep_{param}",
+                                    ctx.spec.outputs.formats)
     return written
+
+
+@figure("best")
+def _best_figure(ctx: ReportContext) -> list[Path]:
+    return best_figure(ctx.best, ctx.spec, ctx.figures_dir / "best", ctx.spec.outputs.formats)

@@ -1,0 +1,55 @@
+"""Tables and figures from stored records, without refitting anything.
+
+:func:`build_report` aggregates a run's records (mean ± std over splits per setting),
+selects the best setting per dataset and method (the paper's sigma*), and calls every
+builder the spec's ``outputs`` names (see :mod:`lkm.report.registry`). The standard
+builders live in :mod:`lkm.report.core`; paper-specific ones in :mod:`lkm.papers`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lkm.report import core
+from lkm.report.core import aggregate, select_best, write_table
+from lkm.report.registry import FIGURES, TABLES, ReportContext, figure, table
+from lkm.spec import Spec
+from lkm.store import RunStore
+
+
+def load_builders() -> None:
+    """Import every module that registers builders (idempotent)."""
+    import lkm.papers  # noqa: F401  (registers paper-specific outputs)
+
+
+def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,
+                 unavailable: dict[str, str] | None = None) -> list[Path]:
+    """Write results, tables and figures of a run directory from its records."""
+    load_builders()
+    if task_ids is None or unavailable is None:
+        plan_file = store.root / "plan.json"
+        saved = json.loads(plan_file.read_text()) if plan_file.is_file() else {}
+        task_ids = set(saved.get("task_ids", [])) or None if task_ids is None else task_ids
+        unavailable = saved.get("unavailable", {}) if unavailable is None else unavailable
+    df = store.records_frame(task_ids)
+    written: list[Path] = []
+    if df.empty:
+        return written
+    written += store.write_results(df.drop(columns=[c for c in df.columns if c == "traceback"]))
+    agg = aggregate(df, spec)
+    if agg.empty:
+        return written
+    ctx = ReportContext(store, spec, df, agg, select_best(agg, spec), unavailable)
+    for name in spec.outputs.tables:
+        written += TABLES[name](ctx)
+    if spec.paper.results:
+        written += ctx.write_table(core.paper_table(agg, ctx.best, spec), "paper",
+                                   f"{spec.name}: the paper's numbers beside ours ({spec.paper.reference})")
+    for name in spec.outputs.figures:
+        written += FIGURES[name](ctx)
+    return written
+
+
+__all__ = ["FIGURES", "TABLES", "ReportContext", "aggregate", "build_report", "figure", "select_best",
+           "table", "write_table"]
