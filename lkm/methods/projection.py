@@ -10,6 +10,7 @@ numerically whenever they nearly do), so both methods solve pseudo-inverse syste
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any
@@ -29,11 +30,14 @@ from lkm.kernels import (
     squared_euclidean,
 )
 from lkm.methods.base import LocalKernelClassifier, memoized
-from lkm.neighbors import NEIGHBOR_BACKENDS, make_neighbors
+from lkm.neighbors import NEIGHBOR_BACKENDS, make_neighbors, neighbor_recall
 
 EPS = float(np.finfo(np.float64).eps)
 #: Bytes of gathered neighbour coordinates LPL materializes at once.
 CHUNK_BYTES = 64 * 2**20
+#: Entries of :class:`LocalizedProjectionLearning`'s ``info_`` that depend on the run
+#: (wall times, and whether the neighbour lists came from a cache), not on the model.
+RUN_DEPENDENT_INFO = ("neighbor_seconds", "neighbor_cached", "recall_seconds")
 
 
 def psd_pinv_solve(
@@ -286,6 +290,20 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
     by a stacked eigendecomposition (:func:`batched_pinv_forms`). With a cache, the
     neighbour lists and local squared distances are memoized, so a sigma sweep only
     recomputes the exponentials and the eigendecompositions.
+
+    ``neighbors`` is ``"exact"`` or ``"annoy"`` (approximate, Sec. 7: "suboptimal k
+    nearest neighbors are acceptable"); ``n_trees``, ``search_k`` and ``random_state``
+    configure annoy. ``measure_recall=True`` also runs an exact query and stores the
+    recall of the approximate neighbour lists in ``info_['neighbor_recall']``; it costs
+    an exact query, for the Sec. 7 experiment (with exact neighbours the recall is 1.0
+    and nothing is recomputed).
+
+    ``info_`` after each ``decision_function``: ``neighbor_seconds`` (wall time of the
+    neighbour query actually spent in that call; ~0 with ``neighbor_cached`` True when
+    the lists came from the cache), ``neighbor_recall`` (1.0 for exact neighbours; for
+    annoy the measured recall with ``measure_recall``, else None), ``recall_seconds``
+    (time of the exact reference query, 0 unless it ran in that call) and
+    ``singular_local_systems``.
     """
 
     _parameter_constraints: dict = {
@@ -295,6 +313,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         "n_trees": [Interval(Integral, 1, None, closed="left")],
         "search_k": [Interval(Integral, -1, None, closed="left")],
         "random_state": ["random_state"],
+        "measure_recall": ["boolean"],
     }
 
     def __init__(
@@ -305,6 +324,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         n_trees: int = 10,
         search_k: int = -1,
         random_state: Any = None,
+        measure_recall: bool = False,
     ) -> None:
         self.sigma = sigma
         self.k = k
@@ -312,6 +332,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         self.n_trees = n_trees
         self.search_k = search_k
         self.random_state = random_state
+        self.measure_recall = measure_recall
 
     def _backend_key(self) -> tuple | None:
         """What identifies the neighbour lists in a cache; None when they cannot be shared
@@ -347,15 +368,25 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
             "k": self.k_,
             "neighbors": self.neighbors,
             "singular_local_systems": None,  # counted by each decision_function call
+            "neighbor_seconds": None,  # these four are set by each decision_function call
+            "neighbor_cached": None,
+            "neighbor_recall": None,
+            "recall_seconds": None,
         }
         return self
 
     def _local_geometry(
-        self, X: np.ndarray, cache: DistanceCache | None
+        self, X: np.ndarray, cache: DistanceCache | None, timing: dict[str, float] | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Neighbour squared distances (m, k), indices (m, k), local squared distances (m, k, k)."""
+        """Neighbour squared distances (m, k), indices (m, k), local squared distances (m, k, k).
+
+        ``timing["neighbor_seconds"]`` receives the wall time of the neighbour query.
+        """
         k, Xt = self.k_, self.X_fit_
+        t0 = time.perf_counter()
         sq, idx = self.neighbors_.kneighbors(X, k, cache=cache)
+        if timing is not None:
+            timing["neighbor_seconds"] = time.perf_counter() - t0
         local = np.empty((X.shape[0], k, k))
         rows = max(1, CHUNK_BYTES // (8 * k * (Xt.shape[1] + k)))
         for start in range(0, X.shape[0], rows):
@@ -374,13 +405,52 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         """``K(x, X_N) G_N⁺ y_N`` for every row (Sec. 5); (n,) or (n, n_classes)."""
         X = self._validate_query(X)
         backend_key = self._backend_key()
+        timing: dict[str, float] = {}
         if cache is None or backend_key is None:
-            sq, idx, local = self._local_geometry(X, cache)
+            sq, idx, local = self._local_geometry(X, cache, timing)
         else:
             key = ("lpl_local_geometry", self.k_, *backend_key)
-            sq, idx, local = cache.memo(key, lambda: self._local_geometry(X, cache), X, self.X_fit_)
+            sq, idx, local = cache.memo(key, lambda: self._local_geometry(X, cache, timing), X, self.X_fit_)
         G = gaussian_from_sq(local, self.sigma)
         k_x = gaussian_from_sq(sq, self.sigma)
         values, singular = batched_pinv_forms(G, k_x, self.dummy_outputs_[idx])
         self.info_["singular_local_systems"] = int(singular.sum())
+        self.info_["neighbor_cached"] = "neighbor_seconds" not in timing
+        self.info_["neighbor_seconds"] = timing.get("neighbor_seconds", 0.0)
+        self._record_recall(X, idx, cache, backend_key)
         return values
+
+    def _record_recall(
+        self, X: np.ndarray, idx: np.ndarray, cache: DistanceCache | None, backend_key: tuple | None
+    ) -> None:
+        """``info_['neighbor_recall']`` and ``info_['recall_seconds']`` (see the class doc).
+
+        The exact reference lists are memoized per (query, training) pair in the cache and
+        computed in bounded-memory chunks, so a sweep over annoy settings pays one exact
+        query per split; the recall itself is memoized with the approximate lists.
+        """
+        self.info_["recall_seconds"] = 0.0
+        if self.neighbors == "exact":
+            self.info_["neighbor_recall"] = 1.0
+            return
+        if not self.measure_recall:
+            self.info_["neighbor_recall"] = None
+            return
+        spent = {"seconds": 0.0}
+
+        def exact_lists() -> np.ndarray:
+            t0 = time.perf_counter()
+            _, exact_idx = make_neighbors("exact").fit(self.X_fit_).kneighbors(X, self.k_)
+            spent["seconds"] = time.perf_counter() - t0
+            return exact_idx
+
+        def recall() -> float:
+            exact_idx = memoized(cache, ("lpl_exact_neighbor_lists", self.k_), exact_lists, X, self.X_fit_)
+            return float(neighbor_recall(idx, exact_idx))
+
+        if cache is None or backend_key is None:
+            value = recall()
+        else:
+            value = cache.memo(("lpl_neighbor_recall", self.k_, *backend_key), recall, X, self.X_fit_)
+        self.info_["neighbor_recall"] = value
+        self.info_["recall_seconds"] = spent["seconds"]
