@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
-from lkm.errors import LkmError, SpecError
+from lkm.errors import LkmError, SpecError, did_you_mean
 
 console = Console()
 err_console = Console(stderr=True)
@@ -256,8 +256,14 @@ def _run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_r
         "datasets": dataset_provenance(plan),
         "tasks": {"planned": summary.planned, "recorded_before": summary.skipped, "ran": summary.ran, "failed": summary.failed},
     })
+    stamp = store.report_stamp(spec_to_yaml(spec), plan.task_ids)
+    if summary.ran == 0 and summary.failed == 0 and store.report_is_current(stamp):
+        _print_summary(run_dir)
+        console.print(f"nothing new to fit; tables and figures in {run_dir}/ are current (`lkm report {run_dir}` rebuilds them)", highlight=False)
+        return
     with console.status("writing tables and figures...", spinner="dots"):
         written = build_report(store, spec, plan.task_ids, plan.unavailable)
+    store.mark_report(stamp)
     _print_summary(run_dir)
     console.print(f"{summary.ran} fits in {summary.seconds:.1f} s; {len(written)} files written under {run_dir}/", highlight=False)
     if summary.failed:
@@ -294,6 +300,53 @@ def _print_summary(run_dir: Path) -> None:
     for row in df.itertuples(index=False):
         t.add_row(*row)
     console.print(t)
+
+
+@app.command()
+def reproduce(
+    paper: Annotated[str, typer.Argument(help="Paper key: `lpl` (Tsuji, Kudo, Tanaka, Localized Projection Learning).", show_default=False)],
+    results: Annotated[Path, typer.Option("--results", help="Folder holding one run folder per experiment.")] = Path("results"),
+    jobs: JobsOpt = 2,
+    data_dir: DataDirOpt = None,
+    smoke: SmokeOpt = False,
+    progress: ProgressOpt = True,
+) -> None:
+    """Run every experiment of a paper, then check the paper's claims from our numbers.
+
+    Each experiment is a spec under configs/ (run into RESULTS/<spec name>/, resumable);
+    the claims table and the paper-vs-ours timing table go to RESULTS/<paper>_claims/.
+    With everything recorded, a rerun only rebuilds tables and figures.
+
+    Examples: `lkm reproduce lpl` (= `make reproduce-lpl`), `lkm reproduce lpl --smoke` (CI).
+    """
+    from lkm.papers import PAPERS
+    from lkm.spec import load_spec
+
+    try:
+        _data_dir(data_dir)
+        if paper not in PAPERS:
+            raise LkmError(f"unknown paper {paper!r}{did_you_mean(paper, PAPERS)}; known: {', '.join(PAPERS)}")
+        module = PAPERS[paper]
+        failed = []
+        for experiment in module.SPECS:
+            if not Path(experiment.spec).is_file():
+                raise LkmError(f"{experiment.spec}: not found; run `lkm reproduce` from the repository root (where configs/ is)")
+            spec = load_spec(experiment.spec, smoke=smoke)
+            n_jobs = min(jobs, experiment.jobs) if experiment.jobs else jobs
+            try:
+                _run_spec(spec, experiment.spec, results / spec.name, n_jobs, False, False, progress)
+            except typer.Exit as exc:  # a failed fit: report it, go on with the other experiments
+                if exc.exit_code != 1:
+                    raise
+                failed.append(spec.name)
+        written = module.write_summary(results, smoke)
+        claims = next(p for p in written if p.name == "claims.md")
+        console.print(claims.read_text(), highlight=False, markup=False)
+        console.print(f"claims and timing tables written under {claims.parent}/", highlight=False)
+        if failed:
+            raise LkmError(f"some fits failed in: {', '.join(failed)} (see their records)")
+    except LkmError as exc:
+        raise _fail(exc, 1 if "fits failed" in str(exc) else 2) from None
 
 
 # -- report / methods / bench ---------------------------------------------------------

@@ -232,6 +232,7 @@ def dataset_provenance(plan: Plan) -> dict[str, Any]:
         out[ds_id] = {
             "name": info.name, "source": info.source, "rows": int(ds.X.shape[0]),
             "features": int(ds.X.shape[1]), "classes": [str(c) for c in ds.classes],
+            "class_counts": {str(c): int(n) for c, n in zip(*np.unique(ds.y, return_counts=True), strict=True)},
             "files": [{"name": f.name, "sha256": f.sha256, "url": f.url} for f in info.files],
         }
     for ds_id, msg in plan.unavailable.items():

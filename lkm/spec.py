@@ -124,7 +124,7 @@ class PaperValue(_Model):
 
     dataset: str
     method: str
-    metric: str = "accuracy"
+    metric: Literal["accuracy", "fit_seconds", "predict_seconds"] = "accuracy"
     value: float
     source: str = ""
     params: dict[str, Any] = Field(default_factory=dict, description="setting it was reported at, if not the selected one")
@@ -284,7 +284,28 @@ def load_spec(path: str | Path, smoke: bool = False) -> Spec:
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SpecError(f"{path}:{where}: malformed YAML: {problem}") from None
+    data = _resolve_extends(data, path, seen=(path.resolve(),))
     return spec_from_dict(data, str(path), smoke=smoke)
+
+
+def _resolve_extends(data: Any, path: Path, seen: tuple[Path, ...]) -> Any:
+    """Merge a spec over the spec its ``extends`` key names (a path relative to it)."""
+    if not isinstance(data, dict) or "extends" not in data:
+        return data
+    parent = path.parent / str(data["extends"])
+    if not parent.is_file():
+        raise SpecError(f"{path}: extends: no such spec file {parent}")
+    if parent.resolve() in seen:
+        raise SpecError(f"{path}: extends: {parent} extends itself (a cycle)")
+    try:
+        base = yaml.safe_load(parent.read_text())
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{parent}: malformed YAML: {str(exc).splitlines()[0]}") from None
+    base = _resolve_extends(base, parent, (*seen, parent.resolve()))
+    if not isinstance(base, dict):
+        raise SpecError(f"{parent}: the spec must be a mapping of keys")
+    rest = {k: v for k, v in data.items() if k != "extends"}
+    return {**base, **rest}  # top-level keys replace the base spec's
 
 
 def validate_semantics(spec: Spec, source: str) -> None:

@@ -115,6 +115,23 @@ class RunStore:
         flat.to_parquet(parquet, index=False)
         return [csv, parquet]
 
+    # -- report freshness -------------------------------------------------------------
+    def report_stamp(self, spec_yaml: str, task_ids: set[str]) -> str:
+        """What the tables and figures were built from: lkm version, spec, recorded tasks."""
+        h = hashlib.sha1(_pkg_version("lkm").encode() if _pkg_version("lkm") else b"")
+        h.update(spec_yaml.encode())
+        h.update("\n".join(sorted(self.completed_ids() & task_ids)).encode())
+        return h.hexdigest()
+
+    def report_is_current(self, stamp: str) -> bool:
+        """True when the report was last built from exactly this stamp and its files exist."""
+        path = self.root / "tables" / ".report-stamp"
+        return path.is_file() and path.read_text().strip() == stamp
+
+    def mark_report(self, stamp: str) -> None:
+        (self.root / "tables").mkdir(parents=True, exist_ok=True)
+        (self.root / "tables" / ".report-stamp").write_text(stamp + "\n")
+
     def write_spec(self, spec_yaml: str) -> Path:
         path = self.root / "spec.yaml"
         path.write_text(spec_yaml)

@@ -20,7 +20,8 @@ from lkm.store import RunStore
 
 def load_builders() -> None:
     """Import every module that registers builders (idempotent)."""
-    import lkm.papers  # noqa: F401  (registers paper-specific outputs)
+    import lkm.papers  # noqa: F401  (paper-specific outputs)
+    from lkm.report import boundary, neighbors, robustness, scaling  # noqa: F401
 
 
 def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,

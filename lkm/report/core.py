@@ -161,11 +161,19 @@ def paper_table(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec) -> pd.DataFra
         if not cand.empty:
             ours = cand.iloc[0]
         is_rate = p.metric == "accuracy"
+        if ours is None:
+            value = "not run"
+        elif is_rate:
+            value = _fmt_rate(ours.accuracy, ours.accuracy_std)
+        elif p.metric in ("fit_seconds", "predict_seconds"):
+            value = f"{ours[p.metric]:.4g}"
+        else:
+            value = "–"
         rows.append({
             "dataset": p.dataset, "method": p.method, "metric": p.metric,
             "setting": _fmt_params(p.params, list(p.params)) if p.params else "selected",
             "paper": _fmt_rate(p.value) if is_rate else f"{p.value:.4g}",
-            "ours": (_fmt_rate(ours.accuracy, ours.accuracy_std) if is_rate else "see timing") if ours is not None else "not run",
+            "ours": value,
             "source": p.source,
         })
     return pd.DataFrame(rows)
@@ -306,3 +314,33 @@ def _sweep_figures(ctx: ReportContext) -> list[Path]:
 @figure("best")
 def _best_figure(ctx: ReportContext) -> list[Path]:
     return best_figure(ctx.best, ctx.spec, ctx.figures_dir / "best", ctx.spec.outputs.formats)
+
+
+@table("dataset_stats")
+def _dataset_stats(ctx: ReportContext) -> list[Path]:
+    """Rows, class sizes and features of every dataset as loaded (from provenance.json),
+    beside the paper's table of them when ``outputs.options.dataset_stats.paper`` gives
+    one (``{dataset: {samples, classes: [sizes], dim}}``)."""
+    prov_file = ctx.store.root / "provenance.json"
+    datasets = json.loads(prov_file.read_text()).get("datasets", {}) if prov_file.is_file() else {}
+    paper = ctx.options("dataset_stats").get("paper", {})
+    rows = []
+    for ds_id, d in datasets.items():
+        if "unavailable" in d:
+            rows.append({"dataset": ds_id, "samples (classes), ours": "unavailable"})
+            continue
+        counts = sorted(d.get("class_counts", {}).values(), reverse=True)
+        row = {"dataset": ds_id, "samples (classes), ours": f"{d['rows']} ({', '.join(map(str, counts))})",
+               "dim, ours": d["features"]}
+        if paper:
+            p = paper.get(ds_id) or paper.get(d["name"])
+            if p:
+                row["samples (classes), paper"] = f"{p['samples']} ({', '.join(map(str, p['classes']))})"
+                row["dim, paper"] = p["dim"]
+                row["same"] = "yes" if (p["samples"] == d["rows"] and sorted(p["classes"], reverse=True) == counts
+                                        and p["dim"] == d["features"]) else "NO"
+            else:
+                row["samples (classes), paper"], row["dim, paper"], row["same"] = "–", "–", "–"
+        rows.append(row)
+    return ctx.write_table(pd.DataFrame(rows), "dataset_stats",
+                           f"{ctx.spec.name}: datasets as loaded" + (" beside the paper's table" if paper else ""))
