@@ -93,7 +93,10 @@ def _pts(x: float) -> str:
     return "–" if x is None or math.isnan(x) else f"{RATE * x:.2f}"
 
 
-def _verdict(ok: bool | None) -> str:
+def _verdict(ok: bool | str | None) -> str:
+    """None: not evaluated; True / False; or "partly" for a claim with two parts of which one holds."""
+    if isinstance(ok, str):
+        return ok
     return "n/a" if ok is None else ("holds" if ok else "does not hold")
 
 
@@ -144,7 +147,11 @@ def _claim_lpl_faster_on_spambase(run: Run | None) -> tuple[str, bool | None]:
     ours = t.set_index("phase")
     text = "; ".join(f"{ph}: SVM/LPL = {ours.loc[ph, 'ratio SVM/LPL, ours']:.3g} (paper {ours.loc[ph, 'ratio SVM/LPL, paper']:.3g})"
                      for ph in ours.index)
-    return text, bool((ours["ratio SVM/LPL, ours"] > 1).all())
+    # "remarkably faster": an order of magnitude, as in both of the paper's phases (340x, 23x)
+    remarkable = ours["ratio SVM/LPL, ours"] >= 10
+    if remarkable.all():
+        return text, True
+    return text, "partly" if remarkable.any() else False
 
 
 def _claim_svm_beats_lpl(run: Run | None) -> tuple[str, bool | None]:
@@ -314,9 +321,11 @@ def write_summary(root: Path, smoke: bool = False) -> list[Path]:
     return written
 
 
-def claim_flags(table: pd.DataFrame) -> dict[str, bool | None]:
-    """``{claim number: holds?}`` from an :func:`evaluate_claims` table (None: not evaluated)."""
-    return {r["#"]: {"holds": True, "does not hold": False}.get(r["verdict"]) for _, r in table.iterrows()}
+def claim_flags(table: pd.DataFrame) -> dict[str, bool | str | None]:
+    """``{claim number: True | False | "partly" | None (not evaluated)}`` from an
+    :func:`evaluate_claims` table."""
+    return {r["#"]: {"holds": True, "does not hold": False, "partly": "partly"}.get(r["verdict"])
+            for _, r in table.iterrows()}
 
 
 __all__ = ["CLAIMS", "SPECS", "evaluate_claims", "load_run", "timing_ratios", "write_summary"]
