@@ -24,7 +24,7 @@ from lkm.errors import LkmError, SpecError, did_you_mean
 console = Console()
 err_console = Console(stderr=True)
 
-DATA_DIR_HELP = "Read-only dataset mirror laid out <dataset>/<file> (default: $LKM_DATA_DIR); files are still sha256-verified."
+DATA_DIR_HELP = "Read-only dataset mirror laid out `<dataset>/<file>` (default: $LKM_DATA_DIR); files are still sha256-verified."
 
 
 class _SweepArgs(TyperGroup):
@@ -69,7 +69,7 @@ app = typer.Typer(
         "lkm — local kernel machines: rerun the experiments of five papers on local kernel "
         "methods from YAML specs, and compare the methods fairly.\n\n"
         "Start with `lkm run configs/quickstart.yaml` (offline data, under a minute), then "
-        "`lkm sweep --sigma` for an ad-hoc sigma sweep. Results go to results/<spec name>/: "
+        "`lkm sweep --sigma` for an ad-hoc sigma sweep. Results go to `results/<spec name>/`: "
         "tables/ (Markdown, CSV, LaTeX, with the paper's numbers beside ours), figures/ "
         "(PNG, PDF), results.csv/.parquet and provenance.json."
     ),
@@ -95,13 +95,13 @@ def _data_dir(data_dir: Path | None) -> Path | None:
 
 
 # -- run / sweep -------------------------------------------------------------------
-OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default: results/<spec name>). Rerunning into it resumes.")]
+OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default: `results/<spec name>`). Rerunning into it resumes.")]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=-1, help="Parallel worker processes (-1: one per core).")]
 DataDirOpt = Annotated[Path | None, typer.Option("--data-dir", help=DATA_DIR_HELP)]
 FreshOpt = Annotated[bool, typer.Option("--fresh/--resume", help="--fresh discards this run directory's earlier records; --resume (default) computes only what is missing.")]
 DryOpt = Annotated[bool, typer.Option("--dry-run", help="Print the task plan (fits per dataset and method) and exit without fitting.")]
 ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar with ETA.")]
-SmokeOpt = Annotated[bool, typer.Option("--smoke", help="Apply the spec's `smoke:` overrides (few settings, run into <name>-smoke/): checks that every output is produced, fast.")]
+SmokeOpt = Annotated[bool, typer.Option("--smoke", help="Apply the spec's `smoke:` overrides (few settings, run into `<name>-smoke/`): checks that every output is produced, fast.")]
 
 
 @app.command()
@@ -313,8 +313,8 @@ def reproduce(
 ) -> None:
     """Run every experiment of a paper, then check the paper's claims from our numbers.
 
-    Each experiment is a spec under configs/ (run into RESULTS/<spec name>/, resumable);
-    the claims table and the paper-vs-ours timing table go to RESULTS/<paper>_claims/.
+    Each experiment is a spec under configs/ (run into `RESULTS/<spec name>/`, resumable);
+    the claims table and the paper-vs-ours timing table go to `RESULTS/<paper>_claims/`.
     With everything recorded, a rerun only rebuilds tables and figures.
 
     Examples: `lkm reproduce lpl` (= `make reproduce-lpl`), `lkm reproduce lpl --smoke` (CI).
