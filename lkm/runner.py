@@ -6,6 +6,13 @@ once and shares one :class:`~lkm.kernels.DistanceCache` across the whole paramet
 sweep, so distances and neighbour lists are computed once per split. Jobs run in
 parallel with joblib; each task's record is appended to the store the moment it
 finishes, so an interrupted run loses at most the task in flight.
+
+A spec's ``studies`` (:mod:`lkm.studies`) add one :class:`StudyTask` per (dataset,
+study, parameter setting). A study runs on the **whole dataset** (the spec's
+preprocessing fitted on all rows), not per split: it measures a property of the data
+and a kernel, it does not train and test. Study tasks have content-hash ids like the
+fits, run through the same joblib path (one job each), are skipped once recorded, and
+are stored as records with ``kind: "study"`` and their result rows under ``rows``.
 """
 
 from __future__ import annotations
@@ -43,6 +50,23 @@ class Task:
     params: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class StudyTask:
+    """One study on one whole dataset at one parameter setting."""
+
+    id: str
+    dataset: str
+    name: str  # the spec's studies[].name
+    study: str  # key in lkm.studies.STUDIES
+    params: dict[str, Any]
+    split: None = None  # studies run on all rows
+
+    @property
+    def method(self) -> str:
+        """The name shown in plan tables (the column fits use for the method)."""
+        return self.name
+
+
 @dataclass
 class Plan:
     """Everything a run will compute, derived from a spec and the data."""
@@ -50,7 +74,7 @@ class Plan:
     spec: Spec
     datasets: dict[str, Dataset]
     splits: dict[str, list[Split]]
-    tasks: list[Task]
+    tasks: list[Task | StudyTask]  # fits first, then study tasks
     unavailable: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -58,7 +82,7 @@ class Plan:
         return {t.id for t in self.tasks}
 
     def counts(self) -> Counter:
-        """Number of fits per (dataset, method)."""
+        """Number of tasks per (dataset, method or study name)."""
         return Counter((t.dataset, t.method) for t in self.tasks)
 
 
@@ -78,6 +102,8 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
             raise DataError(f"{source}: datasets[{i}]: {exc}") from None
     splits: dict[str, list[Split]] = {}
     for ds_id, ds in datasets.items():
+        if not spec.methods:
+            break  # studies run on whole datasets: no splits to draw
         try:
             splits[ds_id] = spec.protocol.splits(ds)
         except LkmError as exc:
@@ -87,8 +113,10 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
     for ds_spec in spec.datasets:
         if ds_spec.id not in datasets:
             continue
-        for split in splits[ds_spec.id]:
+        for split in splits.get(ds_spec.id, []):
             for m in spec.methods:
+                if not m.runs_on(ds_spec.id):
+                    continue
                 for params in spec.method_grid(m):
                     params = _with_seed(m, params, spec)
                     payload = {
@@ -96,6 +124,16 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
                         "preprocessing": spec.preprocessing, "estimator": m.estimator, "params": params,
                     }
                     tasks.append(Task(task_id(payload), ds_spec.id, split, m.name, m.estimator, params))
+    for ds_spec in spec.datasets:
+        if ds_spec.id not in datasets:
+            continue
+        for st in spec.studies:
+            for params in spec.study_grid(st):
+                payload = {
+                    "kind": "study", "dataset": ds_spec.model_dump(), "preprocessing": spec.preprocessing,
+                    "study": st.study, "name": st.name, "params": params,
+                }
+                tasks.append(StudyTask(task_id(payload), ds_spec.id, st.name, st.study, params))
     return Plan(spec, datasets, splits, tasks, unavailable)
 
 
@@ -129,20 +167,31 @@ def execute(
     """
     done = store.completed_ids()
     groups: dict[tuple[str, str, str], list[Task]] = {}
+    studies: list[StudyTask] = []
     for t in plan.tasks:
-        if t.id not in done:
+        if t.id in done:
+            continue
+        if isinstance(t, StudyTask):
+            studies.append(t)
+        else:
             groups.setdefault((t.dataset, t.split.id, t.method), []).append(t)
-    skipped = len(plan.tasks) - sum(len(g) for g in groups.values())
+    skipped = len(plan.tasks) - sum(len(g) for g in groups.values()) - len(studies)
     start = time.perf_counter()
     ran = failed = 0
     first_error = None
-    if groups:
+    if groups or studies:
+        prep = plan.spec.preprocessing
         calls = [
-            delayed(run_job)(str(store.root), plan.datasets[ds].X, plan.datasets[ds].y, tasks, plan.spec.preprocessing)
+            delayed(run_job)(str(store.root), plan.datasets[ds].X, plan.datasets[ds].y, tasks, prep)
             for (ds, _, _), tasks in groups.items()
+        ] + [
+            delayed(run_study)(str(store.root), plan.datasets[t.dataset].X, plan.datasets[t.dataset].y, t, prep)
+            for t in studies
         ]
-        # Largest jobs first keeps both workers busy to the end.
-        order = np.argsort([-len(g) * plan.datasets[k[0]].X.shape[0] for k, g in groups.items()], kind="stable")
+        # Largest jobs first keeps both workers busy to the end (a study costs about one fit per row).
+        sizes = [len(g) * plan.datasets[k[0]].X.shape[0] for k, g in groups.items()]
+        sizes += [plan.datasets[t.dataset].X.shape[0] for t in studies]
+        order = np.argsort([-s for s in sizes], kind="stable")
         parallel = Parallel(n_jobs=jobs, return_as="generator_unordered")
         for n_ok, n_failed, err in parallel(calls[i] for i in order):
             ran += n_ok
@@ -197,19 +246,53 @@ def run_job(
     return n_ok, n_failed, first_error
 
 
+def run_study(
+    store_root: str, X: np.ndarray, y: np.ndarray, task: StudyTask, preprocessing: str
+) -> tuple[int, int, str | None]:
+    """Run one study task on the whole dataset and append its record."""
+    from lkm.studies import STUDIES
+
+    store = RunStore(store_root)
+    base = {
+        "task_id": task.id, "kind": "study", "dataset": task.dataset, "study": task.name,
+        "study_key": task.study, "params": task.params, "preprocessing": preprocessing,
+        "n_rows": int(X.shape[0]), "n_features": int(X.shape[1]), "lkm_version": __version__,
+    }
+    t0 = time.perf_counter()
+    try:
+        Xp = preprocess(preprocessing, X, X)[0]  # fitted on all rows: a study has no test part
+        rows = STUDIES[task.study](Xp, y, **task.params)
+    except Exception as exc:  # recorded like a failed fit; the run goes on
+        msg = f"{task.dataset}/{task.name} {json.dumps(task.params, default=str)}: {type(exc).__name__}: {exc}"
+        store.append([{**base, "status": "error", "error": msg, "seconds": time.perf_counter() - t0,
+                       "traceback": traceback.format_exc(limit=5)}])
+        return 0, 1, msg
+    store.append([{
+        **base, "status": "ok", "seconds": time.perf_counter() - t0, "rows": rows,
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }])
+    return 1, 0, None
+
+
 def plan_table(plan: Plan, done: set[str] | None = None) -> list[dict[str, Any]]:
-    """Rows for ``--dry-run``: fits per dataset and method, and how many are already recorded."""
+    """Rows for ``--dry-run``: fits per dataset and method, and how many are already recorded.
+
+    Study tasks appear as one row per (dataset, study), the study name marked
+    ``(study)``, with ``splits`` = ``all rows`` (a study runs on the whole dataset).
+    """
     done = done or set()
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    rows: dict[tuple[str, str, bool], dict[str, Any]] = {}
     for t in plan.tasks:
-        r = rows.setdefault((t.dataset, t.method), {
-            "dataset": t.dataset, "method": t.method, "splits": len(plan.splits[t.dataset]),
+        is_study = isinstance(t, StudyTask)
+        r = rows.setdefault((t.dataset, t.method, is_study), {
+            "dataset": t.dataset, "method": f"{t.method} (study)" if is_study else t.method,
+            "splits": "all rows" if is_study else len(plan.splits[t.dataset]),
             "settings": 0, "fits": 0, "recorded": 0,
         })
         r["fits"] += 1
         r["recorded"] += t.id in done
     for r in rows.values():
-        r["settings"] = r["fits"] // r["splits"]
+        r["settings"] = r["fits"] // r["splits"] if isinstance(r["splits"], int) else r["fits"]
     return list(rows.values())
 
 

@@ -2,7 +2,8 @@
 
 A spec names datasets, a preprocessing, a protocol, methods with parameters, sweeps,
 how the best parameter is selected, which outputs to write, and the paper's reported
-numbers. :func:`load_spec` validates the whole spec (structure, dataset names,
+numbers; ``studies`` (see :mod:`lkm.studies`) are measurements other than accuracy, run
+beside or instead of the methods. :func:`load_spec` validates the whole spec (structure, dataset names,
 estimator keys, every parameter value of every sweep) before anything is fitted, and
 reports the first problem as one line naming the file and key path.
 """
@@ -105,6 +106,27 @@ class MethodSpec(_Model):
     estimator: str
     params: dict[str, Any] = Field(default_factory=dict)
     sweep: dict[str, Grid] = Field(default_factory=dict)
+    datasets: list[str] | None = Field(
+        None, description="dataset ids (names or labels) this method runs on; default: all"
+    )
+
+    @field_validator("sweep", mode="before")
+    @classmethod
+    def _parse_grids(cls, v: Any) -> Any:
+        return {k: parse_grid(g) for k, g in (v or {}).items()}
+
+    def runs_on(self, dataset_id: str) -> bool:
+        return self.datasets is None or dataset_id in self.datasets
+
+
+class StudySpec(_Model):
+    """One study (a measurement other than accuracy, :mod:`lkm.studies`) with its parameters
+    and sweeps. Runs once per dataset and parameter setting, on the whole dataset."""
+
+    name: str
+    study: str = Field(description="key in lkm.studies.STUDIES")
+    params: dict[str, Any] = Field(default_factory=dict)
+    sweep: dict[str, Grid] = Field(default_factory=dict)
 
     @field_validator("sweep", mode="before")
     @classmethod
@@ -156,7 +178,8 @@ class Spec(_Model):
     protocol: Annotated[
         KFoldProtocol | HoldoutProtocol | PredefinedProtocol | LearningCurveProtocol, Field(discriminator="kind")
     ] = Field(default_factory=KFoldProtocol)
-    methods: list[MethodSpec] = Field(min_length=1)
+    methods: list[MethodSpec] = Field(default_factory=list, description="at least one method or one study")
+    studies: list[StudySpec] = Field(default_factory=list, description="measurements other than accuracy (lkm.studies)")
     sweep: dict[str, Grid] = Field(default_factory=dict, description="sweeps applied to every method with that parameter")
     selection: SelectionSpec = Field(default_factory=SelectionSpec)
     outputs: OutputsSpec = Field(default_factory=OutputsSpec)
@@ -179,10 +202,22 @@ class Spec(_Model):
 
     @model_validator(mode="after")
     def _unique_names(self) -> Spec:
-        for what, names in (("methods", [m.name for m in self.methods]), ("datasets", [d.id for d in self.datasets])):
+        if not self.methods and not self.studies:
+            raise ValueError("methods: a spec needs at least one method (or a `studies:` list)")
+        for what, names in (("methods", [m.name for m in self.methods]), ("studies", [s.name for s in self.studies]),
+                            ("datasets", [d.id for d in self.datasets])):
             dup = {n for n in names if names.count(n) > 1}
             if dup:
                 raise ValueError(f"{what}: duplicate name {sorted(dup)[0]!r} (give each a distinct name/label)")
+        if self.studies and "outputs" not in self.model_fields_set:
+            # Without an `outputs` key: the studies' own outputs (plus the accuracy defaults if any method).
+            from lkm.studies import STUDY_INFO
+
+            infos = [STUDY_INFO[s.study] for s in self.studies if s.study in STUDY_INFO]
+            tables = self.outputs.tables if self.methods else []
+            figures = self.outputs.figures if self.methods else []
+            self.outputs.tables = list(dict.fromkeys([*tables, *(t for i in infos for t in i.tables)]))
+            self.outputs.figures = list(dict.fromkeys([*figures, *(f for i in infos for f in i.figures)]))
         return self
 
     # -- derived --------------------------------------------------------------
@@ -198,6 +233,23 @@ class Spec(_Model):
         for values in itertools.product(*(axes[k] for k in keys)):
             params = dict(method.params)
             params.update(zip(keys, values, strict=True))
+            combos.append(params)
+        return combos
+
+    def study_grid(self, st: StudySpec) -> list[dict[str, Any]]:
+        """Every parameter combination of a study: fixed params x its own sweeps (the spec's
+        top-level ``sweep`` applies to methods only). A study with a ``random_state``
+        parameter the spec leaves unset gets the protocol's seed."""
+        from lkm.studies import study_params
+
+        keys = list(st.sweep)
+        combos = []
+        seeded = "random_state" in study_params(st.study)
+        for values in itertools.product(*(st.sweep[k] for k in keys)):
+            params = dict(st.params)
+            params.update(zip(keys, values, strict=True))
+            if seeded and params.get("random_state") is None:
+                params["random_state"] = getattr(self.protocol, "seed", 0)
             combos.append(params)
         return combos
 
@@ -243,7 +295,8 @@ def spec_from_dict(data: Any, source: str = "<spec>", smoke: bool = False) -> Sp
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = f"unknown key{did_you_mean(str(err['loc'][-1]), _known_keys(err['loc']))}"
-        raise SpecError(f"{source}: {_loc(err['loc'])}: {msg}") from None
+        where = _loc(err["loc"])
+        raise SpecError(f"{source}: {where}: {msg}" if where else f"{source}: {msg}") from None
     validate_semantics(spec, source)
     return spec
 
@@ -261,7 +314,7 @@ def _merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
 
 def _known_keys(loc: tuple[Any, ...]) -> list[str]:
     models: dict[str, type[BaseModel]] = {
-        "datasets": DatasetSpec, "methods": MethodSpec, "selection": SelectionSpec,
+        "datasets": DatasetSpec, "methods": MethodSpec, "studies": StudySpec, "selection": SelectionSpec,
         "outputs": OutputsSpec, "paper": PaperSpec, "protocol": KFoldProtocol,
     }
     model: type[BaseModel] = models.get(str(loc[0]), Spec) if len(loc) > 1 else Spec
@@ -319,6 +372,9 @@ def validate_semantics(spec: Spec, source: str) -> None:
         except LkmError as exc:
             raise SpecError(f"{source}: datasets[{i}].name: {exc}") from None
     all_params: set[str] = set()
+    if not spec.methods and spec.sweep:
+        key = next(iter(spec.sweep))
+        raise SpecError(f"{source}: sweep.{key}: the top-level sweep applies to methods only; put it under studies[].sweep")
     for i, m in enumerate(spec.methods):
         if m.estimator not in METHODS:
             raise SpecError(f"{source}: methods[{i}].estimator: unknown estimator {m.estimator!r}{did_you_mean(m.estimator, METHODS)}")
@@ -331,6 +387,12 @@ def validate_semantics(spec: Spec, source: str) -> None:
                 )
         for params in spec.method_grid(m):
             _check_params(m.estimator, params, f"{source}: methods[{i}] ({m.name})")
+    _validate_studies(spec, source)
+    dataset_ids = [d.id for d in spec.datasets]
+    for i, m in enumerate(spec.methods):
+        for j, ds in enumerate(m.datasets or []):
+            if ds not in dataset_ids:
+                raise SpecError(f"{source}: methods[{i}].datasets[{j}]: no dataset {ds!r} in this spec{did_you_mean(ds, dataset_ids)}")
     for key in spec.sweep:
         if key not in all_params:
             raise SpecError(f"{source}: sweep.{key}: no method has a parameter {key!r}{did_you_mean(key, all_params)}")
@@ -348,10 +410,49 @@ def validate_semantics(spec: Spec, source: str) -> None:
     for name in spec.outputs.options:
         if name not in TABLES and name not in FIGURES:
             raise SpecError(f"{source}: outputs.options.{name}: no table or figure of that name{did_you_mean(name, [*TABLES, *FIGURES])}")
+    if not spec.methods:
+        from lkm.studies import study_outputs
+
+        study_tables, study_figures = study_outputs()
+        for kind, names, allowed in (("tables", spec.outputs.tables, study_tables), ("figures", spec.outputs.figures, study_figures)):
+            for j, name in enumerate(names):
+                if name not in allowed:
+                    raise SpecError(
+                        f"{source}: outputs.{kind}[{j}]: {name!r} reads classifier accuracy and this spec has no methods; "
+                        f"study {kind}: {', '.join(sorted(allowed)) or 'none'}"
+                    )
     method_names = {m.name for m in spec.methods}
     for j, p in enumerate(spec.paper.results):
         if p.method not in method_names:
             raise SpecError(f"{source}: paper.results[{j}].method: no method named {p.method!r}{did_you_mean(p.method, method_names)}")
+
+
+def _validate_studies(spec: Spec, source: str) -> None:
+    """Study keys against the registry, parameter names against the study function's
+    signature, and every parameter setting against the study's own check."""
+    from lkm.studies import STUDIES, STUDY_INFO, study_params
+
+    for i, st in enumerate(spec.studies):
+        if st.study not in STUDIES:
+            raise SpecError(f"{source}: studies[{i}].study: unknown study {st.study!r}{did_you_mean(st.study, STUDIES)}")
+        names = set(study_params(st.study))
+        for key, where in [(k, "params") for k in st.params] + [(k, "sweep") for k in st.sweep]:
+            if key not in names:
+                raise SpecError(
+                    f"{source}: studies[{i}].{where}.{key}: study {st.study!r} has no parameter {key!r}{did_you_mean(key, names)}"
+                )
+        check = STUDY_INFO[st.study].check
+        if check is None:
+            continue
+        for params in spec.study_grid(st):
+            try:
+                check(params)
+            except (ValueError, TypeError) as exc:
+                key, _, text = str(exc).partition(": ")
+                if key not in names:  # the check did not name a parameter
+                    key, text = "?", str(exc)
+                value = f" = {params[key]!r}" if key in params else ""
+                raise SpecError(f"{source}: studies[{i}] ({st.name}).params.{key}{value}: {text}") from None
 
 
 def _check_params(estimator: str, params: dict[str, Any], where: str) -> None:

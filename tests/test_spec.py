@@ -56,7 +56,7 @@ def test_bad_log_grid_is_rejected():
 def test_every_shipped_config_validates():
     for path in sorted((REPO / "configs").glob("*.yaml")):
         spec = load_spec(path)
-        assert spec.methods and spec.datasets
+        assert (spec.methods or spec.studies) and spec.datasets
 
 
 def test_quickstart_config_matches_the_embedded_default():
@@ -114,3 +114,19 @@ def test_more_folds_than_smallest_class_is_reported_before_fitting():
     spec = spec_from_dict(base(datasets=["sklearn-iris"], protocol={"kind": "kfold", "folds": 51}), "s.yaml")
     with pytest.raises(SpecError, match=r"s\.yaml: protocol\.folds: 51 folds but class .* has only 50 samples"):
         build_plan(spec, source="s.yaml")
+
+
+def test_method_restricted_to_some_datasets_is_planned_only_there(data_dir) -> None:
+    from lkm.runner import build_plan
+
+    spec = spec_from_dict({
+        "name": "x", "datasets": ["moons", {"name": "sonar", "label": "s"}],
+        "protocol": {"kind": "kfold", "folds": 2},
+        "methods": [{"name": "PL", "estimator": "pl"},
+                    {"name": "SVM-s", "estimator": "svm", "datasets": ["s"]}],
+    })
+    plan = build_plan(spec, data_dir=data_dir)
+    assert {(t.dataset, t.method) for t in plan.tasks} == {("moons", "PL"), ("s", "PL"), ("s", "SVM-s")}
+    with pytest.raises(SpecError, match=r"methods\[0\]\.datasets\[0\]: no dataset 'sonar' in this spec"):
+        spec_from_dict({**spec.model_dump(mode="json"), "methods": [
+            {"name": "PL", "estimator": "pl", "datasets": ["sonar"]}]})

@@ -248,9 +248,18 @@ def _read_idx(path: Path) -> tuple[int, np.ndarray]:
     return magic, np.frombuffer(raw, dtype=np.uint8, offset=offset).reshape(shape)
 
 
-def idx(paths: Sequence[Path], *, part: str | None = None) -> Table:
+#: ``label_map`` values of :func:`idx`: digit -> new label.
+IDX_LABEL_MAPS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "parity": lambda digits: (digits % 2).astype(np.int64),  # 0 = even, 1 = odd
+}
+
+
+def idx(paths: Sequence[Path], *, part: str | None = None, label_map: str | None = None) -> Table:
     """An MNIST images file and its labels file (gzip IDX); told apart by magic number.
-    Images become rows of ``rows × cols`` raw pixel values 0–255."""
+    Images become rows of ``rows × cols`` raw pixel values 0–255. ``label_map: parity``
+    replaces each digit by 0 (even) or 1 (odd)."""
+    if label_map is not None and label_map not in IDX_LABEL_MAPS:
+        raise ParseError(f"unknown label_map {label_map!r} (known: {', '.join(IDX_LABEL_MAPS)})")
     arrays: dict[int, tuple[Path, np.ndarray]] = {}
     for path in paths:
         with reading(path):
@@ -260,7 +269,10 @@ def idx(paths: Sequence[Path], *, part: str | None = None) -> Table:
         shown = ", ".join(display_path(p) for p in paths)
         raise ParseError(f"expected one IDX images file and one labels file, got {shown}")
     images_path, images = arrays[_IDX_IMAGES]
-    return _table(images.reshape(len(images), -1), arrays[_IDX_LABELS][1], images_path)
+    labels = arrays[_IDX_LABELS][1]
+    if label_map is not None:
+        labels = IDX_LABEL_MAPS[label_map](labels.astype(np.int64))
+    return _table(images.reshape(len(images), -1), labels, images_path)
 
 
 Reader = Callable[..., Table]
@@ -268,20 +280,34 @@ Reader = Callable[..., Table]
 PARSERS: dict[str, Reader] = {"csv": csv, "mat": mat, "hdf5": hdf5, "idx": idx}
 
 
+def _seeded_split(y: np.ndarray, how: Mapping) -> dict[str, np.ndarray]:
+    """A stratified random train/test partition of a file's rows (``seeded_split``:
+    ``{train: fraction, seed: int}``), for files that come without an official one."""
+    from sklearn.model_selection import train_test_split
+
+    train, test = train_test_split(
+        np.arange(len(y)), train_size=float(how["train"]), random_state=int(how["seed"]), stratify=y
+    )
+    return {"train": np.sort(train), "test": np.sort(test)}
+
+
 def parse(parser: str, files: Mapping[str, Path], options: Mapping) -> Parsed:
     """Read a dataset's ``files`` (file name -> verified path) with the named parser.
 
     ``options["parts"]`` (part name -> file names) stacks the parts in order and records
-    their row ranges as the official partition; the other options go to the reader.
+    their row ranges as the official partition; ``options["seeded_split"]`` (``{train,
+    seed}``, files without parts) records a seeded stratified partition instead; the
+    other options go to the reader.
     """
     if parser not in PARSERS:
         raise ParseError(f"unknown parser {parser!r} (known: {', '.join(PARSERS)})")
     reader = PARSERS[parser]
-    reader_options = {k: v for k, v in options.items() if k != "parts"}
+    reader_options = {k: v for k, v in options.items() if k not in ("parts", "seeded_split")}
     parts: Mapping[str, Sequence[str]] | None = options.get("parts")
     if not parts:
         table = reader(list(files.values()), **reader_options)
-        return Parsed(table.X, table.y, table.feature_names)
+        split = _seeded_split(table.y, options["seeded_split"]) if options.get("seeded_split") else None
+        return Parsed(table.X, table.y, table.feature_names, split)
     tables = [
         reader([files[f] for f in names], part=part, **reader_options)
         for part, names in parts.items()

@@ -8,6 +8,7 @@ which records method facts in ``info_`` after fitting.
 from __future__ import annotations
 
 from lkm.methods.base import LocalKernelClassifier
+from lkm.methods.npps import NPPS, NPPSSVM
 from lkm.methods.projection import LocalizedProjectionLearning, ProjectionLearning
 from lkm.methods.svm import SVMClassifier
 
@@ -16,12 +17,15 @@ METHODS: dict[str, type[LocalKernelClassifier]] = {
     "pl": ProjectionLearning,
     "lpl": LocalizedProjectionLearning,
     "svm": SVMClassifier,
+    "npps_svm": NPPSSVM,
 }
 
 __all__ = [
     "METHODS",
     "LocalKernelClassifier",
     "LocalizedProjectionLearning",
+    "NPPS",
+    "NPPSSVM",
     "ProjectionLearning",
     "SVMClassifier",
 ]

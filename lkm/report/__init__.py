@@ -21,7 +21,7 @@ from lkm.store import RunStore
 def load_builders() -> None:
     """Import every module that registers builders (idempotent)."""
     import lkm.papers  # noqa: F401  (paper-specific outputs)
-    from lkm.report import boundary, neighbors, robustness, scaling  # noqa: F401
+    from lkm.report import boundary, invariance, neighbors, npps, robustness, scaling  # noqa: F401
 
 
 def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,
@@ -39,16 +39,21 @@ def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,
         return written
     written += store.write_results(df.drop(columns=[c for c in df.columns if c == "traceback"]))
     agg = aggregate(df, spec)
-    if agg.empty:
+    if agg.empty and not spec.studies:
         return written
+    from lkm.studies import study_outputs  # without accuracy records, only the study outputs apply
+
+    study_tables, study_figures = study_outputs()
     ctx = ReportContext(store, spec, df, agg, select_best(agg, spec), unavailable)
     for name in spec.outputs.tables:
-        written += TABLES[name](ctx)
-    if spec.paper.results:
+        if not agg.empty or name in study_tables:
+            written += TABLES[name](ctx)
+    if spec.paper.results and not agg.empty:
         written += ctx.write_table(core.paper_table(agg, ctx.best, spec), "paper",
                                    f"{spec.name}: the paper's numbers beside ours ({spec.paper.reference})")
     for name in spec.outputs.figures:
-        written += FIGURES[name](ctx)
+        if not agg.empty or name in study_figures:
+            written += FIGURES[name](ctx)
     return written
 
 

@@ -28,9 +28,15 @@ RATE = 100.0  # accuracies are shown in percent, as the papers do
 
 
 def aggregate(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
-    """Mean and spread over splits for every (dataset, method, parameter setting)."""
-    ok = df[df["status"] == "ok"].copy()
-    if ok.empty:
+    """Mean and spread over splits for every (dataset, method, parameter setting).
+
+    Study records (``kind == "study"``, :mod:`lkm.studies`) carry no accuracy and are left out.
+    """
+    ok = df[df["status"] == "ok"]
+    if "kind" in ok.columns:
+        ok = ok[ok["kind"] != "study"]
+    ok = ok.copy()
+    if ok.empty or "accuracy" not in ok.columns:
         return pd.DataFrame()
     ok["setting"] = ok["params"].map(lambda p: json.dumps(p, sort_keys=True, default=str))
     grouped = ok.groupby(["dataset", "method", "setting"], sort=False)
@@ -123,7 +129,7 @@ def summary_table(best: pd.DataFrame, spec: Spec, unavailable: dict[str, str]) -
             row["ours − paper"] = f"{RATE * (r.accuracy - pv):+.2f}" if pv is not None else "–"
         rows.append(row)
     for ds in unavailable:
-        for m in spec.methods:
+        for m in (m for m in spec.methods if m.runs_on(ds)):
             rows.append({"dataset": ds, "method": m.name, "selected": "–",
                          "accuracy % (ours)": "data unavailable", "splits": 0})
     return pd.DataFrame(rows)

@@ -1,0 +1,422 @@
+"""Neighborhood property based pattern selection (NPPS), Shin and Cho, Sec. 2 and Fig. 4.
+
+NPPS keeps, ahead of SVM training, only the patterns likely to lie near the decision
+boundary. With ``kNN(x)`` the k nearest *other* training patterns of x (Euclidean, in
+input space, which Sec. 3 justifies: Theorem 1 shows the RBF mapping preserves k-NN
+sets) and ``P_j = k_j / k`` the proportion of class j among them, J classes:
+
+* ``Neighbors_Entropy(x, k) = Σ_j P_j · log_J(1 / P_j)``  (Sec. 2, first property),
+* ``Neighbors_Match(x, k) = |{x' ∈ kNN(x) : label(x') = label(x)}| / k``  (second),
+* [Selecting Condition]  ``Neighbors_Entropy > 0`` and ``Neighbors_Match ≥ β / J``,
+* [Expanding Condition]  ``Neighbors_Entropy > 0``  (third property, fast NPPS).
+
+*Naive* NPPS evaluates every pattern; *fast* NPPS (Fig. 4) evaluates a random initial
+set and then only the neighbours of the patterns meeting the Expanding Condition,
+each pattern at most once (see :func:`npps_select`).
+
+:class:`NPPS` is the selection as an imbalanced-learn style sampler
+(``fit_resample``); :class:`NPPSSVM` is the paper's pipeline, NPPS followed by a LIBSVM
+C-SVM (:class:`~lkm.methods.svm.SVMClassifier`) on the SELECTED patterns (Table 2).
+"""
+
+from __future__ import annotations
+
+import time
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
+
+from lkm.kernels import DistanceCache
+from lkm.methods.base import LocalKernelClassifier
+from lkm.methods.svm import SVMClassifier
+from lkm.neighbors import NEIGHBOR_BACKENDS, make_neighbors
+
+#: The text ``NPPSSVM.info_['fallback']`` holds when the SVM was trained on every pattern.
+FALLBACK_ALL = "all patterns"
+#: Entries of :class:`NPPSSVM`'s ``info_`` that depend on the run (wall times, cache use).
+RUN_DEPENDENT_INFO = ("selection_seconds", "svm_seconds", "selection_cached")
+
+_NPPS_CONSTRAINTS: dict = {
+    "k": [Interval(Integral, 1, None, closed="left")],
+    "beta": [Interval(Real, 0, 1, closed="right")],  # 0 < β ≤ 1 (Sec. 2)
+    "method": [StrOptions({"fast", "naive"})],
+    "initial_fraction": [Interval(Real, 0, 1, closed="right")],
+    "neighbors": [StrOptions(set(NEIGHBOR_BACKENDS))],
+    "n_trees": [Interval(Integral, 1, None, closed="left")],
+    "search_k": [Interval(Integral, -1, None, closed="left")],
+    "random_state": ["random_state"],
+}
+
+
+# ---------------------------------------------------------------- the two measures
+
+
+def neighbor_class_counts(neighbor_labels: np.ndarray, n_classes: int) -> np.ndarray:
+    """``k_j`` of Sec. 2: per row, how many of its k neighbours belong to class j.
+
+    ``neighbor_labels``: (m, k) class indices in ``[0, n_classes)``; returns (m, n_classes).
+    """
+    m = neighbor_labels.shape[0]
+    flat = (np.arange(m)[:, None] * n_classes + neighbor_labels).ravel()
+    return np.bincount(flat, minlength=m * n_classes).reshape(m, n_classes)
+
+
+def neighbors_entropy(counts: np.ndarray) -> np.ndarray:
+    """``Neighbors_Entropy(x, k) = Σ_j P_j log_J(1/P_j)``, P_j = k_j / k (Sec. 2).
+
+    ``counts``: (m, J) neighbour class counts (:func:`neighbor_class_counts`); 0·log 0 = 0.
+    The value is exactly 0 when all k neighbours share one class and lies in (0, 1]
+    otherwise (1 when the k neighbours are spread evenly over the J classes).
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    J = counts.shape[1]
+    if J < 2:
+        return np.zeros(counts.shape[0])
+    P = counts / counts.sum(axis=1, keepdims=True)
+    logs = np.log(P, out=np.zeros_like(P), where=P > 0)
+    return np.maximum(-(P * logs).sum(axis=1) / np.log(J), 0.0)
+
+
+def neighbors_match(counts: np.ndarray, own_labels: np.ndarray) -> np.ndarray:
+    """``Neighbors_Match(x, k)``: fraction of the k neighbours labelled like x (Sec. 2)."""
+    counts = np.asarray(counts)
+    own = counts[np.arange(counts.shape[0]), own_labels]
+    return own / counts.sum(axis=1)
+
+
+def _conditions(
+    counts: np.ndarray, own_labels: np.ndarray, beta: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """[Expanding Condition] and [Selecting Condition] masks, decided on the integer counts.
+
+    Entropy > 0 exactly when the neighbours are not all of one class
+    (``max_j k_j < k``); ``Neighbors_Match ≥ β/J`` is tested as ``k_own · J ≥ β · k`` so
+    that boundary cases (e.g. k = 6, J = 3, β = 0.5) do not hinge on rounding.
+    """
+    k = counts.sum(axis=1)
+    J = counts.shape[1]
+    expand = counts.max(axis=1) < k
+    own = counts[np.arange(counts.shape[0]), own_labels]
+    select = expand & (own * J >= beta * k)
+    return expand, select
+
+
+# ---------------------------------------------------------------- the selection
+
+
+def _make_backend(neighbors: str, n_trees: int, search_k: int, random_state: Any):
+    if neighbors == "exact":
+        return make_neighbors("exact")
+    return make_neighbors("annoy", n_trees=n_trees, search_k=search_k, random_state=random_state)
+
+
+def _neighbors_of(backend, X: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
+    """Indices (m, k) of the k nearest other patterns of ``X[rows]``, in one batched query.
+
+    Queries k + 1 neighbours and drops the pattern itself (or, when k + 1 of its
+    duplicates rank before it, the last one): the same lists as the backend's
+    ``exclude_self=True`` (a pattern is not its own neighbour; its duplicates are), for
+    any subset of rows. Naive and fast NPPS both go through here, so fast NPPS with an
+    initial set of all patterns issues the very query naive NPPS does.
+    """
+    _, idx = backend.kneighbors(X[rows], k + 1)
+    drop = idx == rows[:, None]
+    no_self = ~drop.any(axis=1)
+    drop[no_self, -1] = True  # now exactly one entry per row is dropped
+    return idx[~drop].reshape(rows.size, k)
+
+
+def npps_select(
+    X: np.ndarray,
+    y_index: np.ndarray,
+    n_classes: int,
+    *,
+    k: int = 5,
+    beta: float = 0.5,
+    method: str = "fast",
+    initial_fraction: float = 0.1,
+    neighbors: str = "exact",
+    n_trees: int = 10,
+    search_k: int = -1,
+    random_state: Any = None,
+) -> dict[str, Any]:
+    """Run NPPS on validated data; ``y_index`` holds class indices in ``[0, n_classes)``.
+
+    ``method="naive"``: one batched k-NN query for all M patterns; select those meeting
+    the Selecting Condition.
+
+    ``method="fast"``, Fig. 4, with ``S_o``/``S_x`` the expanded/non-expanded patterns:
+
+    [0] ``D_e⁰`` ← ``round(initial_fraction · M)`` (at least 1) patterns drawn without
+        replacement (``random_state``); ``S_o = S_x = S = ∅``.
+    repeat (while ``D_oⁱ ≠ ∅``), one batched k-NN query on ``D_eⁱ`` per round:
+    [1] ``D_oⁱ`` ← {x ∈ D_eⁱ : Neighbors_Entropy(x, k) > 0}, ``D_xⁱ`` ← D_eⁱ − D_oⁱ;
+    [2] ``D_sⁱ`` ← {x ∈ D_oⁱ : Neighbors_Match(x, k) ≥ β/J};
+    [3] ``S_o ∪= D_oⁱ``, ``S_x ∪= D_xⁱ``, ``S ∪= D_sⁱ``;
+    [4] ``D_eⁱ⁺¹`` ← ∪_{x ∈ D_oⁱ} kNN(x) − (S_o ∪ S_x);
+    return S.
+
+    Each pattern is thus evaluated (and expanded) at most once; with
+    ``initial_fraction=1`` the first round evaluates everything and S is naive NPPS's set.
+    k is clipped to M − 1 (the other patterns available).
+
+    Returns a dict: ``indices`` (sorted selected indices), ``evaluated`` (boolean mask),
+    ``entropy``/``match`` (per pattern, NaN where not evaluated), ``k`` (effective),
+    ``k_clipped``, ``n_rounds``, ``seconds``.
+    """
+    t0 = time.perf_counter()
+    n = X.shape[0]
+    if n < 2:
+        raise ValueError(f"NPPS needs at least 2 patterns; got {n}")
+    k_eff = min(int(k), n - 1)
+    rng = check_random_state(random_state)
+    if method == "fast":
+        n_init = min(n, max(1, int(round(float(initial_fraction) * n))))
+        pending = np.sort(rng.choice(n, size=n_init, replace=False))
+    else:
+        pending = np.arange(n)
+    backend = _make_backend(neighbors, n_trees, search_k, rng).fit(X)
+
+    evaluated = np.zeros(n, dtype=bool)  # S_o ∪ S_x
+    selected = np.zeros(n, dtype=bool)  # S
+    entropy = np.full(n, np.nan)
+    match = np.full(n, np.nan)
+    n_rounds = 0
+    while pending.size:  # D_e^i
+        n_rounds += 1
+        idx = _neighbors_of(backend, X, pending, k_eff)
+        counts = neighbor_class_counts(y_index[idx], n_classes)
+        own = y_index[pending]
+        expand, select = _conditions(counts, own, beta)  # [1] and [2]
+        entropy[pending] = neighbors_entropy(counts)
+        match[pending] = neighbors_match(counts, own)
+        evaluated[pending] = True  # [3]
+        selected[pending[select]] = True
+        if method == "naive" or not expand.any():  # D_o^i = ∅ ends the loop
+            break
+        candidates = np.unique(idx[expand])  # [4]
+        pending = candidates[~evaluated[candidates]]
+    return {
+        "indices": np.flatnonzero(selected),
+        "evaluated": evaluated,
+        "entropy": entropy,
+        "match": match,
+        "k": k_eff,
+        "k_clipped": k_eff < int(k),
+        "n_rounds": n_rounds,
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def _selection_info(result: dict[str, Any], n: int, k_requested: int, method: str, neighbors: str) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "n_train": n,
+        "n_selected": int(result["indices"].size),
+        "n_evaluated": int(result["evaluated"].sum()),
+        "n_rounds": result["n_rounds"],
+        "selection_seconds": result["seconds"],
+        "k": result["k"],
+        "k_requested": int(k_requested),
+        "k_clipped": result["k_clipped"],
+        "method": method,
+        "neighbors": neighbors,
+    }
+    if result["k_clipped"]:
+        info["note"] = (
+            f"k={k_requested} clipped to {result['k']}: only {n - 1} other patterns exist"
+        )
+    return info
+
+
+class NPPS(BaseEstimator):
+    """NPPS pattern selection (Shin and Cho, Sec. 2, Fig. 4) as a sampler.
+
+    Follows imbalanced-learn's sampler convention: ``fit_resample(X, y)`` returns the
+    selected ``(X[sample_indices_], y[sample_indices_])``. Parameters: ``k`` neighbours
+    (clipped to M − 1), ``beta`` of the Selecting Condition (0 < β ≤ 1; the paper uses
+    0.5), ``method`` "fast" (Fig. 4) or "naive" (every pattern evaluated),
+    ``initial_fraction`` of patterns drawn at random as fast NPPS's first evaluation set
+    (1 makes fast NPPS naive, Sec. 4), ``neighbors`` "exact" or "annoy" (with
+    ``n_trees``/``search_k``), ``random_state`` seeding the initial set and annoy.
+
+    After fitting: ``sample_indices_`` (sorted indices into X of the selected patterns),
+    ``n_evaluated_`` (patterns whose neighbourhood was evaluated; M for naive),
+    ``classes_``, ``neighbors_entropy_``/``neighbors_match_`` (per pattern, NaN where not
+    evaluated) and ``info_`` (n_train, n_selected, n_evaluated, n_rounds,
+    selection_seconds, k (effective), k_requested, k_clipped, method, neighbors, and a
+    ``note`` when k was clipped).
+    """
+
+    _parameter_constraints: dict = dict(_NPPS_CONSTRAINTS)
+
+    def __init__(
+        self,
+        k: int = 5,
+        beta: float = 0.5,
+        method: str = "fast",
+        initial_fraction: float = 0.1,
+        neighbors: str = "exact",
+        n_trees: int = 10,
+        search_k: int = -1,
+        random_state: Any = None,
+    ) -> None:
+        self.k = k
+        self.beta = beta
+        self.method = method
+        self.initial_fraction = initial_fraction
+        self.neighbors = neighbors
+        self.n_trees = n_trees
+        self.search_k = search_k
+        self.random_state = random_state
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> NPPS:
+        """Select the patterns; see the class doc for the fitted attributes."""
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_, y_index = np.unique(y, return_inverse=True)
+        if self.classes_.size < 2:
+            raise ValueError("NPPS needs samples of at least two classes; got 1 class")
+        result = npps_select(
+            X, y_index, self.classes_.size, **{p: getattr(self, p) for p in _NPPS_CONSTRAINTS}
+        )
+        self.sample_indices_ = result["indices"]
+        self.n_evaluated_ = int(result["evaluated"].sum())
+        self.neighbors_entropy_ = result["entropy"]
+        self.neighbors_match_ = result["match"]
+        self.info_ = _selection_info(result, X.shape[0], self.k, self.method, self.neighbors)
+        return self
+
+    def fit_resample(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(X_selected, y_selected)``: the rows of X and y NPPS keeps, in their order."""
+        self.fit(X, y)
+        X_arr = validate_data(self, X, dtype=np.float64, reset=False)
+        return X_arr[self.sample_indices_], np.asarray(y)[self.sample_indices_]
+
+
+class NPPSSVM(LocalKernelClassifier):
+    """NPPS (Shin and Cho, Sec. 2, Fig. 4) followed by a Gaussian C-SVM on the selection.
+
+    ``fit`` selects patterns with :func:`npps_select` (parameters as for :class:`NPPS`)
+    and trains :class:`~lkm.methods.svm.SVMClassifier` (LIBSVM, ``C``, ``sigma``) on the
+    SELECTED patterns; ``decision_function``/``predict`` are that SVM's. LIBSVM needs two
+    classes, and a classifier must be able to predict every training class: when the
+    selection is empty or lacks a class (for J = 2: has at most one class), the SVM is
+    trained on all patterns and ``info_['fallback']`` is ``"all patterns"`` (else None),
+    with the reason in ``info_['fallback_reason']``.
+
+    With a cache and an integer seed (any seed for naive NPPS with exact neighbours), the
+    selection is memoized per (X, y) and NPPS parameters, so a C/sigma sweep runs NPPS
+    once and the SVM reuses the selected patterns' distances. ``selection_seconds`` is
+    always the wall time the selection took when it was computed (so tables of NPPS cost
+    stay right for every method of a sweep); ``selection_cached`` says whether this fit
+    reused it.
+
+    ``info_``: selection_seconds, svm_seconds (LIBSVM fit only), n_train, n_selected,
+    n_evaluated, n_rounds, n_support, k (effective), k_requested, k_clipped, method,
+    neighbors, fallback, fallback_reason, selection_cached, svm_route.
+    """
+
+    _parameter_constraints: dict = {
+        **_NPPS_CONSTRAINTS,
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "sigma": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(
+        self,
+        k: int = 5,
+        beta: float = 0.5,
+        method: str = "fast",
+        initial_fraction: float = 0.1,
+        neighbors: str = "exact",
+        n_trees: int = 10,
+        search_k: int = -1,
+        random_state: Any = None,
+        C: float = 1.0,
+        sigma: float = 1.0,
+    ) -> None:
+        self.k = k
+        self.beta = beta
+        self.method = method
+        self.initial_fraction = initial_fraction
+        self.neighbors = neighbors
+        self.n_trees = n_trees
+        self.search_k = search_k
+        self.random_state = random_state
+        self.C = C
+        self.sigma = sigma
+
+    def _selection_key(self) -> tuple | None:
+        """What identifies the selection in a cache; None when it is not reproducible."""
+        deterministic = self.method == "naive" and self.neighbors == "exact"
+        if not deterministic and not (
+            isinstance(self.random_state, Integral) and not isinstance(self.random_state, bool)
+        ):
+            return None
+        params = tuple(getattr(self, p) for p in _NPPS_CONSTRAINTS)
+        return ("npps_selection", *params)
+
+    def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None) -> NPPSSVM:
+        X, y_index = self._validate_training(X, y)
+        n_classes = self.classes_.size
+        params = {p: getattr(self, p) for p in _NPPS_CONSTRAINTS}
+        key = self._selection_key()
+        cached = False
+        if cache is None or key is None:
+            result = npps_select(X, y_index, n_classes, **params)
+            X_sel = X[result["indices"]]
+        else:
+            calls = []
+
+            def compute() -> tuple[dict[str, Any], np.ndarray]:
+                calls.append(1)
+                res = npps_select(X, y_index, n_classes, **params)
+                return res, X[res["indices"]]
+
+            result, X_sel = cache.memo(key, compute, X, np.asarray(y))
+            cached = not calls
+        sel = result["indices"]
+        present = np.unique(y_index[sel])
+        fallback_reason = None
+        if sel.size == 0:
+            fallback_reason = "NPPS selected no pattern"
+        elif present.size < n_classes:
+            missing = [str(c) for c in np.delete(self.classes_, present)]
+            fallback_reason = f"NPPS selection lacks class(es) {', '.join(missing)}"
+        if fallback_reason is not None:
+            X_svm, y_svm = X, y_index
+        else:
+            X_svm, y_svm = X_sel, y_index[sel]
+        # The SVM's distances are worth caching only between arrays that recur: X itself,
+        # or a memoized selection (a fresh X_sel would only fill the cache).
+        self.svm_uses_cache_ = cache is not None and (fallback_reason is not None or key is not None)
+        svm = SVMClassifier(C=self.C, sigma=self.sigma)
+        t1 = time.perf_counter()
+        svm.fit(X_svm, y_svm, cache=cache if self.svm_uses_cache_ else None)
+        svm_seconds = time.perf_counter() - t1
+        self.svm_ = svm
+        self.sample_indices_ = sel
+        self.n_evaluated_ = int(result["evaluated"].sum())
+        info = _selection_info(result, X.shape[0], self.k, self.method, self.neighbors)
+        info.update(
+            selection_cached=cached,
+            svm_seconds=svm_seconds,
+            n_support=svm.info_["n_support"],
+            svm_route=svm.info_["route"],
+            fallback=None if fallback_reason is None else FALLBACK_ALL,
+            fallback_reason=fallback_reason,
+        )
+        self.info_ = info
+        return self
+
+    def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
+        """The SVM's decision values (two classes) or one-vs-one votes (see SVMClassifier)."""
+        X = self._validate_query(X)
+        return self.svm_.decision_function(X, cache=cache if self.svm_uses_cache_ else None)

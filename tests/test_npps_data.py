@@ -1,0 +1,113 @@
+"""Data and outputs of the NPPS reproduction (Shin and Cho 2004): the artificial problems'
+generators, the MNIST test-image stand-ins, and smoke runs of the NPPS specs via the CLI."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from lkm.cli import app
+from lkm.data import load_dataset
+from lkm.errors import DatasetUnavailable
+from lkm.protocols import HoldoutProtocol
+
+REPO = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+NPPS_SYNTHETIC = {"npps-xor": 600, "npps-sine": 500, "npps-checkerboard": 1000}
+
+
+@pytest.mark.parametrize("name", sorted(NPPS_SYNTHETIC))
+def test_npps_generators_are_seeded_and_give_the_papers_training_counts(name):
+    a, b = load_dataset(name), load_dataset(name)
+    assert a.X.tobytes() == b.X.tobytes() and np.array_equal(a.y, b.y)
+    assert a.classes == [-1, 1] and a.X.shape == (a.info.n_samples, 2)
+    assert dict(Counter(a.y.tolist())) == a.info.class_counts
+    (split,) = HoldoutProtocol(train_size=0.8, seed=0).splits(a)
+    assert len(split.train) == NPPS_SYNTHETIC[name]  # the paper's Table 2 count
+    assert not set(split.train) & set(split.test)
+
+
+def test_npps_generators_follow_their_designs():
+    xor = load_dataset("npps-xor", n_samples=20000, random_state=1)
+    bayes = np.where(xor.X[:, 0] * xor.X[:, 1] > 0, 1, -1)
+    assert 0.08 < np.mean(bayes != xor.y) < 0.10  # 2p(1-p), p = Phi(-1/0.6)
+    board = load_dataset("npps-checkerboard", n_samples=2000, random_state=1)
+    assert board.X.min() >= 0 and board.X.max() <= 4
+    parity = (np.floor(board.X[:, 0]) + np.floor(board.X[:, 1])) % 2
+    assert np.array_equal(board.y, np.where(parity == 0, 1, -1))
+    sine = load_dataset("npps-sine", noise=0.0, n_samples=2000, random_state=1)
+    assert np.array_equal(sine.y, np.where(sine.X[:, 1] > np.sin(sine.X[:, 0]), 1, -1))
+    near = load_dataset("npps-overlap", separation=0.5, n_samples=2000, random_state=1)
+    far = load_dataset("npps-overlap", separation=8.0, n_samples=2000, random_state=1)
+    assert np.mean((near.X[:, 0] > 0.25) != (near.y == 1)) > 0.3
+    assert np.mean((far.X[:, 0] > 4.0) != (far.y == 1)) < 0.001
+
+
+def test_mnist_test_standin_loads_from_the_mirror_with_a_seeded_80_20_split(data_dir):
+    ds = load_dataset("mnist-test", data_dir=data_dir, classes=[3, 8])
+    assert ds.X.shape == (1010 + 974, 784) and dict(Counter(ds.y.tolist())) == {3: 1010, 8: 974}
+    train, test = ds.predefined_split["train"], ds.predefined_split["test"]
+    assert len(train) + len(test) == 1984 and not set(train) & set(test)
+    assert abs(len(train) / 1984 - 0.8) < 0.01
+    again = load_dataset("mnist-test", data_dir=data_dir, classes=[3, 8])
+    assert np.array_equal(again.predefined_split["train"], train)
+    parity = load_dataset("mnist-test-even-odd", data_dir=data_dir)
+    assert dict(Counter(parity.y.tolist())) == {0: 4926, 1: 5074}
+    assert len(parity.predefined_split["train"]) == 8000
+
+
+def test_dmef4_substitute_needs_the_mnist_training_images(data_dir, monkeypatch):
+    if (data_dir / "mnist" / "train-images-idx3-ubyte.gz").exists():
+        pytest.skip("the mirror has MNIST's training images")
+    monkeypatch.setenv("LKM_OFFLINE", "1")
+    with pytest.raises(DatasetUnavailable, match="train-images-idx3-ubyte.gz"):
+        load_dataset("mnist-even-odd", data_dir=data_dir)
+
+
+def _run(spec: str, out: Path, data_dir: Path, monkeypatch) -> None:
+    monkeypatch.setenv("LKM_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("LKM_OFFLINE", "1")
+    res = runner.invoke(app, ["run", str(REPO / "configs" / spec), "--smoke", "--out", str(out), "--no-progress"],
+                        catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+
+
+def test_smoke_table2_writes_every_output(tmp_path, data_dir, monkeypatch):
+    out = tmp_path / "t2"
+    _run("npps_table2.yaml", out, data_dir, monkeypatch)
+    for name in ("npps_table2", "npps_k_sweep", "dataset_stats"):
+        for ext in ("md", "csv", "tex"):
+            assert (out / "tables" / f"{name}.{ext}").is_file(), name
+    for ext in ("png", "pdf"):
+        assert (out / "figures" / f"npps_boundaries.{ext}").is_file()
+    table = (out / "tables" / "npps_table2.md").read_text()
+    assert "600 (600)" in table and "(454.83)" in table and "not run" not in table
+    sweep = (out / "tables" / "npps_k_sweep.md").read_text()
+    assert "K-uci" in sweep and "SELECTED-uci" in sweep
+
+
+def test_smoke_fast_vs_naive_writes_every_output(tmp_path, data_dir, monkeypatch):
+    out = tmp_path / "fv"
+    _run("npps_fast_vs_naive.yaml", out, data_dir, monkeypatch)
+    for ext in ("md", "csv", "tex"):
+        assert (out / "tables" / f"npps_selection_time.{ext}").is_file()
+    for ext in ("png", "pdf"):
+        assert (out / "figures" / f"npps_selection_time.{ext}").is_file()
+    assert "slopes" in (out / "tables" / "npps_selection_time.md").read_text()
+
+
+def test_mnist_spec_shows_unavailable_rows_beside_the_standin(tmp_path, data_dir, monkeypatch):
+    if (data_dir / "mnist" / "train-images-idx3-ubyte.gz").exists():
+        pytest.skip("the mirror has MNIST's training images")
+    out = tmp_path / "mn"
+    _run("npps_table2_mnist.yaml", out, data_dir, monkeypatch)
+    table = (out / "tables" / "npps_table2.md").read_text()
+    rows = {line.split("|")[1].strip(): line for line in table.splitlines() if line.startswith("| mnist")}
+    assert "data unavailable" in rows["mnist-3-8"] and "data unavailable" in rows["mnist-even-odd"]
+    assert "stand-in (MNIST test images, 80/20)" in rows["mnist-3-8-standin"]
+    assert "data unavailable" not in rows["mnist-3-8-standin"] and "(11982)" in rows["mnist-3-8-standin"]
