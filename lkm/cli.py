@@ -304,7 +304,7 @@ def _print_summary(run_dir: Path) -> None:
 
 @app.command()
 def reproduce(
-    paper: Annotated[str, typer.Argument(help="Paper key: `lpl` (Tsuji, Kudo, Tanaka, Localized Projection Learning).", show_default=False)],
+    paper: Annotated[str, typer.Argument(help="Paper key: `lpl` (Tsuji, Kudo, Tanaka, Localized Projection Learning) or `npps` (Shin, Cho, NPPS and kNN invariance).", show_default=False)],
     results: Annotated[Path, typer.Option("--results", help="Folder holding one run folder per experiment.")] = Path("results"),
     jobs: JobsOpt = 2,
     data_dir: DataDirOpt = None,
@@ -317,7 +317,7 @@ def reproduce(
     the claims table and the paper-vs-ours timing table go to `RESULTS/<paper>_claims/`.
     With everything recorded, a rerun only rebuilds tables and figures.
 
-    Examples: `lkm reproduce lpl` (= `make reproduce-lpl`), `lkm reproduce lpl --smoke` (CI).
+    Examples: `lkm reproduce lpl` (= `make reproduce-lpl`), `lkm reproduce npps --smoke` (CI).
     """
     from lkm.papers import PAPERS
     from lkm.spec import load_spec

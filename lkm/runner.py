@@ -119,9 +119,12 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
                     continue
                 for params in spec.method_grid(m):
                     params = _with_seed(m, params, spec)
+                    # The method's name is part of the id: two methods with the same
+                    # estimator and parameters are still two rows of a table.
                     payload = {
                         "dataset": ds_spec.model_dump(), "protocol": protocol, "split": split.id,
-                        "preprocessing": spec.preprocessing, "estimator": m.estimator, "params": params,
+                        "preprocessing": spec.preprocessing, "method": m.name, "estimator": m.estimator,
+                        "params": params,
                     }
                     tasks.append(Task(task_id(payload), ds_spec.id, split, m.name, m.estimator, params))
     for ds_spec in spec.datasets:

@@ -2,9 +2,13 @@
 evaluation of its claims from our numbers.
 
 - :mod:`lkm.papers.tsuji` — Tsuji, Kudo, Tanaka, "Localized Projection Learning".
+- :mod:`lkm.papers.shin` — Shin, Cho, NPPS and kNN invariance.
+
+Each module has ``SPECS`` (its experiments), ``evaluate_claims(root, smoke)`` and
+``write_summary(root, smoke)``; :mod:`lkm.papers.common` holds what they share.
 """
 
-from lkm.papers import tsuji  # noqa: F401  (registers outputs)
+from lkm.papers import shin, tsuji
 
 #: Papers by the key `lkm reproduce` takes.
-PAPERS = {"lpl": tsuji}
+PAPERS = {"lpl": tsuji, "npps": shin}

@@ -9,32 +9,16 @@ comes from the run folders' records; nothing here fits a model.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from lkm.report.core import RATE, aggregate, select_best, write_table
+from lkm.papers.common import Experiment, Run, load_run, verdict
+from lkm.report.core import RATE, write_table
 from lkm.report.robustness import sensitivity
-from lkm.spec import Spec, load_spec
-from lkm.store import RunStore
 
 KEY = "lpl"
 TITLE = "Tsuji, Kudo, Tanaka — Localized Projection Learning"
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """One spec of the reproduction; ``jobs`` caps its parallel workers.
-
-    Timing experiments run with the same 2 workers as the others: each joblib worker
-    gets one BLAS thread, which keeps timings stable on a shared machine (in one process
-    with two BLAS threads, small solves slow down many-fold when the other core is busy).
-    """
-
-    spec: str
-    jobs: int | None = None
 
 
 #: The paper's experiments, in the order `lkm reproduce lpl` runs them.
@@ -57,47 +41,8 @@ PAPER_SPAMBASE_SECONDS = {"LPL": (0.019, 0.027), "SVM": (6.461, 0.632)}
 CLOSE_POINTS = 2.0
 
 
-@dataclass
-class Run:
-    """A finished run folder: its spec, records and aggregates."""
-
-    name: str
-    spec: Spec
-    records: pd.DataFrame
-    agg: pd.DataFrame
-    best: pd.DataFrame
-
-    def best_rate(self, dataset: str, method: str, others: dict[str, Any] | None = None) -> float:
-        rows = self.best[(self.best["dataset"] == dataset) & (self.best["method"] == method)]
-        if others:
-            rows = rows[rows["params"].map(lambda p: all(str(p.get(k)) == str(v) for k, v in others.items()))]
-        return float(rows["accuracy"].iloc[0]) if not rows.empty else math.nan
-
-
-def load_run(root: Path, name: str, smoke: bool = False) -> Run | None:
-    """The run folder ``root/name`` (``name-smoke`` with ``smoke``), or None if absent."""
-    path = root / (f"{name}-smoke" if smoke else name)
-    if not (path / "spec.yaml").is_file():
-        return None
-    spec = load_spec(path / "spec.yaml")
-    records = RunStore(path).records_frame()
-    if records.empty:
-        return None
-    agg = aggregate(records, spec)
-    if agg.empty:
-        return None
-    return Run(path.name, spec, records, agg, select_best(agg, spec))
-
-
 def _pts(x: float) -> str:
     return "–" if x is None or math.isnan(x) else f"{RATE * x:.2f}"
-
-
-def _verdict(ok: bool | str | None) -> str:
-    """None: not evaluated; True / False; or "partly" for a claim with two parts of which one holds."""
-    if isinstance(ok, str):
-        return ok
-    return "n/a" if ok is None else ("holds" if ok else "does not hold")
 
 
 def _claim_lpl_close_to_pl(run: Run | None) -> tuple[str, bool | None]:
@@ -275,11 +220,11 @@ def evaluate_claims(root: Path, smoke: bool = False) -> pd.DataFrame:
     for number, claim, where, evaluate, name in CLAIMS:
         measure, ok = evaluate(run(name))
         row = {"#": number, "the paper's claim": claim, "where": where, "our measure": measure,
-               "verdict": _verdict(ok), "run": name}
+               "verdict": verdict(ok), "run": name}
         if name in VARIANTS:
             variant, differs = VARIANTS[name]
             variant_measure, ok_variant = evaluate(run(variant))
-            row["verdict on the variant"] = f"{_verdict(ok_variant)} ({differs})"
+            row["verdict on the variant"] = f"{verdict(ok_variant)} ({differs})"
             row["measure on the variant"] = variant_measure
         else:
             row["verdict on the variant"] = row["measure on the variant"] = "–"

@@ -1,0 +1,183 @@
+"""Shin and Cho — NPPS pattern selection before SVM training, and kNN invariance under
+kernel maps: experiments and claims.
+
+:data:`SPECS` lists the experiments (run together by ``lkm reproduce npps``);
+:func:`evaluate_claims` checks the paper's claims from the stored records. Nothing here
+fits a model.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from lkm.papers.common import Experiment, Run, load_run, verdict
+from lkm.report.core import RATE, write_table
+from lkm.report.npps import _records, _stats
+
+KEY = "npps"
+TITLE = "Shin, Cho — NPPS and kNN invariance"
+
+#: The paper's experiments, in the order `lkm reproduce npps` runs them.
+SPECS = [
+    Experiment("configs/npps_table2.yaml"),
+    Experiment("configs/npps_table2_mnist.yaml"),
+    Experiment("configs/npps_fast_vs_naive.yaml"),
+    Experiment("configs/npps_invariance.yaml"),
+]
+
+#: "Virtually no loss of accuracy": the selected set's test error within this many points.
+NO_LOSS_POINTS = 1.0
+
+
+def table2_pairs(run: Run | None) -> list[dict]:
+    """Per Table 2 row of a run: ALL and SELECTED statistics (means over splits)."""
+    if run is None:
+        return []
+    ctx = run.context()
+    rows = ctx.options("npps_table2").get("rows", [])
+    out = []
+    for r in rows:
+        a = _stats(_records(ctx, r["dataset"], r["all"]))
+        s = _stats(_records(ctx, r["dataset"], r["selected"]))
+        if a and s:
+            selected_seconds = s["svm_seconds"] + s["selection_seconds"]
+            out.append({"dataset": r["dataset"], "speedup": a["fit_seconds"] / selected_seconds,
+                        "error_all": a["error"], "error_selected": s["error"],
+                        "selected_fraction": s["n_selected"] / s["n_train"]})
+    return out
+
+
+def _claim_speedup(runs: list[Run | None]) -> tuple[str, bool | str | None]:
+    pairs = [p for run in runs for p in table2_pairs(run)]
+    if not pairs:
+        return "not run", None
+    faster = sum(p["speedup"] > 1 for p in pairs)
+    text = "; ".join(f"{p['dataset']} {p['speedup']:.2g}×" for p in pairs)
+    return f"ALL / (SVM + NPPS) seconds: {text}; faster on {faster} of {len(pairs)} rows", faster > len(pairs) / 2
+
+
+def _claim_no_accuracy_loss(runs: list[Run | None]) -> tuple[str, bool | str | None]:
+    pairs = [p for run in runs for p in table2_pairs(run)]
+    if not pairs:
+        return "not run", None
+    diffs = [RATE * (p["error_selected"] - p["error_all"]) for p in pairs]
+    within = sum(d <= NO_LOSS_POINTS for d in diffs)
+    text = "; ".join(f"{p['dataset']} {d:+.2f}" for p, d in zip(pairs, diffs, strict=True))
+    return (f"test error SELECTED − ALL (points): {text}; within {NO_LOSS_POINTS:g} point on {within} of {len(pairs)}",
+            within == len(pairs) or ("partly" if within > len(pairs) / 2 else False))
+
+
+def _claim_mnist_3_8(run: Run | None) -> tuple[str, bool | str | None]:
+    pairs = {p["dataset"]: p for p in table2_pairs(run)}
+    real = pairs.get("mnist-3-8")
+    row, label = (real, "MNIST 3–8") if real else (pairs.get("mnist-3-8-standin"), "the MNIST-test 3–8 stand-in")
+    if row is None:
+        return "not run (MNIST training images unavailable and no stand-in row)", None
+    gap = RATE * (row["error_selected"] - row["error_all"])
+    return (f"{label}: speed-up {row['speedup']:.2g}× (paper 3.2×), error SELECTED − ALL {gap:+.2f} points "
+            "(target ≤ +0.2)", bool(row["speedup"] >= 3.2 and gap <= 0.2))
+
+
+def selection_times(run: Run | None) -> pd.DataFrame:
+    """Per dataset of the fast-vs-naive run: v (naive's selected count), naive and fast
+    selection seconds and evaluated counts (means over splits)."""
+    if run is None:
+        return pd.DataFrame()
+    ctx = run.context()
+    rows = []
+    for ds in dict.fromkeys(ctx.ok["dataset"]):
+        naive, fast = _stats(_records(ctx, ds, "NPPS-naive")), _stats(_records(ctx, ds, "NPPS-fast"))
+        if naive and fast:
+            rows.append({"dataset": ds, "v": naive["n_selected"], "M": naive["n_train"],
+                         "naive_s": naive["selection_seconds"], "fast_s": fast["selection_seconds"],
+                         "fast_evaluated": fast["n_evaluated"]})
+    return pd.DataFrame(rows)
+
+
+def _slope(x: np.ndarray, y: np.ndarray) -> float:
+    ok = (x > 0) & (y > 0)
+    return float(np.polyfit(np.log10(x[ok]), np.log10(y[ok]), 1)[0]) if ok.sum() >= 2 else math.nan
+
+
+def _claim_fast_scales_with_v(run: Run | None) -> tuple[str, bool | str | None]:
+    t = selection_times(run)
+    if t.empty or len(t) < 3:
+        return "not run", None
+    v = t["v"].to_numpy(float)
+    naive, fast, evaluated = (_slope(v, t[c].to_numpy(float)) for c in ("naive_s", "fast_s", "fast_evaluated"))
+    text = (f"log-log slope against v (M = {t['M'].iloc[0]:.0f}, v = {v.min():.0f}–{v.max():.0f}): naive time "
+            f"{naive:.2f} (paper: 0, O(M²)), fast time {fast:.2f} and fast's evaluated patterns {evaluated:.2f} "
+            f"(paper: 1, O(vM)); fast/naive time at the smallest v: {t['fast_s'].iloc[int(np.argmin(v))] / t['naive_s'].iloc[int(np.argmin(v))]:.2f}")
+    if abs(naive) < 0.3 and fast > 0.5:
+        return text, True
+    return text, "partly" if fast > naive + 0.2 else False
+
+
+def _invariance(run: Run | None, study: str) -> pd.DataFrame:
+    if run is None or "kind" not in run.records:
+        return pd.DataFrame()
+    recs = run.records[(run.records["kind"] == "study") & (run.records["status"] == "ok")]
+    recs = recs[recs["study"] == study]
+    rows = [dict(row, dataset=r["dataset"]) for _, r in recs.iterrows() for row in r["rows"]]
+    return pd.DataFrame(rows)
+
+
+def _claim_invariance(study: str, expect_full: bool):
+    def evaluate(run: Run | None) -> tuple[str, bool | str | None]:
+        t = _invariance(run, study)
+        if t.empty:
+            return "not run", None
+        low = t.groupby("dataset")["fraction_same"].min()
+        text = "; ".join(f"{d} {RATE * v:.1f}" for d, v in low.items())
+        measure = f"lowest % of patterns whose k-NN set (k = 1..{int(t['k'].max())}) is the same in both spaces: {text}"
+        full = bool((low >= 1.0).all())
+        return measure, full if expect_full else not full
+    return evaluate
+
+
+#: (number, the paper's claim, where, evaluator, runs it reads)
+CLAIMS = [
+    ("1", "NPPS + SVM trains faster than SVM on all patterns", "Sec. 4, Table 2",
+     _claim_speedup, ["npps_table2", "npps_table2_mnist"]),
+    ("2", "with virtually no loss of accuracy", "Sec. 4, Table 2",
+     _claim_no_accuracy_loss, ["npps_table2", "npps_table2_mnist"]),
+    ("3", "MNIST 3–8: 3.2× faster, error no worse (0.50 → 0.45 %)", "Table 2",
+     _claim_mnist_3_8, ["npps_table2_mnist"]),
+    ("4", "naive NPPS costs O(M²), fast NPPS O(vM) in the overlap size v", "Sec. 2, Fig. 3",
+     _claim_fast_scales_with_v, ["npps_fast_vs_naive"]),
+    ("5", "RBF kernel: k nearest neighbours are the same in input and feature space", "Sec. 3, Theorem 1",
+     _claim_invariance("rbf-raw", True), ["npps_invariance"]),
+    ("6", "polynomial kernel on unit-norm data: the same holds", "Sec. 3, Theorem 2",
+     _claim_invariance("poly-unit-norm", True), ["npps_invariance"]),
+    ("7", "polynomial kernel on raw data: not guaranteed", "Sec. 3, counter-example",
+     _claim_invariance("poly-raw", False), ["npps_invariance"]),
+]
+
+
+def evaluate_claims(root: Path, smoke: bool = False) -> pd.DataFrame:
+    """The claims table from the run folders under ``root`` (written by ``lkm reproduce npps``)."""
+    cache: dict[str, Run | None] = {}
+
+    def run(name: str) -> Run | None:
+        if name not in cache:
+            cache[name] = load_run(root, name, smoke)
+        return cache[name]
+
+    rows = []
+    for number, claim, where, evaluate, names in CLAIMS:
+        runs = [run(n) for n in names]
+        measure, ok = evaluate(runs if len(names) > 1 else runs[0])
+        rows.append({"#": number, "the paper's claim": claim, "where": where, "our measure": measure,
+                     "verdict": verdict(ok), "run": ", ".join(names)})
+    return pd.DataFrame(rows)
+
+
+def write_summary(root: Path, smoke: bool = False) -> list[Path]:
+    """Write ``root/npps_claims[-smoke]/claims`` after the runs."""
+    out = root / ("npps_claims-smoke" if smoke else "npps_claims")
+    return write_table(evaluate_claims(root, smoke), out / "claims",
+                       f"{TITLE}: the paper's claims checked from our numbers")

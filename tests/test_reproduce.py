@@ -1,0 +1,83 @@
+"""`lkm reproduce PAPER --smoke`: every experiment of each reproduction runs on the real
+data (few settings) and writes every table and figure its spec names, and the claims
+table is built from those runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lkm.cli import app
+from lkm.papers import PAPERS
+from lkm.spec import load_spec
+
+REPO = Path(__file__).resolve().parents[1]
+EXPERIMENTS = [(key, e) for key, module in PAPERS.items() for e in module.SPECS]
+
+
+@pytest.fixture(scope="module")
+def smoke_root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("reproduce")
+
+
+@pytest.fixture(scope="module")
+def smoke_results(smoke_root: Path, data_dir: Path):
+    """Runs `lkm reproduce KEY --smoke` once per paper (on first use) into smoke_root."""
+    done: set[str] = set()
+
+    def run(key: str) -> Path:
+        if key not in done:
+            mp = pytest.MonkeyPatch()
+            mp.chdir(REPO)
+            mp.setenv("LKM_DATA_DIR", str(data_dir))
+            try:
+                res = CliRunner().invoke(
+                    app, ["reproduce", key, "--smoke", "--results", str(smoke_root), "--jobs", "2", "--no-progress"],
+                    catch_exceptions=False,
+                )
+            finally:
+                mp.undo()
+            assert res.exit_code == 0, res.output
+            done.add(key)
+        return smoke_root
+
+    return run
+
+
+@pytest.mark.parametrize("key, experiment", EXPERIMENTS, ids=[f"{k}-{Path(e.spec).stem}" for k, e in EXPERIMENTS])
+def test_every_experiment_writes_every_output_it_names(smoke_results, key: str, experiment) -> None:
+    root = smoke_results(key)
+    spec = load_spec(REPO / experiment.spec, smoke=True)
+    run = root / spec.name
+    for name in ("results.csv", "results.parquet", "provenance.json", "spec.yaml", "plan.json"):
+        assert (run / name).is_file(), name
+    tables = {p.stem for p in (run / "tables").glob("*.md")}
+    for name in spec.outputs.tables:
+        assert name in tables, (name, tables)
+    figures = {p.stem for p in (run / "figures").glob("*.png")} if (run / "figures").exists() else set()
+    for name in spec.outputs.figures:
+        assert any(f == name or f.startswith(f"{name}_") for f in figures), (name, figures)
+        assert any(p.suffix == ".pdf" for p in (run / "figures").glob(f"{name}*"))
+
+
+@pytest.mark.parametrize("key", list(PAPERS))
+def test_claims_table_has_a_verdict_for_every_claim(smoke_results, key: str) -> None:
+    claims = (smoke_results(key) / f"{key}_claims-smoke" / "claims.csv").read_text()
+    for number, *_ in PAPERS[key].CLAIMS:
+        assert f"\n{number}," in claims
+    assert ",not run," not in claims
+
+
+def test_lpl_spambase_timing_table_is_written(smoke_results) -> None:
+    assert (smoke_results("lpl") / "lpl_claims-smoke" / "spambase_timing.md").is_file()
+
+
+def test_a_second_reproduce_fits_nothing(smoke_results, data_dir: Path, monkeypatch) -> None:
+    root = smoke_results("lpl")
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("LKM_DATA_DIR", str(data_dir))
+    res = CliRunner().invoke(app, ["reproduce", "lpl", "--smoke", "--results", str(root), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert res.output.count("nothing new to fit") == len(PAPERS["lpl"].SPECS)
