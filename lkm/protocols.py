@@ -11,9 +11,12 @@ index arrays into the dataset. Kinds (the ``protocol.kind`` key of a spec):
   isolet, MNIST).
 - ``learning_curve``: one held-out test set and nested training subsets of growing sizes
   (Tsuji et al. Fig. 4: time against training-set size).
+- ``realizations``: a benchmark's numbered train/test realizations (Li, Chen, Tang
+  Table 4, the IDA benchmarks): the official indices when the split file is present,
+  else seeded random realizations of the official sizes; ``describe()`` says which.
 
-Later kinds (fixed realizations from a file, semi-supervised labeled/unlabeled splits)
-fill :attr:`Split.unlabeled` and add their own ``kind``.
+Generated datasets take ``holdout`` with integer ``train_size``/``test_size``. Later kinds
+(semi-supervised labeled/unlabeled splits) fill :attr:`Split.unlabeled`.
 """
 
 from __future__ import annotations
@@ -22,13 +25,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
 from lkm.errors import SpecError
 
 if TYPE_CHECKING:
     from lkm.data import Dataset
+
+#: Realizations drawn when neither the spec nor the registry gives a number (IDA's usual 100).
+DEFAULT_REALIZATIONS = 100
 
 
 @dataclass(frozen=True)
@@ -182,4 +188,104 @@ class LearningCurveProtocol(_Protocol):
         return f"learning curve, training sizes {self.sizes}, test {self.test_size} (seed {self.seed})"
 
 
-ProtocolSpec = KFoldProtocol | HoldoutProtocol | PredefinedProtocol | LearningCurveProtocol
+class RealizationsProtocol(_Protocol):
+    """Fixed train/test realizations of a benchmark's official sizes (Li, Chen, Tang Sec. 5.2,
+    Table 4: the IDA benchmarks of Raetsch et al.).
+
+    Realization numbers are 1-based: ``first .. first + count - 1`` (``count: 1`` alone is
+    realization 1, the one the paper appears to report; the default ``count`` is every
+    official realization, the honest mean +- std). When the dataset carries the official
+    split indices (:attr:`Dataset.realizations`, read from the registered ``benchmarks.mat``
+    when that file is present), those are used; otherwise realization r is a seeded random
+    split (seed + r) of the official train/test sizes (registry ``meta.official_train_test_sizes``,
+    or ``train_size``/``test_size`` given here), and :meth:`describe` says so.
+
+    The official IDA realizations are plain random draws; they are not documented as
+    stratified, so ``stratified`` defaults to false.
+    """
+
+    kind: Literal["realizations"] = "realizations"
+    count: int | None = Field(None, ge=1, description="realizations used (default: the dataset's official number, else 100)")
+    first: int = Field(1, ge=1, description="number of the first realization (1-based)")
+    seed: int = Field(0, description="seeded random realizations: realization r uses seed + r")
+    stratified: bool = Field(False, description="stratify the seeded random realizations by class")
+    train_size: int | None = Field(None, ge=1, description="training rows (default: the registry's official size)")
+    test_size: int | None = Field(None, ge=1, description="test rows (default: the registry's official size)")
+    _official: dict[str, bool] = PrivateAttr(default_factory=dict)
+
+    def official(self, dataset: Dataset) -> bool:
+        """True when ``dataset`` carries the official split indices (used instead of random draws)."""
+        return bool(getattr(dataset, "realizations", None))
+
+    def _numbers(self, dataset: Dataset, available: int | None) -> range:
+        count = self.count if self.count is not None else available or DEFAULT_REALIZATIONS
+        last = self.first + count - 1
+        if available is not None and last > available:
+            raise SpecError(
+                f"protocol.count: realizations {self.first}..{last} requested but dataset "
+                f"'{dataset.name}' has {available} official realizations"
+            )
+        return range(self.first, last + 1)
+
+    def _sizes(self, dataset: Dataset) -> tuple[int, int]:
+        official = dataset.info.meta.get("official_train_test_sizes") or [None, None]
+        n_train = self.train_size or official[0]
+        n_test = self.test_size or official[1]
+        if not n_train or not n_test:
+            raise SpecError(
+                f"protocol.train_size: dataset '{dataset.name}' has no official train/test sizes "
+                "(registry meta.official_train_test_sizes); give protocol.train_size and test_size"
+            )
+        if n_train + n_test > len(dataset.y):
+            raise SpecError(
+                f"protocol.train_size: train {n_train} + test {n_test} rows exceed the "
+                f"{len(dataset.y)} rows of dataset '{dataset.name}'"
+            )
+        return int(n_train), int(n_test)
+
+    def splits(self, dataset: Dataset) -> list[Split]:
+        fixed = getattr(dataset, "realizations", None)
+        self._official[dataset.name] = bool(fixed)
+        if fixed:
+            return [
+                Split(f"real{r}", np.sort(np.asarray(fixed[r - 1][0])), np.sort(np.asarray(fixed[r - 1][1])), repeat=r)
+                for r in self._numbers(dataset, len(fixed))
+            ]
+        n_train, n_test = self._sizes(dataset)
+        y = dataset.y
+        out = []
+        for r in self._numbers(dataset, dataset.info.meta.get("official_realizations")):
+            try:
+                tr, te = train_test_split(
+                    np.arange(len(y)),
+                    train_size=n_train,
+                    test_size=n_test,
+                    random_state=self.seed + r,
+                    stratify=y if self.stratified else None,
+                )
+            except ValueError as exc:
+                raise SpecError(f"protocol: dataset '{dataset.name}': {exc}") from None
+            # a distinct id: results of random draws are never taken for the official ones
+            out.append(Split(f"real{r}-seeded", np.sort(tr), np.sort(te), repeat=r))
+        return out
+
+    def describe(self) -> str:
+        last = "N" if self.count is None else str(self.first + self.count - 1)
+        numbers = f"{self.first}..{last}" if last != str(self.first) else str(self.first)
+        official = set(self._official.values())
+        if not official:  # splits() not called in this process: the split file decides
+            from lkm.data.realizations import official_split_file_present
+
+            official = {official_split_file_present()}
+        strat = "stratified " if self.stratified else ""
+        random = (f"{strat}seeded random realizations {numbers} of the official sizes (seed {self.seed} + r; "
+                  "the official split file is not available)")
+        if official == {True}:
+            return f"official realizations {numbers}"
+        if official == {False}:
+            return random
+        names = ", ".join(sorted(k for k, v in self._official.items() if v))
+        return f"official realizations {numbers} for {names}; elsewhere {random}"
+
+
+ProtocolSpec = KFoldProtocol | HoldoutProtocol | PredefinedProtocol | LearningCurveProtocol | RealizationsProtocol

@@ -20,7 +20,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lkm.errors import LkmError, SpecError, did_you_mean
-from lkm.protocols import HoldoutProtocol, KFoldProtocol, LearningCurveProtocol, PredefinedProtocol
+from lkm.protocols import (
+    HoldoutProtocol,
+    KFoldProtocol,
+    LearningCurveProtocol,
+    PredefinedProtocol,
+    RealizationsProtocol,
+)
 
 #: The paper's sigma grid (Tsuji et al., Sec. 9.2): 39 log-spaced values in [0.01, 100].
 PAPER_SIGMA_GRID = "0.01:100:39"
@@ -176,7 +182,8 @@ class Spec(_Model):
     datasets: list[DatasetSpec] = Field(min_length=1)
     preprocessing: Literal["standardize", "scale", "none"] = "standardize"
     protocol: Annotated[
-        KFoldProtocol | HoldoutProtocol | PredefinedProtocol | LearningCurveProtocol, Field(discriminator="kind")
+        KFoldProtocol | HoldoutProtocol | PredefinedProtocol | LearningCurveProtocol | RealizationsProtocol,
+        Field(discriminator="kind"),
     ] = Field(default_factory=KFoldProtocol)
     methods: list[MethodSpec] = Field(default_factory=list, description="at least one method or one study")
     studies: list[StudySpec] = Field(default_factory=list, description="measurements other than accuracy (lkm.studies)")
@@ -266,7 +273,7 @@ def _loc(loc: tuple[Any, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("kfold", "holdout", "predefined") and out.endswith("protocol"):
+        elif part in ("kfold", "holdout", "predefined", "learning_curve", "realizations") and out.endswith("protocol"):
             continue  # pydantic adds the union tag to the path
         else:
             out += f".{part}" if out else str(part)
@@ -319,7 +326,8 @@ def _known_keys(loc: tuple[Any, ...]) -> list[str]:
     }
     model: type[BaseModel] = models.get(str(loc[0]), Spec) if len(loc) > 1 else Spec
     if loc[0] == "protocol":
-        return list({*KFoldProtocol.model_fields, *HoldoutProtocol.model_fields, *LearningCurveProtocol.model_fields})
+        return list({*KFoldProtocol.model_fields, *HoldoutProtocol.model_fields, *LearningCurveProtocol.model_fields,
+                     *RealizationsProtocol.model_fields})
     if loc[0] == "paper" and len(loc) > 2:
         model = PaperValue
     return list(model.model_fields)

@@ -25,6 +25,7 @@ from lkm.data.fetch import (
     verify,
 )
 from lkm.data.parsers import Parsed, ParseError, check_finite, parse
+from lkm.data.realizations import official_realizations
 from lkm.data.registry import DatasetInfo, FileEntry, dataset_info, list_datasets
 from lkm.data.synthetic import generate
 from lkm.errors import DataError
@@ -51,7 +52,9 @@ class Dataset:
 
     ``X`` is float64 (n, p) and C-contiguous; ``y`` holds the original class values (int
     or str); ``classes`` the sorted unique labels; ``predefined_split`` the official
-    partition as index arrays (e.g. ``{"train": idx, "test": idx}``) or None.
+    partition as index arrays (e.g. ``{"train": idx, "test": idx}``) or None;
+    ``realizations`` the official numbered (train, test) index pairs of a benchmark
+    (realization r is ``realizations[r - 1]``), or None when its split file is absent.
     """
 
     name: str
@@ -61,12 +64,14 @@ class Dataset:
     info: DatasetInfo
     predefined_split: dict[str, np.ndarray] | None
     feature_names: list[str] | None = None
+    realizations: list[tuple[np.ndarray, np.ndarray]] | None = None
 
     def __repr__(self) -> str:
         split = ", ".join(f"{k}={len(v)}" for k, v in (self.predefined_split or {}).items())
         return (
             f"Dataset({self.name!r}, n={self.X.shape[0]}, p={self.X.shape[1]}, "
-            f"classes={len(self.classes)}{', ' + split if split else ''})"
+            f"classes={len(self.classes)}{', ' + split if split else ''}"
+            f"{f', realizations={len(self.realizations)}' if self.realizations else ''})"
         )
 
 
@@ -133,6 +138,9 @@ def select_classes(dataset: Dataset, classes: Sequence) -> Dataset:
     split = None
     if dataset.predefined_split is not None:
         split = {part: new_index[idx[keep[idx]]] for part, idx in dataset.predefined_split.items()}
+    realizations = None
+    if dataset.realizations is not None:
+        realizations = [(new_index[tr[keep[tr]]], new_index[te[keep[te]]]) for tr, te in dataset.realizations]
     y = dataset.y[keep]
     return Dataset(
         dataset.name,
@@ -142,6 +150,7 @@ def select_classes(dataset: Dataset, classes: Sequence) -> Dataset:
         dataset.info,
         split,
         dataset.feature_names,
+        realizations,
     )
 
 
@@ -185,5 +194,6 @@ def load_dataset(
         info,
         parsed.predefined_split,
         parsed.feature_names,
+        official_realizations(info, X, parsed.y, data_dir) if info.source == "file" else None,
     )
     return dataset if classes is None else select_classes(dataset, classes)
