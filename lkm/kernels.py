@@ -116,14 +116,40 @@ def heat_kernel(
     """
     K = heat_from_sq(squared_euclidean(A, B), t)
     if normalized:
-        d = np.asarray(A).shape[1]
-        log_c = -0.5 * d * np.log(4.0 * np.pi * t)
-        if log_c < np.log(np.finfo(np.float64).tiny):
-            raise FloatingPointError(
-                f"heat kernel constant (4*pi*t)^(-d/2) underflows for d={d}, t={t}; "
-                "use the unit-diagonal form (normalized=False)"
-            )
-        K *= np.exp(log_c)
+        K *= heat_constant(np.asarray(A).shape[1], t)
+    return K
+
+
+def heat_constant(d: int, t: float) -> float:
+    """The heat kernel's constant ``(4 pi t)^(-d/2)`` (Li, Chen, Tang), computed in logs.
+
+    Raises ``FloatingPointError`` when it underflows the smallest normal float64 (e.g.
+    d = 600 at t = 1), instead of letting the kernel silently become all zeros.
+    """
+    log_c = -0.5 * d * np.log(4.0 * np.pi * t)
+    if log_c < np.log(np.finfo(np.float64).tiny):
+        raise FloatingPointError(
+            f"heat kernel constant (4*pi*t)^(-d/2) underflows for d={d}, t={t}; "
+            "use the unit-diagonal form (normalized=False / unit_diagonal=True)"
+        )
+    return float(np.exp(log_c))
+
+
+def heat_gram(
+    A: np.ndarray,
+    B: np.ndarray,
+    t: float,
+    cache: DistanceCache | None = None,
+    *,
+    normalized: bool = True,
+) -> np.ndarray:
+    """Heat kernel matrix ``K_t(A, B) = (4 pi t)^(-d/2) exp(-||a - b||² / 4t)`` as a new
+    array (without the constant when ``normalized`` is False); distances come from
+    ``cache`` if given, which is left unmodified."""
+    c = heat_constant(np.asarray(A).shape[1], t) if normalized else 1.0
+    K = heat_from_sq(sq_dists(A, B, cache), t)
+    if normalized:
+        K *= c
     return K
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from lkm.methods.base import LocalKernelClassifier
 from lkm.methods.npps import NPPS, NPPSSVM
 from lkm.methods.projection import LocalizedProjectionLearning, ProjectionLearning
+from lkm.methods.risk import LocalRiskRegularization, RegularizedLeastSquares
 from lkm.methods.svm import SVMClassifier
 
 #: Spec key -> estimator class. Later families (NPPS, LRR, RLS, HKNN, PRLS) add theirs.
@@ -18,14 +19,18 @@ METHODS: dict[str, type[LocalKernelClassifier]] = {
     "lpl": LocalizedProjectionLearning,
     "svm": SVMClassifier,
     "npps_svm": NPPSSVM,
+    "rls": RegularizedLeastSquares,
+    "lrr": LocalRiskRegularization,
 }
 
 __all__ = [
     "METHODS",
     "LocalKernelClassifier",
+    "LocalRiskRegularization",
     "LocalizedProjectionLearning",
     "NPPS",
     "NPPSSVM",
     "ProjectionLearning",
+    "RegularizedLeastSquares",
     "SVMClassifier",
 ]

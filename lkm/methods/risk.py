@@ -1,0 +1,289 @@
+"""Regularized least squares (RLS) and local risk regularization (LRR), Li, Chen, Tang.
+
+RLS (eq. (3.1)–(3.2)) minimizes ``(1/ℓ) Σ (y_i - f(x_i))² + λ ||f||²_K`` over the RKHS
+of K; LRR (eq. (2.2)–(2.4)) replaces the empirical risk by the *local* empirical risk
+around a point of interest x0, weighting each training point by a vicinity function
+``k(x_i, x0; β)`` normalized by ``𝒦(x0, β)``. Both solve one ℓ×ℓ symmetric positive
+definite system (Cholesky, :func:`solve_local_risk`); the kernel is the paper's heat
+kernel ``K_t(x, y) = (4πt)^(-d/2) exp(-||x - y||² / 4t)`` or a Gaussian.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from lkm.kernels import DistanceCache, gaussian_gram, heat_gram
+from lkm.methods.base import LocalKernelClassifier
+
+#: Vicinity weights above this count as "in the vicinity" (``info_['n_in_vicinity']``).
+IN_VICINITY = 1e-12
+
+
+def hard_vicinity(sq_dist: np.ndarray, beta: float) -> np.ndarray:
+    """Hard-threshold vicinity ``k_1(x, x0; β) = 1{||x - x0|| < β/2}`` (Sec. 2), from the
+    squared distances ``||x - x0||²`` (compared as ``||x - x0||² < β²/4``)."""
+    return (np.asarray(sq_dist, dtype=np.float64) < 0.25 * beta * beta).astype(np.float64)
+
+
+def soft_vicinity(sq_dist: np.ndarray, beta: float) -> np.ndarray:
+    """Soft-threshold vicinity ``k_2(x, x0; β) = exp(-||x - x0||² / β²)`` (Sec. 2)."""
+    return np.exp(np.asarray(sq_dist, dtype=np.float64) * (-1.0 / (beta * beta)))
+
+
+VICINITIES = {"hard": hard_vicinity, "soft": soft_vicinity}
+
+
+def solve_local_risk(
+    K: np.ndarray, Y: np.ndarray, lam: float, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, float]:
+    """Kernel-expansion coefficients α of the (local) risk regularization problem.
+
+    Minimizes ``(1/(ℓ𝒦)) Σ w_i (y_i - f(x_i))² + λ ||f||²_K`` with ``𝒦 = mean(w)``
+    (``weights=None`` means w ≡ 1, i.e. RLS eq. (3.1)). With ``f = Σ_j α_j K(·, x_j)``
+    (representer theorem) the stationarity condition is
+
+        K [ W (K α - y) / (ℓ𝒦) + λ α ] = 0,
+
+    satisfied by the unique solution of ``(W K + λ ℓ 𝒦 I) α = W y`` (W = diag(w)).
+    That matrix is not symmetric, so with ``Ŵ = W / 𝒦`` (weights of mean 1) and
+    ``S = Ŵ^½`` it is solved in the symmetric form
+
+        (S K S + λ ℓ I) γ = S y,   α = S γ,
+
+    which is symmetric positive definite with eigenvalues >= λℓ (K is PSD) whatever the
+    weights — including zero weights, whose α_i are then exactly 0 — so a Cholesky
+    factorization is stable; multiplying it by S recovers ``Ŵ K α + λℓ α = Ŵ y``, the
+    system above divided by 𝒦. Returns ``(α, 𝒦)``; Y may have several columns.
+    """
+    n = K.shape[0]
+    if weights is None:
+        A = np.array(K, dtype=np.float64, order="F")
+        rhs = np.asarray(Y, dtype=np.float64)
+        root = None
+        normalizer = 1.0
+    else:
+        w = np.asarray(weights, dtype=np.float64)
+        normalizer = float(w.mean())
+        if not normalizer > 0.0:
+            raise ValueError("all vicinity weights are zero: the local risk is undefined")
+        root = np.sqrt(w / normalizer)
+        column = (-1,) + (1,) * (np.ndim(Y) - 1)
+        A = np.asfortranarray(root[:, None] * K * root[None, :])
+        rhs = root.reshape(column) * np.asarray(Y, dtype=np.float64)
+    A[np.diag_indices(n)] += lam * n
+    factor = cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
+    solution = cho_solve(factor, rhs, check_finite=False)
+    if root is not None:
+        solution *= root.reshape(column)
+    return solution, normalizer
+
+
+_KERNEL_CONSTRAINTS: dict = {
+    "kernel": [StrOptions({"heat", "gaussian"})],
+    "t": [Interval(Real, 0, None, closed="neither")],
+    "sigma": [Interval(Real, 0, None, closed="neither")],
+    "lam": [Interval(Real, 0, None, closed="neither")],
+    "unit_diagonal": ["boolean"],
+}
+
+
+class _KernelRidgeBase(LocalKernelClassifier):
+    """Kernel choice shared by RLS and LRR; ``f(x) = K(x, X_train) α``."""
+
+    def _gram(self, A: np.ndarray, B: np.ndarray, cache: DistanceCache | None) -> np.ndarray:
+        if self.kernel == "gaussian":
+            return gaussian_gram(A, B, self.sigma, cache)
+        return heat_gram(A, B, self.t, cache, normalized=not self.unit_diagonal)
+
+    def _kernel_info(self, n: int) -> dict[str, Any]:
+        info: dict[str, Any] = {"n_train": n, "kernel": self.kernel, "lam": float(self.lam)}
+        if self.kernel == "heat":
+            info.update(t=float(self.t), unit_diagonal=bool(self.unit_diagonal))
+        else:
+            info.update(sigma=float(self.sigma))
+        return info
+
+    def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
+        """``f(x) = Σ_j α_j K(x, x_j)``; (n,) for two classes, else (n, n_classes)."""
+        X = self._validate_query(X)
+        return self._gram(X, self.X_fit_, cache) @ self.dual_coef_
+
+
+class RegularizedLeastSquares(_KernelRidgeBase):
+    """Regularized least squares (Li, Chen, Tang, eq. (3.1)–(3.2)) on ±1 dummy outputs.
+
+    Minimizes ``(1/ℓ) Σ_i (y_i - f(x_i))² + lam ||f||²_K``; eq. (3.2),
+    ``f = ((1/ℓ) S_xᵀ S_x + lam I)⁻¹ (1/ℓ) S_xᵀ y``, in kernel-expansion form is
+    ``f = Σ α_i K(·, x_i)`` with ``(K + lam·ℓ·I) α = y`` — lam multiplies ℓ, exactly the
+    paper's scaling (the 1/ℓ sits on the data term). Solved by Cholesky.
+
+    ``kernel="heat"`` (the paper's): ``K_t(x, y) = (4πt)^(-d/2) exp(-||x - y||²/4t)``;
+    ``unit_diagonal=True`` drops the constant: ``exp(-||x - y||²/4t)`` with lam gives
+    the same decision function as the normalized kernel with lam·(4πt)^(-d/2), so the
+    convention amounts to a d-dependent rescaling of lam. The constant raises
+    ``FloatingPointError`` when it underflows (high dimension). ``kernel="gaussian"``:
+    ``exp(-||x - y||²/2σ²)`` (``t`` and ``unit_diagonal`` are then unused; ``sigma`` is
+    unused for the heat kernel). Several classes: one-vs-rest ±1 columns.
+
+    ``info_``: n_train, kernel, lam, ridge (= lam·ℓ), t and unit_diagonal or sigma.
+    """
+
+    _parameter_constraints: dict = dict(_KERNEL_CONSTRAINTS)
+
+    def __init__(
+        self,
+        kernel: str = "heat",
+        t: float = 1.0,
+        sigma: float = 1.0,
+        lam: float = 0.5,
+        unit_diagonal: bool = False,
+    ) -> None:
+        self.kernel = kernel
+        self.t = t
+        self.sigma = sigma
+        self.lam = lam
+        self.unit_diagonal = unit_diagonal
+
+    def fit(
+        self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None
+    ) -> RegularizedLeastSquares:
+        X, y_index = self._validate_training(X, y)
+        Y = self._dummy_outputs(y_index)
+        K = self._gram(X, X, cache)
+        self.dual_coef_, _ = solve_local_risk(K, Y, self.lam)
+        self.X_fit_ = X
+        self.info_ = self._kernel_info(X.shape[0])
+        self.info_["ridge"] = float(self.lam) * X.shape[0]
+        return self
+
+
+class LocalRiskRegularization(_KernelRidgeBase):
+    """Local risk regularization (Li, Chen, Tang, eq. (2.2)–(2.4)) on ±1 dummy outputs.
+
+    Minimizes the local empirical risk (2.2) plus lam times the RKHS norm,
+
+        (1/(ℓ 𝒦)) Σ_i w_i (y_i - f(x_i))² + lam ||f||²_K,   w_i = k(x_i, x0; β),
+
+    lam = 1 being eq. (2.3) exactly (the paper's experiments quote a lambda). Vicinity:
+    ``"hard"`` ``1{||x - x0|| < β/2}`` or ``"soft"`` ``exp(-||x - x0||²/β²)``. The
+    normalizer 𝒦(x0, β) = ∫ k dρ_X is estimated by the mean weight over the training
+    points, ``𝒦 = (1/ℓ) Σ w_i``.
+
+    Derivation. By the representer theorem ``f = Σ_j α_j K(·, x_j)``, so
+    ``f(x_i) = (Kα)_i`` and ``||f||²_K = αᵀKα``; the objective is
+    ``(1/(ℓ𝒦)) (y - Kα)ᵀ W (y - Kα) + lam αᵀKα`` (W = diag(w)), whose gradient
+    ``-(2/(ℓ𝒦)) K W (y - Kα) + 2 lam K α`` vanishes when
+
+        (W K + lam·ℓ·𝒦·I) α = W y,
+
+    which is eq. (2.4) — ``((1/ℓ) Ŝ_xᵀ S_x + 𝒦 lam) f = (1/ℓ) Ŝ_xᵀ y`` — with its
+    coefficients of K(·, x_i) matched. The matrix is not symmetric; it is solved in the
+    equivalent SPD form ``(S K S + lam·ℓ·I) γ = S y``, ``α = S γ``, S = (W/𝒦)^½
+    (:func:`solve_local_risk`; eigenvalues >= lam·ℓ, so Cholesky is stable and zero
+    weights give α_i = 0). With w ≡ 1 (or any constant: 𝒦 cancels it) the system is
+    ``(K + lam·ℓ·I) α = y``: LRR equals :class:`RegularizedLeastSquares` with the same
+    lam. Equivalently LRR is weighted RLS with unnormalized weights w and ridge
+    ``lam·𝒦``; the paper's "λ hidden in 𝒦" is this factor.
+
+    ``x0``: an int is a training-row index (of X as passed to ``fit``); an array-like of
+    length n_features is a point; ``"class:<label>"`` is a training point of that class
+    drawn with ``random_state`` (the paper's LRR¹ / LRR²; the label is matched against
+    ``str()`` of the classes). A hard vicinity without any training point raises
+    ValueError (naming beta and x0), as does a soft one whose weights all underflow.
+
+    Kernels and ``unit_diagonal`` as in :class:`RegularizedLeastSquares`. ``info_``:
+    n_train, kernel, lam, t/unit_diagonal or sigma, x0 (index or point as a list),
+    x0_index (None for a point), x0_point, vicinity, beta, n_in_vicinity (weights >
+    1e-12), normalizer (𝒦). ``vicinity_weights_``: the w_i.
+    """
+
+    _parameter_constraints: dict = {
+        **_KERNEL_CONSTRAINTS,
+        "beta": [Interval(Real, 0, None, closed="neither")],
+        "vicinity": [StrOptions(set(VICINITIES))],
+        "x0": [Integral, "array-like", str],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        kernel: str = "heat",
+        t: float = 1.0,
+        sigma: float = 1.0,
+        beta: float = 6.0,
+        vicinity: str = "soft",
+        lam: float = 1.0,
+        x0: Any = 0,
+        unit_diagonal: bool = False,
+        random_state: Any = None,
+    ) -> None:
+        self.kernel = kernel
+        self.t = t
+        self.sigma = sigma
+        self.beta = beta
+        self.vicinity = vicinity
+        self.lam = lam
+        self.x0 = x0
+        self.unit_diagonal = unit_diagonal
+        self.random_state = random_state
+
+    def _resolve_x0(self, X: np.ndarray, y_index: np.ndarray) -> tuple[int | None, np.ndarray]:
+        """``(training-row index or None, point)`` of the point of interest."""
+        x0 = self.x0
+        n, d = X.shape
+        if isinstance(x0, str):
+            if not x0.startswith("class:"):
+                raise ValueError(f"x0={x0!r}: a string x0 must be 'class:<label>'")
+            label = x0[len("class:") :]
+            matches = [k for k, c in enumerate(self.classes_) if str(c) == label]
+            if not matches:
+                raise ValueError(
+                    f"x0={x0!r}: no class {label!r} among {[str(c) for c in self.classes_]}"
+                )
+            rows = np.flatnonzero(y_index == matches[0])
+            index = int(check_random_state(self.random_state).choice(rows))
+            return index, X[index]
+        if isinstance(x0, Integral) and not isinstance(x0, bool):
+            if not 0 <= int(x0) < n:
+                raise ValueError(f"x0={x0} is not a training-row index (0 <= x0 < {n})")
+            return int(x0), X[int(x0)]
+        point = np.asarray(x0, dtype=np.float64).ravel()
+        if point.size != d or not np.all(np.isfinite(point)):
+            raise ValueError(f"x0 must be a finite point of length n_features={d}; got {x0!r}")
+        return None, point
+
+    def fit(
+        self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None
+    ) -> LocalRiskRegularization:
+        X, y_index = self._validate_training(X, y)
+        Y = self._dummy_outputs(y_index)
+        index, point = self._resolve_x0(X, y_index)
+        diff = X - point
+        weights = VICINITIES[self.vicinity](np.einsum("ij,ij->i", diff, diff), self.beta)
+        if not weights.sum() > 0.0:
+            shown = index if index is not None else point.tolist()
+            raise ValueError(
+                f"the {self.vicinity} vicinity of x0={shown} with beta={self.beta} contains "
+                "no training point (all vicinity weights are 0); increase beta or move x0"
+            )
+        K = self._gram(X, X, cache)
+        self.dual_coef_, normalizer = solve_local_risk(K, Y, self.lam, weights)
+        self.X_fit_ = X
+        self.vicinity_weights_ = weights
+        self.info_ = self._kernel_info(X.shape[0])
+        self.info_.update(
+            x0=index if index is not None else point.tolist(),
+            x0_index=index,
+            x0_point=point.tolist(),
+            vicinity=self.vicinity,
+            beta=float(self.beta),
+            n_in_vicinity=int(np.count_nonzero(weights > IN_VICINITY)),
+            normalizer=normalizer,
+        )
+        return self
