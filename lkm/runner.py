@@ -48,6 +48,7 @@ class Task:
     method: str
     estimator: str
     params: dict[str, Any]
+    tune: dict[str, Any] | None = None  # MethodSpec.tune as a dict: grid, cv, seed
 
 
 @dataclass(frozen=True)
@@ -105,14 +106,15 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
         if not spec.methods:
             break  # studies run on whole datasets: no splits to draw
         try:
-            splits[ds_id] = spec.protocol.splits(ds)
+            splits[ds_id] = spec.protocol_for(ds_id).splits(ds)
         except LkmError as exc:
             raise type(exc)(f"{source}: {exc}") from None
     tasks = []
-    protocol = spec.protocol.model_dump()
     for ds_spec in spec.datasets:
         if ds_spec.id not in datasets:
             continue
+        protocol = spec.protocol_for(ds_spec.id).model_dump()
+        ds_dump = _dataset_payload(ds_spec)
         for split in splits.get(ds_spec.id, []):
             for m in spec.methods:
                 if not m.runs_on(ds_spec.id):
@@ -122,22 +124,34 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
                     # The method's name is part of the id: two methods with the same
                     # estimator and parameters are still two rows of a table.
                     payload = {
-                        "dataset": ds_spec.model_dump(), "protocol": protocol, "split": split.id,
+                        "dataset": ds_dump, "protocol": protocol, "split": split.id,
                         "preprocessing": spec.preprocessing, "method": m.name, "estimator": m.estimator,
                         "params": params,
                     }
-                    tasks.append(Task(task_id(payload), ds_spec.id, split, m.name, m.estimator, params))
+                    tune = m.tune.model_dump() if m.tune else None
+                    if tune:  # only then: ids of untuned tasks stay what they were
+                        payload["tune"] = tune
+                    tasks.append(Task(task_id(payload), ds_spec.id, split, m.name, m.estimator, params, tune))
     for ds_spec in spec.datasets:
         if ds_spec.id not in datasets:
             continue
         for st in spec.studies:
             for params in spec.study_grid(st):
                 payload = {
-                    "kind": "study", "dataset": ds_spec.model_dump(), "preprocessing": spec.preprocessing,
+                    "kind": "study", "dataset": _dataset_payload(ds_spec), "preprocessing": spec.preprocessing,
                     "study": st.study, "name": st.name, "params": params,
                 }
                 tasks.append(StudyTask(task_id(payload), ds_spec.id, st.name, st.study, params))
     return Plan(spec, datasets, splits, tasks, unavailable)
+
+
+def _dataset_payload(ds_spec: Any) -> dict[str, Any]:
+    """A dataset's part of a task id; without a per-dataset ``protocol`` the key is left
+    out, so ids of specs that do not use it stay what they were."""
+    dump = ds_spec.model_dump()
+    if dump.get("protocol") is None:
+        dump.pop("protocol", None)
+    return dump
 
 
 def _with_seed(method: MethodSpec, params: dict[str, Any], spec: Spec) -> dict[str, Any]:
@@ -225,12 +239,16 @@ def run_job(
             "n_features": X_train.shape[1], "preprocessing": preprocessing,
             "cache_warm": warm, "lkm_version": __version__,
         }
+        tune_info: dict[str, Any] = {}
         try:
             est = METHODS[task.estimator](**task.params)
             t0 = time.perf_counter()
-            est.fit(X_train, y_train, cache=cache)
+            if task.tune:
+                est, tune_info = fit_tuned(est, task.tune, X_train, y_train)
+            else:
+                est.fit(X_train, y_train, cache=cache)
             t1 = time.perf_counter()
-            y_pred = est.predict(X_test, cache=cache)
+            y_pred = est.predict(X_test) if task.tune else est.predict(X_test, cache=cache)
             t2 = time.perf_counter()
         except Exception as exc:  # a failing task is recorded, the run goes on
             n_failed += 1
@@ -242,11 +260,33 @@ def run_job(
         per_class = {str(c): float(correct[y_test == c].mean()) for c in np.unique(y_test)}
         store.append([{
             **base, "status": "ok", "accuracy": float(correct.mean()), "per_class_accuracy": per_class,
-            "fit_seconds": t1 - t0, "predict_seconds": t2 - t1, "info": getattr(est, "info_", {}),
+            "fit_seconds": t1 - t0, "predict_seconds": t2 - t1,
+            "info": {**getattr(est, "info_", {}), **tune_info},
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }])
         n_ok += 1
     return n_ok, n_failed, first_error
+
+
+def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.ndarray) -> tuple[Any, dict[str, Any]]:
+    """Choose ``tune['grid']`` by stratified k-fold CV on the training part only and refit.
+
+    Returns the refitted best estimator and the record's extra ``info``: ``tuned_params``,
+    ``cv_score`` (mean CV accuracy of the chosen setting), ``cv_folds``, ``cv_seed``,
+    ``grid_size`` and ``cv_n_train`` (rows the search saw: the training part only). The
+    search does not share the job's distance cache (GridSearchCV calls plain ``fit``).
+    """
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+    cv = StratifiedKFold(n_splits=int(tune["cv"]), shuffle=True, random_state=int(tune["seed"]))
+    search = GridSearchCV(est, {k: list(v) for k, v in tune["grid"].items()}, scoring="accuracy",
+                          cv=cv, refit=True, error_score="raise", n_jobs=1)
+    search.fit(X_train, y_train)
+    chosen = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in search.best_params_.items()}
+    return search.best_estimator_, {
+        "tuned_params": chosen, "cv_score": float(search.best_score_), "cv_folds": int(tune["cv"]),
+        "cv_seed": int(tune["seed"]), "grid_size": len(search.cv_results_["params"]), "cv_n_train": int(len(y_train)),
+    }
 
 
 def run_study(

@@ -88,6 +88,12 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+ProtocolField = Annotated[
+    KFoldProtocol | HoldoutProtocol | PredefinedProtocol | LearningCurveProtocol | RealizationsProtocol,
+    Field(discriminator="kind"),
+]
+
+
 class DatasetSpec(_Model):
     """A dataset, optionally restricted to some classes or given generator parameters."""
 
@@ -95,6 +101,9 @@ class DatasetSpec(_Model):
     label: str | None = Field(None, description="name shown in tables (default: name, plus classes)")
     classes: list[int | str] | None = None
     params: dict[str, Any] = Field(default_factory=dict)
+    protocol: ProtocolField | None = Field(
+        None, description="this dataset's own protocol (e.g. its own hold-out sizes); default: the spec's"
+    )
 
     @property
     def id(self) -> str:
@@ -103,6 +112,25 @@ class DatasetSpec(_Model):
         if self.classes:
             return f"{self.name}[{'-'.join(str(c) for c in self.classes)}]"
         return self.name
+
+
+class TuneSpec(_Model):
+    """Parameters chosen by cross-validation on each split's training part only
+    (sklearn ``GridSearchCV``, stratified shuffled k-fold, accuracy, refit on the whole
+    training part); the chosen values are recorded in the record's ``info.tuned_params``."""
+
+    grid: dict[str, Grid] = Field(min_length=1, description="parameter -> values searched (every combination)")
+    cv: int = Field(5, ge=2, description="folds of the stratified k-fold on the training part")
+    seed: int = Field(0, description="seed of the fold shuffle")
+
+    @field_validator("grid", mode="before")
+    @classmethod
+    def _parse_grids(cls, v: Any) -> Any:
+        return {k: parse_grid(g) for k, g in v.items()} if isinstance(v, dict) else v
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(g) for g in self.grid.values())
 
 
 class MethodSpec(_Model):
@@ -115,6 +143,7 @@ class MethodSpec(_Model):
     datasets: list[str] | None = Field(
         None, description="dataset ids (names or labels) this method runs on; default: all"
     )
+    tune: TuneSpec | None = Field(None, description="parameters chosen by CV on the training part (see TuneSpec)")
 
     @field_validator("sweep", mode="before")
     @classmethod
@@ -181,10 +210,7 @@ class Spec(_Model):
     description: str = ""
     datasets: list[DatasetSpec] = Field(min_length=1)
     preprocessing: Literal["standardize", "scale", "none"] = "standardize"
-    protocol: Annotated[
-        KFoldProtocol | HoldoutProtocol | PredefinedProtocol | LearningCurveProtocol | RealizationsProtocol,
-        Field(discriminator="kind"),
-    ] = Field(default_factory=KFoldProtocol)
+    protocol: ProtocolField = Field(default_factory=KFoldProtocol)
     methods: list[MethodSpec] = Field(default_factory=list, description="at least one method or one study")
     studies: list[StudySpec] = Field(default_factory=list, description="measurements other than accuracy (lkm.studies)")
     sweep: dict[str, Grid] = Field(default_factory=dict, description="sweeps applied to every method with that parameter")
@@ -228,12 +254,19 @@ class Spec(_Model):
         return self
 
     # -- derived --------------------------------------------------------------
+    def protocol_for(self, dataset_id: str) -> Any:
+        """The protocol of a dataset: its own ``protocol`` key if given, else the spec's."""
+        d = next((d for d in self.datasets if d.id == dataset_id), None)
+        return d.protocol if d is not None and d.protocol is not None else self.protocol
+
     def method_grid(self, method: MethodSpec) -> list[dict[str, Any]]:
         """Every parameter combination of ``method``: fixed params x global sweeps x own sweeps."""
         from lkm.methods import METHODS
 
         names = set(METHODS[method.estimator]().get_params())
-        axes = {k: g for k, g in self.sweep.items() if k in names}
+        tuned = set(method.tune.grid) if method.tune else set()
+        # A tuned parameter is chosen by CV, so the spec-wide sweep leaves it alone.
+        axes = {k: g for k, g in self.sweep.items() if k in names and k not in tuned}
         axes.update(method.sweep)
         keys = list(axes)
         combos = []
@@ -264,7 +297,8 @@ class Spec(_Model):
         from lkm.methods import METHODS
 
         names = set(METHODS[method.estimator]().get_params())
-        return [k for k in self.sweep if k in names] + [k for k in method.sweep if k not in self.sweep]
+        tuned = set(method.tune.grid) if method.tune else set()
+        return [k for k in self.sweep if k in names and k not in tuned] + [k for k in method.sweep if k not in self.sweep]
 
 
 # -- loading and validation -----------------------------------------------------
@@ -273,7 +307,9 @@ def _loc(loc: tuple[Any, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("kfold", "holdout", "predefined", "learning_curve", "realizations") and out.endswith("protocol"):
+        elif part in ("kfold", "holdout", "predefined", "learning_curve", "realizations") and (
+            out.endswith("protocol")
+        ):
             continue  # pydantic adds the union tag to the path
         else:
             out += f".{part}" if out else str(part)
@@ -395,6 +431,8 @@ def validate_semantics(spec: Spec, source: str) -> None:
                 )
         for params in spec.method_grid(m):
             _check_params(m.estimator, params, f"{source}: methods[{i}] ({m.name})")
+        if m.tune:
+            _validate_tune(spec, i, m, names, source)
     _validate_studies(spec, source)
     dataset_ids = [d.id for d in spec.datasets]
     for i, m in enumerate(spec.methods):
@@ -461,6 +499,28 @@ def _validate_studies(spec: Spec, source: str) -> None:
                     key, text = "?", str(exc)
                 value = f" = {params[key]!r}" if key in params else ""
                 raise SpecError(f"{source}: studies[{i}] ({st.name}).params.{key}{value}: {text}") from None
+
+
+def _validate_tune(spec: Spec, i: int, m: MethodSpec, names: set[str], source: str) -> None:
+    """``methods[i].tune``: grid keys are parameters of the estimator, not also fixed or
+    swept by the method itself, and every combination is a valid parameter setting."""
+    assert m.tune is not None
+    where = f"{source}: methods[{i}].tune.grid"
+    for key in m.tune.grid:
+        if key not in names:
+            raise SpecError(f"{where}.{key}: {m.estimator!r} has no parameter {key!r}{did_you_mean(key, names)}")
+        if key in m.params or key in m.sweep:
+            other = "params" if key in m.params else "sweep"
+            raise SpecError(f"{where}.{key}: {key!r} is also in methods[{i}].{other}; a parameter is fixed, swept or tuned, not two of these")
+    keys = list(m.tune.grid)
+    for base in spec.method_grid(m):
+        for values in itertools.product(*(m.tune.grid[k] for k in keys)):
+            params = {**base, **dict(zip(keys, values, strict=True))}
+            try:
+                _check_params(m.estimator, params, where)
+            except SpecError as exc:
+                # name the grid key, not a params key: "...tune.grid.beta = -1: ..."
+                raise SpecError(str(exc).replace(f"{where}.params.", f"{where}.", 1)) from None
 
 
 def _check_params(estimator: str, params: dict[str, Any], where: str) -> None:

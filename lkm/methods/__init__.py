@@ -10,7 +10,7 @@ from __future__ import annotations
 from lkm.methods.base import LocalKernelClassifier
 from lkm.methods.npps import NPPS, NPPSSVM
 from lkm.methods.projection import LocalizedProjectionLearning, ProjectionLearning
-from lkm.methods.risk import LocalRiskRegularization, RegularizedLeastSquares
+from lkm.methods.risk import LocalRiskPair, LocalRiskRegularization, RegularizedLeastSquares
 from lkm.methods.svm import SVMClassifier
 
 #: Spec key -> estimator class. Later families (NPPS, LRR, RLS, HKNN, PRLS) add theirs.
@@ -21,11 +21,13 @@ METHODS: dict[str, type[LocalKernelClassifier]] = {
     "npps_svm": NPPSSVM,
     "rls": RegularizedLeastSquares,
     "lrr": LocalRiskRegularization,
+    "lrr_pair": LocalRiskPair,
 }
 
 __all__ = [
     "METHODS",
     "LocalKernelClassifier",
+    "LocalRiskPair",
     "LocalRiskRegularization",
     "LocalizedProjectionLearning",
     "NPPS",

@@ -21,7 +21,7 @@ from lkm.store import RunStore
 def load_builders() -> None:
     """Import every module that registers builders (idempotent)."""
     import lkm.papers  # noqa: F401  (paper-specific outputs)
-    from lkm.report import boundary, invariance, neighbors, npps, robustness, scaling  # noqa: F401
+    from lkm.report import boundary, invariance, lrr, lrr_uci, neighbors, npps, robustness, scaling  # noqa: F401
 
 
 def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,

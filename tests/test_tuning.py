@@ -1,0 +1,160 @@
+"""Parameter tuning by CV on the training part (MethodSpec ``tune``), per-dataset protocols,
+and the LRR paired-test table (lkm.report.lrr_uci)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.model_selection import GridSearchCV
+
+from lkm.errors import SpecError
+from lkm.report import build_report
+from lkm.report.lrr_uci import paired_test
+from lkm.runner import build_plan, execute, fit_tuned, write_plan
+from lkm.spec import spec_from_dict
+from lkm.store import RunStore
+
+GRID = {"t": [0.25, 4.0], "lam": [0.001, 0.1]}
+
+TUNED = {
+    "name": "tuned",
+    "datasets": ["moons"],
+    "protocol": {"kind": "holdout", "train_size": 60, "test_size": 100, "repeats": 2, "seed": 0},
+    "methods": [
+        {"name": "RLS", "estimator": "rls", "params": {"unit_diagonal": True, "t": 1.0, "lam": 0.5}},
+        {"name": "RLS-cv", "estimator": "rls", "params": {"unit_diagonal": True},
+         "tune": {"grid": GRID, "cv": 3, "seed": 0}},
+        {"name": "LRR-cv", "estimator": "lrr", "params": {"unit_diagonal": True, "x0": 0},
+         "tune": {"grid": {"beta": [1, 10], "lam": [0.01, 0.1]}, "cv": 3, "seed": 0}},
+    ],
+    "outputs": {"tables": ["summary", "lrr_paired", "lrr_tuned"], "figures": [], "formats": ["png"],
+                "options": {"lrr_paired": {"pairs": [["RLS-cv", "RLS"]]}}},
+}
+
+
+def _run(tmp_path, spec_dict=TUNED):
+    spec = spec_from_dict(spec_dict)
+    plan = build_plan(spec)
+    store = RunStore(tmp_path)
+    store.prepare()
+    write_plan(plan, store)
+    summary = execute(plan, store, jobs=1)
+    build_report(store, spec, plan.task_ids, plan.unavailable)
+    return plan, store, summary
+
+
+def test_tuned_params_come_from_the_grid_and_are_recorded(tmp_path):
+    _, store, summary = _run(tmp_path)
+    assert summary.failed == 0
+    df = store.records_frame()
+    tuned = df[df["method"] == "RLS-cv"]
+    assert len(tuned) == 2
+    for info in tuned["info"]:
+        chosen = info["tuned_params"]
+        assert set(chosen) == set(GRID)
+        assert all(chosen[k] in GRID[k] for k in GRID)
+        assert info["t"] == chosen["t"] and info["lam"] == chosen["lam"]  # the refitted model uses them
+        assert 0.0 <= info["cv_score"] <= 1.0
+        assert info["grid_size"] == 4 and info["cv_folds"] == 3
+        assert info["cv_n_train"] == 60
+    assert "tuned_params" not in df[df["method"] == "RLS"]["info"].iloc[0]
+    assert (tmp_path / "tables" / "lrr_tuned.md").is_file()
+    assert (tmp_path / "tables" / "lrr_paired.md").is_file()
+
+
+def test_search_sees_the_training_part_only(tmp_path, monkeypatch):
+    seen = []
+    original = GridSearchCV.fit
+
+    def spy(self, X, y=None, **kw):
+        seen.append(len(X))
+        return original(self, X, y, **kw)
+
+    monkeypatch.setattr(GridSearchCV, "fit", spy)
+    _run(tmp_path)
+    assert seen and set(seen) == {60}  # train_size, never the 100 test rows
+
+
+def test_fit_tuned_is_deterministic_and_refits():
+    # fit_tuned only ever receives the training part; the choice is deterministic and the
+    # refitted model generalizes to the held-out rows.
+    from lkm.methods import METHODS
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 2))
+    y = (X[:, 0] > 0).astype(int)
+    est, info = fit_tuned(METHODS["rls"](unit_diagonal=True), {"grid": GRID, "cv": 3, "seed": 0}, X[:80], y[:80])
+    again, info2 = fit_tuned(METHODS["rls"](unit_diagonal=True), {"grid": GRID, "cv": 3, "seed": 0}, X[:80], y[:80])
+    assert info["tuned_params"] == info2["tuned_params"]  # deterministic
+    assert info["cv_n_train"] == 80
+    assert np.mean(est.predict(X[80:]) == y[80:]) > 0.8
+
+
+def test_tune_block_is_part_of_the_task_id():
+    plain = build_plan(spec_from_dict(TUNED))
+    other = {**TUNED, "methods": [TUNED["methods"][0],
+                                  {**TUNED["methods"][1], "tune": {"grid": GRID, "cv": 4, "seed": 0}},
+                                  TUNED["methods"][2]]}
+    changed = build_plan(spec_from_dict(other))
+    ids = lambda plan, m: {t.id for t in plan.tasks if t.method == m}  # noqa: E731
+    assert ids(plain, "RLS") == ids(changed, "RLS")
+    assert ids(plain, "RLS-cv").isdisjoint(ids(changed, "RLS-cv"))
+    assert all(t.tune is None for t in plain.tasks if t.method == "RLS")
+
+
+def _with_tune(grid, params=None):
+    m = {"name": "X", "estimator": "rls", "params": params or {}, "tune": {"grid": grid}}
+    return {**TUNED, "methods": [m], "outputs": {"tables": ["summary"], "figures": []}}
+
+
+@pytest.mark.parametrize(
+    ("grid", "params", "expected"),
+    [
+        ({"bogus": [1, 2]}, None, "methods[0].tune.grid.bogus: 'rls' has no parameter 'bogus'"),
+        ({"lam": [0.1, -1]}, None, "methods[0].tune.grid.lam = -1:"),
+        ({"lam": [0.1, 1]}, {"lam": 0.5}, "methods[0].tune.grid.lam: 'lam' is also in methods[0].params"),
+    ],
+)
+def test_bad_tune_grid_is_a_one_line_error_naming_the_key(grid, params, expected):
+    with pytest.raises(SpecError) as err:
+        spec_from_dict(_with_tune(grid, params), "s.yaml")
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith("s.yaml: ")
+    assert expected in msg
+
+
+def test_tune_needs_a_grid_and_two_folds():
+    with pytest.raises(SpecError, match=r"tune\.cv"):
+        spec_from_dict({**_with_tune({"lam": [1]}), "methods": [
+            {"name": "X", "estimator": "rls", "tune": {"grid": {"lam": [1]}, "cv": 1}}]})
+    with pytest.raises(SpecError, match=r"tune\.grid"):
+        spec_from_dict({**_with_tune({}), "methods": [{"name": "X", "estimator": "rls", "tune": {"grid": {}}}]})
+
+
+def test_global_sweep_leaves_tuned_parameters_alone():
+    spec = spec_from_dict({**TUNED, "sweep": {"lam": [0.01, 1.0]}})
+    by = {m.name: spec.method_grid(m) for m in spec.methods}
+    assert len(by["RLS"]) == 2 and len(by["RLS-cv"]) == 1 and len(by["LRR-cv"]) == 1
+
+
+def test_per_dataset_protocol_sizes():
+    spec = spec_from_dict({
+        **TUNED, "datasets": [
+            {"name": "moons", "protocol": {"kind": "holdout", "train_size": 45, "test_size": 55, "repeats": 3}},
+            {"name": "gaussians"},
+        ],
+        "methods": [TUNED["methods"][0]],
+    })
+    plan = build_plan(spec)
+    assert [(len(s.train), len(s.test)) for s in plan.splits["moons"]] == [(45, 55)] * 3
+    assert [(len(s.train), len(s.test)) for s in plan.splits["gaussians"]] == [(60, 100)] * 2
+    # a spec without per-dataset protocols keeps its task ids (no "protocol": None in the id)
+    base = build_plan(spec_from_dict({**TUNED, "datasets": ["gaussians"], "methods": [TUNED["methods"][0]]}))
+    assert {t.id for t in base.tasks} == {t.id for t in plan.tasks if t.dataset == "gaussians"}
+
+
+def test_paired_test_handles_ties():
+    assert paired_test(np.array([0.5, 0.6]), np.array([0.5, 0.6])) == 1.0
+    assert np.isnan(paired_test(np.array([0.5]), np.array([0.4])))
+    p = paired_test(np.linspace(0.6, 0.7, 10), np.linspace(0.5, 0.6, 10))
+    assert p < 0.01
