@@ -6,7 +6,7 @@ LKM    := $(BIN)/lkm
 # The read-only dataset mirror used by tests and reproductions.
 export LKM_DATA_DIR ?= $(abspath ../shared/datasets)
 
-.PHONY: help install demo test lint bench reproduce reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke clean
+.PHONY: help install demo test lint bench reproduce reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-lrr reproduce-lrr-smoke clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -33,7 +33,7 @@ lint: install  ## static checks
 bench: install  ## speed ratios against reference libraries (one spambase fold)
 	$(LKM) bench --out results/bench.json
 
-reproduce: reproduce-lpl reproduce-npps  ## every reproduction that exists so far
+reproduce: reproduce-lpl reproduce-npps reproduce-lrr  ## every reproduction that exists so far
 
 reproduce-lpl: install  ## Tsuji, Kudo, Tanaka: every table, figure and claim (~15 min cold, seconds when recorded)
 	$(LKM) reproduce lpl --jobs 2
@@ -46,6 +46,12 @@ reproduce-npps: install  ## Shin, Cho (NPPS): Table 2, Figs. 3, 5-7, kNN invaria
 
 reproduce-npps-smoke: install  ## the same with few settings (what CI checks)
 	$(LKM) reproduce npps --smoke --jobs 2
+
+reproduce-lrr: install  ## Li, Chen, Tang (LRR vs RLS): Tables 1-8, Fig. 3, claims with paired tests
+	$(LKM) reproduce lrr --jobs 2
+
+reproduce-lrr-smoke: install  ## the same with few settings (what CI checks)
+	$(LKM) reproduce lrr --smoke --jobs 2
 
 clean:  ## remove run folders and caches (keeps .venv)
 	rm -rf results/*/ .pytest_cache .ruff_cache

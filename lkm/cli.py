@@ -304,7 +304,7 @@ def _print_summary(run_dir: Path) -> None:
 
 @app.command()
 def reproduce(
-    paper: Annotated[str, typer.Argument(help="Paper key: `lpl` (Tsuji, Kudo, Tanaka, Localized Projection Learning) or `npps` (Shin, Cho, NPPS and kNN invariance).", show_default=False)],
+    paper: Annotated[str, typer.Argument(help="Paper key: `lpl` (Tsuji, Kudo, Tanaka, Localized Projection Learning) `npps` (Shin, Cho, NPPS and kNN invariance) or `lrr` (Li, Chen, Tang, local risk regularization).", show_default=False)],
     results: Annotated[Path, typer.Option("--results", help="Folder holding one run folder per experiment.")] = Path("results"),
     jobs: JobsOpt = 2,
     data_dir: DataDirOpt = None,

@@ -72,25 +72,3 @@ def verdict(ok: bool | str | None) -> str:
         return ok
     return "n/a" if ok is None else ("holds" if ok else "does not hold")
 
-
-def paired_comparison(records: pd.DataFrame, dataset: str, method_a: str, method_b: str) -> dict[str, float] | None:
-    """Accuracy of ``method_a`` minus ``method_b`` on the same splits of ``dataset``: mean
-    difference, number of splits where a wins / loses, and the two-sided Wilcoxon
-    signed-rank p-value (1.0 when every difference is zero, NaN with one split)."""
-    from scipy.stats import wilcoxon
-
-    ok = records[(records["status"] == "ok") & (records["dataset"] == dataset)]
-    a = ok[ok["method"] == method_a].set_index("split")["accuracy"]
-    b = ok[ok["method"] == method_b].set_index("split")["accuracy"]
-    common = a.index.intersection(b.index)
-    if common.empty:
-        return None
-    d = (a[common] - b[common]).to_numpy(float)
-    if len(d) < 2:
-        p = math.nan
-    elif not d.any():
-        p = 1.0
-    else:
-        p = float(wilcoxon(d).pvalue)
-    return {"mean_diff": float(d.mean()), "wins": int((d > 0).sum()), "losses": int((d < 0).sum()),
-            "splits": len(d), "p": p}
