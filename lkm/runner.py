@@ -131,6 +131,8 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
                     tune = m.tune.model_dump() if m.tune else None
                     if tune:  # only then: ids of untuned tasks stay what they were
                         payload["tune"] = tune
+                    if spec.score_train:  # likewise
+                        payload["score_train"] = True
                     tasks.append(Task(task_id(payload), ds_spec.id, split, m.name, m.estimator, params, tune))
     for ds_spec in spec.datasets:
         if ds_spec.id not in datasets:
@@ -199,7 +201,8 @@ def execute(
     if groups or studies:
         prep = plan.spec.preprocessing
         calls = [
-            delayed(run_job)(str(store.root), plan.datasets[ds].X, plan.datasets[ds].y, tasks, prep)
+            delayed(run_job)(str(store.root), plan.datasets[ds].X, plan.datasets[ds].y, tasks, prep,
+                             plan.spec.score_train)
             for (ds, _, _), tasks in groups.items()
         ] + [
             delayed(run_study)(str(store.root), plan.datasets[t.dataset].X, plan.datasets[t.dataset].y, t, prep)
@@ -220,9 +223,13 @@ def execute(
 
 
 def run_job(
-    store_root: str, X: np.ndarray, y: np.ndarray, tasks: list[Task], preprocessing: str
+    store_root: str, X: np.ndarray, y: np.ndarray, tasks: list[Task], preprocessing: str,
+    score_train: bool = False,
 ) -> tuple[int, int, str | None]:
-    """Fit and score every task of one (dataset, split, method), sharing one distance cache."""
+    """Fit and score every task of one (dataset, split, method), sharing one distance cache.
+
+    ``score_train`` also records the accuracy on the training part (``train_accuracy``),
+    predicted after the timed test prediction."""
     store = RunStore(store_root)
     split = tasks[0].split
     X_train, X_test = preprocess(preprocessing, X[split.train], X[split.test])
@@ -250,6 +257,10 @@ def run_job(
             t1 = time.perf_counter()
             y_pred = est.predict(X_test) if task.tune else est.predict(X_test, cache=cache)
             t2 = time.perf_counter()
+            train_score = {}
+            if score_train:
+                y_fit = est.predict(X_train) if task.tune else est.predict(X_train, cache=cache)
+                train_score = {"train_accuracy": float(np.mean(y_fit == y_train))}
         except Exception as exc:  # a failing task is recorded, the run goes on
             n_failed += 1
             msg = f"{task.dataset}/{split.id}/{task.method} {json.dumps(task.params, default=str)}: {type(exc).__name__}: {exc}"
@@ -260,7 +271,7 @@ def run_job(
         per_class = {str(c): float(correct[y_test == c].mean()) for c in np.unique(y_test)}
         store.append([{
             **base, "status": "ok", "accuracy": float(correct.mean()), "per_class_accuracy": per_class,
-            "fit_seconds": t1 - t0, "predict_seconds": t2 - t1,
+            "fit_seconds": t1 - t0, "predict_seconds": t2 - t1, **train_score,
             "info": {**getattr(est, "info_", {}), **tune_info},
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }])

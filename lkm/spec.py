@@ -218,6 +218,9 @@ class Spec(_Model):
     outputs: OutputsSpec = Field(default_factory=OutputsSpec)
     paper: PaperSpec = Field(default_factory=PaperSpec)
     missing_data: Literal["error", "skip"] = Field("error", description="what to do with a dataset whose files are unavailable")
+    score_train: bool = Field(
+        False, description="also record each fit's accuracy on its training part (train_accuracy)"
+    )
     smoke: dict[str, Any] = Field(
         default_factory=dict,
         description="keys replacing the spec's own under --smoke (a fast run that checks every output is produced)",

@@ -153,3 +153,24 @@ def test_end_to_end_on_real_uci_data(tmp_path, data_dir):
     prov = json.loads((tmp_path / "run" / "provenance.json").read_text())
     assert prov["datasets"]["sonar"]["files"][0]["sha256"]
     assert prov["packages"]["libsvm-official"]
+
+
+def test_score_train_records_training_accuracy_and_the_train_test_table(tmp_path):
+    spec = spec_from_dict({
+        "name": "tt", "datasets": ["moons"], "protocol": {"kind": "kfold", "folds": 2},
+        "methods": [{"name": "PL", "estimator": "pl", "params": {"sigma": 0.5}}],
+        "score_train": True, "outputs": {"tables": ["train_test"], "figures": []},
+    })
+    store = RunStore(tmp_path / "tt")
+    store.prepare()
+    plan = build_plan(spec)
+    execute(plan, store)
+    df = store.records_frame()
+    # PL interpolates its training labels (G invertible on distinct moons points).
+    assert (df["train_accuracy"] == 1.0).all()
+    build_report(store, spec, plan.task_ids, {})
+    table = (tmp_path / "tt" / "tables" / "train_test.csv").read_text()
+    assert "training % (ours)" in table and "100.00" in table
+    # Without score_train the ids differ, so a plain run never reuses these records.
+    plain = build_plan(spec.model_copy(update={"score_train": False}))
+    assert not (plain.task_ids & plan.task_ids)

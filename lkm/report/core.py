@@ -350,3 +350,36 @@ def _dataset_stats(ctx: ReportContext) -> list[Path]:
         rows.append(row)
     return ctx.write_table(pd.DataFrame(rows), "dataset_stats",
                            f"{ctx.spec.name}: datasets as loaded" + (" beside the paper's table" if paper else ""))
+
+
+@table("train_test")
+def _train_test(ctx: ReportContext) -> list[Path]:
+    """Testing, training and "average" accuracy (the two weighted by their sizes, as in Li,
+    Chen, Tang, Table 5) at each method's selected setting, beside the paper's from
+    ``outputs.options.train_test.paper: {dataset: {method: [test, train, average]}}``.
+    Needs ``score_train: true`` in the spec (records with ``train_accuracy``)."""
+    ok = ctx.ok
+    if "train_accuracy" not in ok:
+        return []
+    paper = ctx.options("train_test").get("paper", {})
+    rows = []
+    for r in ctx.best.itertuples():
+        recs = ok[(ok["dataset"] == r.dataset) & (ok["method"] == r.method)]
+        recs = recs[recs["params"].map(lambda p: json.dumps(p, sort_keys=True, default=str)) == r.setting]
+        if recs.empty or recs["train_accuracy"].isna().all():
+            continue
+        average = (recs["train_accuracy"] * recs["n_train"] + recs["accuracy"] * recs["n_test"]) / (
+            recs["n_train"] + recs["n_test"])
+        ours = [recs["accuracy"].mean(), recs["train_accuracy"].mean(), average.mean()]
+        theirs = paper.get(r.dataset, {}).get(r.method)
+        row = {"dataset": r.dataset, "method": r.method, "splits": len(recs)}
+        for i, name in enumerate(("testing", "training", "average")):
+            row[f"{name} % (ours)"] = _fmt_rate(float(ours[i]))
+            if paper:
+                row[f"{name} % (paper)"] = _fmt_rate(float(theirs[i])) if theirs else "–"
+        rows.append(row)
+    if not rows:
+        return []
+    return ctx.write_table(pd.DataFrame(rows), "train_test",
+                           f"{ctx.spec.name}: testing, training and average accuracy (%) at the selected setting, "
+                           f"mean over splits; average = sizes-weighted mean of the two ({ctx.spec.protocol.describe()})")
