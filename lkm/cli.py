@@ -236,7 +236,7 @@ def _run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_r
     todo = len(plan.task_ids - done)
     console.print(
         f"[bold]{spec.name}[/]: {len(plan.tasks)} fits ({len(plan.tasks) - todo} already recorded) "
-        f"on {len(plan.datasets)} dataset(s), {spec.protocol.describe()} -> {run_dir}/", highlight=False
+        f"on {len(plan.datasets)} dataset(s), {spec.describe_protocol()} -> {run_dir}/", highlight=False
     )
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     try:
@@ -273,7 +273,7 @@ def _run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_r
 def _print_plan(plan, done: set[str], run_dir: Path) -> None:
     from lkm.runner import plan_table
 
-    t = Table(title=f"plan for {plan.spec.name} -> {run_dir}/ ({plan.spec.protocol.describe()})")
+    t = Table(title=f"plan for {plan.spec.name} -> {run_dir}/ ({plan.spec.describe_protocol()})")
     for col in ("dataset", "method", "splits", "settings", "fits", "recorded"):
         t.add_column(col, justify="left" if col in ("dataset", "method") else "right")
     rows = plan_table(plan, done)

@@ -262,6 +262,19 @@ class Spec(_Model):
         d = next((d for d in self.datasets if d.id == dataset_id), None)
         return d.protocol if d is not None and d.protocol is not None else self.protocol
 
+    def describe_protocol(self, short: bool = False) -> str:
+        """The protocol in words, for captions; per dataset when datasets have their own
+        (``short``: just say so, for figure titles)."""
+        own = [d for d in self.datasets if d.protocol is not None]
+        if not own:
+            return self.protocol.describe()
+        if short:
+            return "each dataset's own protocol, see tables/summary"
+        parts = [f"{d.id}: {d.protocol.describe()}" for d in own]
+        if len(own) < len(self.datasets):
+            parts.append(f"others: {self.protocol.describe()}")
+        return "; ".join(parts)
+
     def method_grid(self, method: MethodSpec) -> list[dict[str, Any]]:
         """Every parameter combination of ``method``: fixed params x global sweeps x own sweeps."""
         from lkm.methods import METHODS

@@ -215,7 +215,12 @@ def _plt():
 def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, base: Path, formats: list[str]) -> list[Path]:
     """Accuracy against ``param`` (mean ± std band over splits), one panel per dataset."""
     plt = _plt()
-    datasets = [d for d in dict.fromkeys(agg["dataset"])]
+    # Only datasets on which some method actually varies the parameter get a panel.
+    varied = agg[agg["params"].map(lambda p: isinstance(p.get(param), (int, float)))]
+    counts = varied.groupby(["dataset", "method"])["params"].agg(lambda ps: len({p[param] for p in ps}))
+    datasets = [d for d in dict.fromkeys(agg["dataset"]) if (counts.get(d, pd.Series(dtype=int)) > 1).any()]
+    if not datasets:
+        return []
     ncol = min(3, len(datasets))
     nrow = math.ceil(len(datasets) / ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.2 * nrow), squeeze=False)
@@ -242,7 +247,7 @@ def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, 
         ax.set_visible(False)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), frameon=False)
-    fig.suptitle(f"{spec.name}: accuracy against {param} ({spec.protocol.describe()}; band = ±1 std over splits)", fontsize=10)
+    fig.suptitle(f"{spec.name}: accuracy against {param} ({spec.describe_protocol(short=True)}; band = ±1 std over splits)", fontsize=10)
     fig.tight_layout(rect=(0, 0.06, 1, 0.95))
     return _save(fig, base, formats)
 
@@ -292,7 +297,7 @@ def _save(fig, base: Path, formats: list[str]) -> list[Path]:
 @table("summary")
 def _summary(ctx: ReportContext) -> list[Path]:
     return ctx.write_table(summary_table(ctx.best, ctx.spec, ctx.unavailable), "summary",
-                           f"{ctx.spec.name}: accuracy (%) at the selected setting, {ctx.spec.protocol.describe()}")
+                           f"{ctx.spec.name}: accuracy (%) at the selected setting, {ctx.spec.describe_protocol()}")
 
 
 @table("sweep")
@@ -382,4 +387,4 @@ def _train_test(ctx: ReportContext) -> list[Path]:
         return []
     return ctx.write_table(pd.DataFrame(rows), "train_test",
                            f"{ctx.spec.name}: testing, training and average accuracy (%) at the selected setting, "
-                           f"mean over splits; average = sizes-weighted mean of the two ({ctx.spec.protocol.describe()})")
+                           f"mean over splits; average = sizes-weighted mean of the two ({ctx.spec.describe_protocol()})")

@@ -99,7 +99,7 @@ def _lrr_paired(ctx: ReportContext) -> list[Path]:
     return ctx.write_table(
         df, "lrr_paired",
         f"{ctx.spec.name}: A vs B per dataset, test accuracy at each method's setting, paired over "
-        f"{ctx.spec.protocol.describe()}; two-sided Wilcoxon signed-rank test of the per-split differences",
+        f"{ctx.spec.describe_protocol()}; two-sided Wilcoxon signed-rank test of the per-split differences",
     )
 
 

@@ -215,7 +215,7 @@ def _neighbors_table(ctx: ReportContext) -> list[Path]:
     return ctx.write_table(
         neighbors_table(summary), "neighbors",
         f"{ctx.spec.name}: LPL with exact vs annoy neighbours (Sec. 7), mean over "
-        f"{ctx.spec.protocol.describe()}; Δ = accuracy minus exact-neighbour LPL at the same sigma and k, "
+        f"{ctx.spec.describe_protocol()}; Δ = accuracy minus exact-neighbour LPL at the same sigma and k, "
         "mean ± std of per-split differences; recall = share of the exact k nearest neighbours found; "
         "query s = neighbour query only; predict s excludes the exact reference query behind the recall",
     )
@@ -227,5 +227,5 @@ def _neighbors_figure(ctx: ReportContext) -> list[Path]:
     if summary.empty or not (summary["neighbors"] != "exact").any():
         return []
     title = (f"{ctx.spec.name}: approximate (annoy) vs exact neighbours in LPL "
-             f"({ctx.spec.protocol.describe()}; error bars = ±1 s.e. of per-split differences)")
+             f"({ctx.spec.describe_protocol(short=True)}; error bars = ±1 s.e. of per-split differences)")
     return neighbors_figure(summary, title, ctx.figures_dir / "neighbors", ctx.spec.outputs.formats)

@@ -219,7 +219,7 @@ def _npps_table2(ctx: ReportContext) -> list[Path]:
         f"{ctx.spec.name}: Shin and Cho, Table 2 — SVM on ALL training patterns vs on the patterns SELECTED "
         f"by NPPS; each cell: ours (paper), ours = mean over the splits. Time in seconds (ours: LIBSVM here; the paper's: "
         f"MATLAB QP or OSU SVM on 2004 hardware, so compare ratios, not seconds). "
-        f"{ctx.spec.protocol.describe()}; preprocessing {ctx.spec.preprocessing}.",
+        f"{ctx.spec.describe_protocol()}; preprocessing {ctx.spec.preprocessing}.",
     )
 
 
@@ -271,7 +271,7 @@ def _npps_k_sweep(ctx: ReportContext) -> list[Path]:
         k_sweep_table(ctx), "npps_k_sweep",
         f"{ctx.spec.name}: NPPS's number of neighbours k — selected patterns, support vectors, test error and "
         f"seconds (selection and SVM on the selected set), with the SVM on ALL patterns as reference "
-        f"({ctx.spec.protocol.describe()})",
+        f"({ctx.spec.describe_protocol()})",
     )
 
 
