@@ -171,15 +171,20 @@ class AnnoyNeighbors:
         k: int,
         exclude_self: bool = False,
         cache: DistanceCache | None = None,
+        search_k: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Same contract as :meth:`ExactNeighbors.kneighbors` (``cache`` is not used)."""
+        """Same contract as :meth:`ExactNeighbors.kneighbors` (``cache`` is not used).
+
+        ``search_k`` overrides the constructor's for this query: the forest does not depend
+        on it, so one index serves every search_k."""
+        search_k = self.search_k if search_k is None else search_k
         X = self.X_
         Q = _check_query(X, Q, k, exclude_self)
         want = k + 1 if exclude_self else k
         idx = np.empty((Q.shape[0], k), dtype=np.intp)
         short = []
         for i, q in enumerate(Q.tolist()):
-            found = self.index_.get_nns_by_vector(q, want, search_k=self.search_k)
+            found = self.index_.get_nns_by_vector(q, want, search_k=search_k)
             if exclude_self:
                 found = [j for j in found if j != i]
             if len(found) < k:

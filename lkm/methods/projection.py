@@ -362,7 +362,9 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         if cache is None or backend_key is None:
             self.neighbors_ = self._make_backend(X)
         else:
-            key = ("lpl_neighbor_index", *backend_key)
+            # The index does not depend on search_k (a query-time setting): one per forest.
+            index_key = backend_key if backend_key[0] == "exact" else backend_key[:2] + backend_key[3:]
+            key = ("lpl_neighbor_index", *index_key)
             self.neighbors_ = cache.memo(key, lambda: self._make_backend(X), X)
         self.info_: dict[str, Any] = {
             "k": self.k_,
@@ -384,7 +386,8 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         """
         k, Xt = self.k_, self.X_fit_
         t0 = time.perf_counter()
-        sq, idx = self.neighbors_.kneighbors(X, k, cache=cache)
+        query = {"search_k": self.search_k} if self.neighbors == "annoy" else {}
+        sq, idx = self.neighbors_.kneighbors(X, k, cache=cache, **query)
         if timing is not None:
             timing["neighbor_seconds"] = time.perf_counter() - t0
         local = np.empty((X.shape[0], k, k))
