@@ -49,6 +49,23 @@ class Split:
     unlabeled: np.ndarray | None = None
 
 
+def random_split(
+    dataset: Dataset, train_size: float | int | None, test_size: float | int | None, seed: int,
+    stratified: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted (train, test) row indices of one seeded random split (sizes as counts or
+    fractions); a size the dataset cannot give is a one-line SpecError."""
+    y = dataset.y
+    try:
+        tr, te = train_test_split(
+            np.arange(len(y)), train_size=train_size, test_size=test_size, random_state=seed,
+            stratify=y if stratified else None,
+        )
+    except ValueError as exc:
+        raise SpecError(f"protocol: dataset '{dataset.name}': {exc}") from None
+    return np.sort(tr), np.sort(te)
+
+
 class _Protocol(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -112,20 +129,10 @@ class HoldoutProtocol(_Protocol):
         return self
 
     def splits(self, dataset: Dataset) -> list[Split]:
-        y = dataset.y
         out = []
         for r in range(self.repeats):
-            try:
-                tr, te = train_test_split(
-                    np.arange(len(y)),
-                    train_size=self.train_size,
-                    test_size=self.test_size,
-                    random_state=self.seed + r,
-                    stratify=y if self.stratified else None,
-                )
-            except ValueError as exc:
-                raise SpecError(f"protocol: dataset '{dataset.name}': {exc}") from None
-            out.append(Split(f"r{r}", np.sort(tr), np.sort(te), repeat=r))
+            tr, te = random_split(dataset, self.train_size, self.test_size, self.seed + r, self.stratified)
+            out.append(Split(f"r{r}", tr, te, repeat=r))
         return out
 
     def describe(self) -> str:
@@ -252,21 +259,11 @@ class RealizationsProtocol(_Protocol):
                 for r in self._numbers(dataset, len(fixed))
             ]
         n_train, n_test = self._sizes(dataset)
-        y = dataset.y
         out = []
         for r in self._numbers(dataset, dataset.info.meta.get("official_realizations")):
-            try:
-                tr, te = train_test_split(
-                    np.arange(len(y)),
-                    train_size=n_train,
-                    test_size=n_test,
-                    random_state=self.seed + r,
-                    stratify=y if self.stratified else None,
-                )
-            except ValueError as exc:
-                raise SpecError(f"protocol: dataset '{dataset.name}': {exc}") from None
+            tr, te = random_split(dataset, n_train, n_test, self.seed + r, self.stratified)
             # a distinct id: results of random draws are never taken for the official ones
-            out.append(Split(f"real{r}-seeded", np.sort(tr), np.sort(te), repeat=r))
+            out.append(Split(f"real{r}-seeded", tr, te, repeat=r))
         return out
 
     def describe(self) -> str:

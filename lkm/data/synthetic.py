@@ -9,7 +9,7 @@ scikit-learn's seeded ``make_moons``).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -32,6 +32,24 @@ def _class_sizes(n_samples: int) -> tuple[int, int]:
 def _shuffled(rng: np.random.Generator, X: np.ndarray, y: np.ndarray) -> Generated:
     order = rng.permutation(len(y))
     return X[order], y[order]
+
+
+def _blob_mixture(
+    centers_by_label: Mapping[int, Sequence[tuple[float, float]]], n_samples: int, spread: float,
+    random_state: int,
+) -> Generated:
+    """Labels +1 and -1 (half the points each, the extra one to +1), each a mixture of
+    isotropic Gaussian blobs of standard deviation ``spread`` around its centers; the blob
+    of every point is drawn uniformly."""
+    rng = np.random.default_rng(random_state)
+    sizes = dict(zip((1, -1), _class_sizes(n_samples), strict=True))
+    parts = []
+    for label, centers in centers_by_label.items():
+        blob = rng.integers(len(centers), size=sizes[label])
+        parts.append(np.asarray(centers)[blob] + rng.normal(scale=spread, size=(sizes[label], 2)))
+    X = np.vstack(parts)
+    y = np.repeat([1, -1], [sizes[1], sizes[-1]])
+    return _shuffled(rng, X, y)
 
 
 GAUSSIAN_MEANS = ((0.0, 0.0), (2.0, 2.0))
@@ -105,15 +123,7 @@ def lpl_synthetic(*, n_samples: int, spread: float, random_state: int) -> Genera
     error about 8 %, by Monte Carlo with the true densities) and the boundary is a wave. Half the points per class (the extra one to +1);
     the blob of every point is drawn uniformly, so any ``n_samples`` >= 2 works.
     """
-    rng = np.random.default_rng(random_state)
-    sizes = dict(zip((1, -1), _class_sizes(n_samples), strict=True))
-    parts = []
-    for label, centers in LPL_SYNTHETIC_CENTERS.items():
-        blob = rng.integers(len(centers), size=sizes[label])
-        parts.append(np.asarray(centers)[blob] + rng.normal(scale=spread, size=(sizes[label], 2)))
-    X = np.vstack(parts)
-    y = np.repeat([1, -1], [sizes[1], sizes[-1]])
-    return _shuffled(rng, X, y)
+    return _blob_mixture(LPL_SYNTHETIC_CENTERS, n_samples, spread, random_state)
 
 
 # -- Shin and Cho's artificial problems (NPPS, Pattern Recognition Letters 2004, Figs. 5-7)
@@ -134,15 +144,7 @@ def npps_xor(*, n_samples: int, spread: float, random_state: int) -> Generated:
     label -1 around (-1, 1) and (1, -1); half the points per class, the blob of each
     point uniform. The Bayes rule is sign(x1·x2); its error is 2p(1-p) with
     p = Φ(-1/spread) (9.1 % at the registry's spread 0.6, near the paper's 9.67 %)."""
-    rng = np.random.default_rng(random_state)
-    sizes = dict(zip((1, -1), _class_sizes(n_samples), strict=True))
-    parts = []
-    for label, centers in NPPS_XOR_CENTERS.items():
-        blob = rng.integers(len(centers), size=sizes[label])
-        parts.append(np.asarray(centers)[blob] + rng.normal(scale=spread, size=(sizes[label], 2)))
-    X = np.vstack(parts)
-    y = np.repeat([1, -1], [sizes[1], sizes[-1]])
-    return _shuffled(rng, X, y)
+    return _blob_mixture(NPPS_XOR_CENTERS, n_samples, spread, random_state)
 
 
 def npps_sine(*, n_samples: int, noise: float, random_state: int) -> Generated:
