@@ -8,15 +8,14 @@ fits a model.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from lkm.papers.common import Experiment, Run, load_run, verdict
-from lkm.report.core import RATE, write_table
-from lkm.report.npps import _records, _stats
+from lkm.report.core import RATE, loglog_fit, write_table
+from lkm.report.npps import _records, _stats, selection_time_table
 
 KEY = "npps"
 TITLE = "Shin, Cho — NPPS and kNN invariance"
@@ -82,36 +81,16 @@ def _claim_mnist_3_8(run: Run | None) -> tuple[str, bool | str | None]:
             "(target ≤ +0.2)", bool(row["speedup"] >= 3.2 and gap <= 0.2))
 
 
-def selection_times(run: Run | None) -> pd.DataFrame:
-    """Per dataset of the fast-vs-naive run: v (naive's selected count), naive and fast
-    selection seconds and evaluated counts (means over splits)."""
-    if run is None:
-        return pd.DataFrame()
-    ctx = run.context()
-    rows = []
-    for ds in dict.fromkeys(ctx.ok["dataset"]):
-        naive, fast = _stats(_records(ctx, ds, "NPPS-naive")), _stats(_records(ctx, ds, "NPPS-fast"))
-        if naive and fast:
-            rows.append({"dataset": ds, "v": naive["n_selected"], "M": naive["n_train"],
-                         "naive_s": naive["selection_seconds"], "fast_s": fast["selection_seconds"],
-                         "fast_evaluated": fast["n_evaluated"]})
-    return pd.DataFrame(rows)
-
-
-def _slope(x: np.ndarray, y: np.ndarray) -> float:
-    ok = (x > 0) & (y > 0)
-    return float(np.polyfit(np.log10(x[ok]), np.log10(y[ok]), 1)[0]) if ok.sum() >= 2 else math.nan
-
-
 def _claim_fast_scales_with_v(run: Run | None) -> tuple[str, bool | str | None]:
-    t = selection_times(run)
+    t = selection_time_table(run.context()) if run is not None else pd.DataFrame()
     if t.empty or len(t) < 3:
         return "not run", None
     v = t["v"].to_numpy(float)
-    naive, fast, evaluated = (_slope(v, t[c].to_numpy(float)) for c in ("naive_s", "fast_s", "fast_evaluated"))
-    text = (f"log-log slope against v (M = {t['M'].iloc[0]:.0f}, v = {v.min():.0f}–{v.max():.0f}): naive time "
+    naive, fast, evaluated = (loglog_fit(v, t[c])[0] for c in ("naive s", "fast s", "fast evaluated"))
+    smallest = t.iloc[int(np.argmin(v))]
+    text = (f"log-log slope against v (M = {t['M'].iloc[0]}, v = {v.min():.0f}–{v.max():.0f}): naive time "
             f"{naive:.2f} (paper: 0, O(M²)), fast time {fast:.2f} and fast's evaluated patterns {evaluated:.2f} "
-            f"(paper: 1, O(vM)); fast/naive time at the smallest v: {t['fast_s'].iloc[int(np.argmin(v))] / t['naive_s'].iloc[int(np.argmin(v))]:.2f}")
+            f"(paper: 1, O(vM)); fast/naive time at the smallest v: {smallest['fast s'] / smallest['naive s']:.2f}")
     if abs(naive) < 0.3 and fast > 0.5:
         return text, True
     return text, "partly" if fast > naive + 0.2 else False

@@ -87,6 +87,19 @@ def select_best(agg: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     return pd.DataFrame(rows).reset_index(drop=True)
 
 
+def loglog_fit(x: Any, y: Any, min_y: float = 0.0) -> tuple[float, float]:
+    """Least-squares ``(slope, intercept)`` of log10(y) against log10(x) over the finite
+    points with x > 0 and y > max(min_y, 0); NaNs when fewer than two distinct x remain.
+    For y = c·x^a the slope is a (an observed complexity exponent)."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0) & (y >= min_y)
+    if np.unique(x[keep]).size < 2:
+        return math.nan, math.nan
+    slope, intercept = np.polyfit(np.log10(x[keep]), np.log10(y[keep]), 1)
+    return float(slope), float(intercept)
+
+
 def _fmt_rate(mean: float, std: float | None = None) -> str:
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "–"

@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from lkm.errors import SpecError
-from lkm.report.core import RATE, _plt
+from lkm.report.core import RATE, _plt, loglog_fit
 from lkm.report.registry import ReportContext, figure, table
 
 UNAVAILABLE = "data unavailable"
@@ -415,13 +415,6 @@ def selection_time_table(ctx: ReportContext) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _slope(x: np.ndarray, y: np.ndarray) -> float:
-    keep = (x > 0) & (y > 0)
-    if keep.sum() < 2 or np.ptp(np.log(x[keep])) == 0:
-        return math.nan
-    return float(np.polyfit(np.log(x[keep]), np.log(y[keep]), 1)[0])
-
-
 @table("npps_selection_time")
 def _npps_selection_time_table(ctx: ReportContext) -> list[Path]:
     df = selection_time_table(ctx)
@@ -436,9 +429,9 @@ def _npps_selection_time_table(ctx: ReportContext) -> list[Path]:
         shown[col] = shown[col].map(_pct)
     shown["naive / fast"] = [f"{a / b:.2f}" if b > 0 else "–" for a, b in zip(df["naive s"], df["fast s"], strict=True)]
     v_key = ctx.options("npps_selection_time").get("v", "n_selected")
-    slopes = (f"log-log slopes against v: naive {_slope(df['v'].to_numpy(float), df['naive s'].to_numpy(float)):.2f}, "
-              f"fast {_slope(df['v'].to_numpy(float), df['fast s'].to_numpy(float)):.2f}; fast against the patterns it "
-              f"evaluated: {_slope(df['fast evaluated'].to_numpy(float), df['fast s'].to_numpy(float)):.2f}")
+    slopes = (f"log-log slopes against v: naive {loglog_fit(df['v'], df['naive s'])[0]:.2f}, "
+              f"fast {loglog_fit(df['v'], df['fast s'])[0]:.2f}; fast against the patterns it "
+              f"evaluated: {loglog_fit(df['fast evaluated'], df['fast s'])[0]:.2f}")
     return ctx.write_table(
         shown, "npps_selection_time",
         f"{ctx.spec.name}: NPPS selection seconds (mean over splits) at fixed M; v = naive NPPS's {v_key}; "
@@ -460,13 +453,12 @@ def _npps_selection_time(ctx: ReportContext) -> list[Path]:
     for kind in ("naive", "fast"):
         t = df[f"{kind} s"].to_numpy(float)
         color, marker = styles[kind]
-        slope = _slope(v, t)
+        slope, intercept = loglog_fit(v, t)
         ax.plot(v[order], t[order], marker=marker, color=color, lw=1.4, label=f"{kind} NPPS (fitted slope {slope:.2f})")
-        keep = (v > 0) & (t > 0)
-        if keep.sum() >= 2:
-            coef = np.polyfit(np.log(v[keep]), np.log(t[keep]), 1)
+        if not math.isnan(slope):
+            keep = (v > 0) & (t > 0)
             xs = np.array([v[keep].min(), v[keep].max()])
-            ax.plot(xs, np.exp(np.polyval(coef, np.log(xs))), color=color, ls=":", lw=1)
+            ax.plot(xs, 10 ** (slope * np.log10(xs) + intercept), color=color, ls=":", lw=1)
         ev = df[f"{kind} evaluated"].to_numpy(float)
         ax2.plot(v[order], ev[order], marker=marker, color=color, lw=1.4, label=f"{kind} NPPS")
     for a in (ax, ax2):

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from lkm.errors import SpecError
-from lkm.report.core import RATE, _plt
+from lkm.report.core import RATE, _plt, loglog_fit
 from lkm.report.registry import ReportContext, figure, table
 
 #: Mean times below this (seconds) are left out of the slope fits (timer noise, overheads).
@@ -79,13 +79,7 @@ def fitted_slope(n: Any, seconds: Any, min_seconds: float = MIN_SECONDS) -> floa
 
     For times t = c·n^a the slope is a, the exponent of the observed complexity.
     """
-    n = np.asarray(n, dtype=float)
-    s = np.asarray(seconds, dtype=float)
-    keep = np.isfinite(n) & np.isfinite(s) & (n > 0) & (s >= min_seconds)
-    if np.unique(n[keep]).size < 2:
-        return float("nan")
-    slope, _ = np.polyfit(np.log10(n[keep]), np.log10(s[keep]), 1)
-    return float(slope)
+    return loglog_fit(n, seconds, min_y=min_seconds)[0]
 
 
 def _model_size(info: Any) -> float:
@@ -204,16 +198,15 @@ def time_vs_size_figure(ctx: ReportContext) -> Any:
                 g = means[(means["dataset"] == ds) & (means["method"] == method)]
                 n, s = g["n_train"].to_numpy(float), g[key].to_numpy(float)
                 err = g[key.replace("seconds", "std")].to_numpy(float)
-                slope = fitted_slope(n, s)
+                slope, intercept = loglog_fit(n, s, min_y=MIN_SECONDS)
                 color = method_color[method]
                 label = f"{method} (slope {slope:.2f})" if not math.isnan(slope) else f"{method} (too fast to fit)"
                 ax.errorbar(n, s, yerr=np.minimum(err, 0.95 * s), color=color, marker=markers[j % len(markers)],
                             ms=5, lw=0, elinewidth=1, capsize=2, label=label, zorder=3)
                 keep = s >= MIN_SECONDS
                 if not math.isnan(slope):
-                    a, b = np.polyfit(np.log10(n[keep]), np.log10(s[keep]), 1)
                     xs = np.array([n[keep].min(), n[keep].max()])
-                    ax.plot(xs, 10 ** (a * np.log10(xs) + b), color=color, lw=1.3, ls="--", zorder=2)
+                    ax.plot(xs, 10 ** (slope * np.log10(xs) + intercept), color=color, lw=1.3, ls="--", zorder=2)
             ax.axhline(MIN_SECONDS, color="grey", lw=0.8, ls=":")
             ax.set_xscale("log")
             ax.set_yscale("log")
