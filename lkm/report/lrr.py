@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lkm.report.core import RATE, _plt
+from lkm.report.core import RATE, _fmt_rate, _plt
 from lkm.report.registry import ReportContext, figure, table
 
 DEFAULT_METHODS = {
@@ -58,15 +58,11 @@ def combined_accuracy(first: Mapping[str, float], second: Mapping[str, float],
     return (first[c1] * n1 + second[c2] * n2) / (n1 + n2)
 
 
-def _fmt(v: float | None) -> str:
-    return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{RATE * v:.2f}"
-
-
 def _cell(ours: float | None, paper: list[tuple[float, str]]) -> str:
     if not paper:
-        return _fmt(ours)
-    shown = ", ".join(f"{_fmt(v)} {src}".strip() for v, src in paper)
-    return f"{_fmt(ours)} ({shown})"
+        return _fmt_rate(ours)
+    shown = ", ".join(f"{_fmt_rate(v)} {src}".strip() for v, src in paper)
+    return f"{_fmt_rate(ours)} ({shown})"
 
 
 def _record(ctx: ReportContext, dataset: str, method: str) -> pd.Series | None:
@@ -202,8 +198,8 @@ def _lrr_convention(ctx: ReportContext) -> list[Path]:
             rb = None if b is None else float(b["accuracy"])
             rows.append({
                 "dataset": ds, "method": written,
-                "(4πt)^(-d/2)·exp(-d²/4t) (paper)": _fmt(ra),
-                "exp(-d²/4t) (unit_diagonal)": _fmt(rb),
+                "(4πt)^(-d/2)·exp(-d²/4t) (paper)": _fmt_rate(ra),
+                "exp(-d²/4t) (unit_diagonal)": _fmt_rate(rb),
                 "difference (points)": "–" if ra is None or rb is None else f"{RATE * (rb - ra):+.2f}",
             })
     caption = (
