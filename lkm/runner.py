@@ -49,6 +49,7 @@ class Task:
     estimator: str
     params: dict[str, Any]
     tune: dict[str, Any] | None = None  # MethodSpec.tune as a dict: grid, cv, seed
+    perturb: dict[str, Any] | None = None  # Spec.perturb as a dict: permute_train, blas_threads
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,10 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
                         payload["tune"] = tune
                     if spec.score_train:  # likewise
                         payload["score_train"] = True
-                    tasks.append(Task(task_id(payload), ds_spec.id, split, m.name, m.estimator, params, tune))
+                    perturb = spec.perturb.model_dump() if spec.perturb else None
+                    if perturb:  # likewise: a perturbed run has ids of its own
+                        payload["perturb"] = perturb
+                    tasks.append(Task(task_id(payload), ds_spec.id, split, m.name, m.estimator, params, tune, perturb))
     for ds_spec in spec.datasets:
         if ds_spec.id not in datasets:
             continue
@@ -222,7 +226,30 @@ def execute(
     return RunSummary(len(plan.tasks), skipped, ran, failed, time.perf_counter() - start, first_error)
 
 
+# -- perturbed runs (Spec.perturb: the claims tables' fragility check) ---------------
 def run_job(
+    store_root: str, X: np.ndarray, y: np.ndarray, tasks: list[Task], preprocessing: str,
+    score_train: bool = False,
+) -> tuple[int, int, str | None]:
+    """:func:`_run_job`, under the tasks' ``perturb``: each split's training rows in a
+    seeded random order (``permute_train``) and BLAS limited to ``blas_threads`` threads."""
+    perturb = tasks[0].perturb or {}
+    if not perturb:
+        return _run_job(store_root, X, y, tasks, preprocessing, score_train)
+    from dataclasses import replace
+
+    from threadpoolctl import threadpool_limits
+
+    if perturb.get("permute_train") is not None:
+        split = tasks[0].split
+        order = np.random.default_rng(int(perturb["permute_train"])).permutation(len(split.train))
+        split = replace(split, train=split.train[order])
+        tasks = [replace(t, split=split) for t in tasks]
+    with threadpool_limits(limits=perturb.get("blas_threads")):
+        return _run_job(store_root, X, y, tasks, preprocessing, score_train)
+
+
+def _run_job(
     store_root: str, X: np.ndarray, y: np.ndarray, tasks: list[Task], preprocessing: str,
     score_train: bool = False,
 ) -> tuple[int, int, str | None]:

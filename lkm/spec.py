@@ -203,6 +203,18 @@ class OutputsSpec(_Model):
     formats: list[Literal["png", "pdf"]] = Field(default_factory=lambda: ["png", "pdf"])
 
 
+class PerturbSpec(_Model):
+    """A perturbation of the numerics that should not change any finding: the claims
+    tables (:mod:`lkm.papers`) rerun the runs they read with it and label a claim
+    *fragile* when its verdict changes. Part of every task id, so a perturbed run never
+    mixes with the plain one."""
+
+    permute_train: int | None = Field(
+        None, description="seed of a permutation applied to each split's training rows before fitting"
+    )
+    blas_threads: int | None = Field(None, ge=1, description="BLAS threads while fitting (threadpoolctl)")
+
+
 class Spec(_Model):
     """A whole experiment. See ``docs/specs.md`` for every key."""
 
@@ -220,6 +232,9 @@ class Spec(_Model):
     missing_data: Literal["error", "skip"] = Field("error", description="what to do with a dataset whose files are unavailable")
     score_train: bool = Field(
         False, description="also record each fit's accuracy on its training part (train_accuracy)"
+    )
+    perturb: PerturbSpec | None = Field(
+        None, description="permute training rows / change BLAS threads (fragility checks of the claims tables)"
     )
     smoke: dict[str, Any] = Field(
         default_factory=dict,
