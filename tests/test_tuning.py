@@ -9,9 +9,9 @@ from sklearn.model_selection import GridSearchCV
 
 from lkm.errors import SpecError
 from lkm.report import build_report
-from lkm.report.lrr_uci import paired_test
 from lkm.runner import build_plan, execute, fit_tuned, write_plan
 from lkm.spec import spec_from_dict
+from lkm.stats import paired_test
 from lkm.store import RunStore
 
 GRID = {"t": [0.25, 4.0], "lam": [0.001, 0.1]}
@@ -154,7 +154,6 @@ def test_per_dataset_protocol_sizes():
 
 
 def test_paired_test_handles_ties():
-    assert paired_test(np.array([0.5, 0.6]), np.array([0.5, 0.6])) == 1.0
-    assert np.isnan(paired_test(np.array([0.5]), np.array([0.4])))
-    p = paired_test(np.linspace(0.6, 0.7, 10), np.linspace(0.5, 0.6, 10))
-    assert p < 0.01
+    assert paired_test(np.array([0.5, 0.6]), np.array([0.5, 0.6])).p == 1.0
+    assert np.isnan(paired_test(np.array([0.5]), np.array([0.4])).p)
+    assert paired_test(np.linspace(0.6, 0.7, 10), np.linspace(0.5, 0.6, 10)).p < 0.01

@@ -3,10 +3,11 @@ configs/lrr_benchmark.yaml (Table 5, Fig. 3) and configs/lrr_uci.yaml (Tables 6�
 
 - ``tables/lrr_paired``: per dataset and pair of methods (default LRR vs RLS and
   LRR-cv vs RLS-cv), the mean accuracies, their mean difference over the splits both
-  methods share, wins/ties/losses, and the two-sided paired Wilcoxon signed-rank
-  p-value (``scipy.stats.wilcoxon``; zero differences are dropped, as Wilcoxon does,
-  and p = 1 when every difference is zero). This is the claims table for "LRR beats
-  RLS": a paired test over realizations / repeats, not one split.
+  methods share with its 95 % confidence interval, wins/ties/losses, and the two-sided
+  p-value of the paired t-test with the Nadeau–Bengio correction for resampled splits
+  (:mod:`lkm.stats`, the test every claims table uses). Verdict "A better" / "B better"
+  when p < alpha, else "not significant" (not evidence of no difference). This is
+  the claims table for "LRR beats RLS": a paired test over realizations / repeats, not one split.
   ``outputs.options.lrr_paired: {pairs: [[A, B], ...], alpha: 0.05}``.
 - ``tables/lrr_tuned``: for every method with a ``tune`` block, the parameters CV chose
   on the training part of each split (most frequent setting, how often, mean CV score).
@@ -27,65 +28,43 @@ import numpy as np
 import pandas as pd
 
 from lkm.report.core import RATE, _plt
+from lkm.report.paired import compare_scores, split_scores
 from lkm.report.registry import ReportContext, figure, table
+from lkm.stats import ALPHA
 
 DEFAULT_PAIRS = [["LRR", "RLS"], ["LRR-cv", "RLS-cv"]]
 
 
-def _selected_records(ctx: ReportContext, dataset: str, method: str) -> pd.Series:
-    """Accuracy per split of ``method`` on ``dataset`` at its selected setting (the only one
-    for a method without sweeps), indexed by split id."""
-    sel = ctx.best[(ctx.best["dataset"] == dataset) & (ctx.best["method"] == method)]
-    if sel.empty:
-        return pd.Series(dtype=float)
-    setting = sel.iloc[0]["setting"]
-    ok = ctx.ok
-    ok = ok[(ok["dataset"] == dataset) & (ok["method"] == method)]
-    ok = ok[ok["params"].map(lambda p: json.dumps(p, sort_keys=True, default=str)) == setting]
-    return ok.set_index("split")["accuracy"].astype(float)
-
-
-def paired_test(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sided Wilcoxon signed-rank p-value of a - b; 1.0 when all differences are zero,
-    NaN with fewer than two pairs."""
-    from scipy.stats import wilcoxon
-
-    d = np.asarray(a, float) - np.asarray(b, float)
-    if len(d) < 2:
-        return float("nan")
-    if np.all(d == 0):
-        return 1.0
-    return float(wilcoxon(a, b, zero_method="wilcox", alternative="two-sided").pvalue)
-
-
 def paired_table(ctx: ReportContext) -> pd.DataFrame:
+    """Per dataset and pair: A − B at each method's setting, paired over shared splits
+    (:func:`lkm.report.paired.compare`: corrected paired t-test, 95 % CI)."""
     opts = ctx.options("lrr_paired")
-    alpha = float(opts.get("alpha", 0.05))
+    alpha = float(opts.get("alpha", ALPHA))
     names = {m.name for m in ctx.spec.methods}
     pairs = [p for p in opts.get("pairs", DEFAULT_PAIRS) if p[0] in names and p[1] in names]
     rows = []
     for ds in [d.id for d in ctx.spec.datasets]:
         for a_name, b_name in pairs:
-            a, b = _selected_records(ctx, ds, a_name), _selected_records(ctx, ds, b_name)
+            a, b = split_scores(ctx.ok, ctx.best, ds, a_name), split_scores(ctx.ok, ctx.best, ds, b_name)
             common = a.index.intersection(b.index)
             if len(common) == 0:
                 continue
-            xa, xb = a[common].to_numpy(), b[common].to_numpy()
-            diff = xa - xb
-            p = paired_test(xa, xb)
-            if np.isnan(p):
+            xa, xb = a.loc[common, "accuracy"].to_numpy(), b.loc[common, "accuracy"].to_numpy()
+            res = compare_scores(a, b)
+            if not res.tested:
                 verdict = "too few splits"
-            elif p < alpha:
-                verdict = f"{a_name} better" if diff.mean() > 0 else f"{b_name} better"
+            elif res.significant(alpha):
+                verdict = f"{a_name} better" if res.mean > 0 else f"{b_name} better"
             else:
-                verdict = "no significant difference"
+                verdict = "not significant"
             rows.append({
                 "dataset": ds, "comparison": f"{a_name} vs {b_name}", "splits": len(common),
                 "A (%)": f"{RATE * xa.mean():.2f} ± {RATE * xa.std(ddof=1) if len(xa) > 1 else 0:.2f}",
                 "B (%)": f"{RATE * xb.mean():.2f} ± {RATE * xb.std(ddof=1) if len(xb) > 1 else 0:.2f}",
-                "mean diff (pp)": round(RATE * float(diff.mean()), 2),
-                "wins/ties/losses": f"{int((diff > 0).sum())}/{int((diff == 0).sum())}/{int((diff < 0).sum())}",
-                "Wilcoxon p": "n/a" if np.isnan(p) else f"{p:.3g}",
+                "mean diff (pp)": round(RATE * res.mean, 2),
+                "95% CI (pp)": "n/a" if not res.tested else f"[{RATE * res.ci_low:+.2f}, {RATE * res.ci_high:+.2f}]",
+                "wins/ties/losses": f"{res.wins}/{res.ties}/{res.losses}",
+                "p": "n/a" if not res.tested else f"{res.p:.3g}",
                 f"verdict (alpha {alpha:g})": verdict,
             })
     return pd.DataFrame(rows)
@@ -99,7 +78,8 @@ def _lrr_paired(ctx: ReportContext) -> list[Path]:
     return ctx.write_table(
         df, "lrr_paired",
         f"{ctx.spec.name}: A vs B per dataset, test accuracy at each method's setting, paired over "
-        f"{ctx.spec.describe_protocol()}; two-sided Wilcoxon signed-rank test of the per-split differences",
+        f"{ctx.spec.describe_protocol()}; mean difference A − B with its 95% CI and the two-sided paired t-test "
+        "of the per-split differences, Nadeau–Bengio corrected for overlapping training sets (lkm.stats)",
     )
 
 
