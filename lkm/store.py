@@ -3,7 +3,9 @@
 Layout of a run directory::
 
     spec.yaml              the validated spec the run used
-    provenance.json        lkm version, git commit, packages, dataset checksums, seeds, command
+    provenance.json        lkm version, git commit, packages, BLAS and its threads, CPU model,
+                           dataset checksums, seeds, command
+    requirements.lock.txt  the installed packages, pinned (``pip install -r`` reinstalls them)
     records/part-*.jsonl   one JSON record per finished task, appended and flushed at once
     results.csv/.parquet   the tidy table of all records of the current plan
     tables/  figures/      written by lkm.report
@@ -11,10 +13,13 @@ Layout of a run directory::
 Records are only ever appended. Each carries a deterministic ``task_id``; a rerun skips
 ids already present, so a run killed at any moment (even ``kill -9``) resumes with
 nothing lost and nothing duplicated. A partly written last line is ignored on reading.
+Gzipped parts (``part-*.jsonl.gz``, as in the committed snapshots under ``docs/runs/``)
+are read the same way.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -75,8 +80,10 @@ class RunStore:
     def iter_records(self) -> Iterable[dict[str, Any]]:
         """All complete records, first occurrence of each task id only."""
         seen: set[str] = set()
-        for path in sorted(self.records_dir.glob("part-*.jsonl")):
-            with open(path, encoding="utf-8", errors="replace") as fh:
+        parts = [*self.records_dir.glob("part-*.jsonl"), *self.records_dir.glob("part-*.jsonl.gz")]
+        for path in sorted(parts):
+            opener = gzip.open if path.suffix == ".gz" else open
+            with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
                 for line in fh:
                     if not line.endswith("\n"):
                         continue  # cut by a kill
@@ -138,17 +145,26 @@ class RunStore:
         return path
 
     def write_provenance(self, extra: dict[str, Any]) -> Path:
-        """Record what produced the results: versions, commit, machine, data checksums."""
+        """Record what produced the results: versions, commit, machine (CPU model, BLAS
+        libraries and their thread counts in the workers that ran the fits), data
+        checksums; and pin the installed packages in ``requirements.lock.txt``."""
+        from lkm.environment import blas_info, cpu_info, frozen_requirements
+
+        jobs = extra.get("jobs")
         prov = {
             "lkm_version": _pkg_version("lkm"),
             "git": git_state(),
             "python": sys.version.split()[0],
             "platform": platform.platform(),
             "machine": {"hostname": socket.gethostname(), "cpus": os.cpu_count()},
+            "cpu": cpu_info(),
+            "blas": blas_info(jobs if isinstance(jobs, int) else None),
+            "requirements": "requirements.lock.txt",
             "packages": {p: _pkg_version(p) for p in PROVENANCE_PACKAGES},
             "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             **extra,
         }
+        (self.root / "requirements.lock.txt").write_text(frozen_requirements())
         path = self.root / "provenance.json"
         path.write_text(json.dumps(prov, indent=2, default=_json_default) + "\n")
         return path
