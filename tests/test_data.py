@@ -19,6 +19,7 @@ import pytest
 import lkm.data
 from lkm.data import (
     DatasetInfo,
+    FileEntry,
     cache_dir,
     dataset_info,
     fetch,
@@ -28,7 +29,7 @@ from lkm.data import (
     verify,
 )
 from lkm.data.parsers import PARSERS
-from lkm.data.registry import REGISTRY_PATH
+from lkm.data.registry import REGISTRY_PATH, AlternativeFile
 from lkm.data.synthetic import GENERATORS
 from lkm.errors import ChecksumError, DataError, DatasetUnavailable
 
@@ -125,29 +126,37 @@ def test_every_entry_is_complete_and_its_reader_exists():
 
 
 def test_registry_files_match_the_manifest(manifest):
-    registered = {(f.dir, f.name): f for info in list_datasets() for f in info.files}
+    """Every mirror file is a registered file or one of its accepted alternative forms."""
+    registered = {(f.dir, f.name): f for info in list_datasets() for e in info.files for f in e.forms()}
     for entry in manifest["files"]:
         directory, name = entry["path"].split("/")
         f = registered.get((directory, name))
         assert f is not None, f"{entry['path']} is in MANIFEST.json but not registered"
         assert (f.sha256, f.size) == (entry["sha256"], entry["size_bytes"]), entry["path"]
         origin = entry["origin_url"]
-        if origin.startswith("http") and " " not in origin:  # a direct download URL
+        if f.origin.startswith("an accepted alternative form of "):  # its canonical file has the URL
+            canonical = f.origin.removeprefix("an accepted alternative form of ")
+            assert registered[(directory, canonical)].url == origin, entry["path"]
+        elif origin.startswith("http") and " " not in origin:  # a direct download URL
             assert f.url == origin, entry["path"]
         else:  # a description (Kaggle page, repackaging): no direct download
             assert f.url is None and f.origin, entry["path"]
         assert dataset_info(entry["dataset"]).name == entry["dataset"]
 
 
-def test_missing_mnist_file_is_registered_with_its_canonical_source(manifest):
-    (missing,) = [m for m in manifest["missing"] if m.get("file") == MNIST_TRAIN_IMAGES]
-    (f,) = [f for f in dataset_info("mnist").files if f.name == MNIST_TRAIN_IMAGES]
-    assert (
-        f.url == missing["origin_url"] == "http://yann.lecun.com/exdb/mnist/" + MNIST_TRAIN_IMAGES
-    )
-    assert f.size == missing["expected"]["size_bytes"] == 9912422
-    assert missing["expected"]["sha256"].startswith(f.sha256)
-    assert f.sha256 == "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609"
+def test_mnist_training_images_accept_the_gz_or_the_decompressed_file(manifest):
+    """The canonical .gz (downloadable) and the mirror's decompressed form, each with its
+    own published sha256; MANIFEST.json's entry for the decompressed file is the latter."""
+    for name in ("mnist", "mnist-even-odd"):
+        (f,) = [f for f in dataset_info(name).files if f.name == MNIST_TRAIN_IMAGES]
+        assert f.url == "http://yann.lecun.com/exdb/mnist/" + MNIST_TRAIN_IMAGES and f.size == 9912422
+        assert f.sha256 == "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609"
+        (alt,) = f.alternatives
+        (entry,) = [e for e in manifest["files"] if e["path"] == f"mnist/{alt.name}"]
+        assert (alt.name, alt.sha256, alt.size) == (
+            MNIST_TRAIN_IMAGES.removesuffix(".gz"), entry["sha256"], entry["size_bytes"])
+        assert alt.sha256 == "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db"
+    assert not [m for m in manifest["missing"] if m.get("dataset") == "mnist"]
 
 
 # -- every mirrored dataset against MANIFEST.json's verified statistics ---------------------
@@ -227,18 +236,71 @@ def test_official_partitions(name, sizes, data_dir):
     assert ds.info.meta["official_train_test_sizes"] == [sizes["train"], sizes["test"]]
 
 
-def test_mnist_without_training_images_is_unavailable_with_a_hint(data_dir):
-    if (data_dir / "mnist" / MNIST_TRAIN_IMAGES).exists():
-        ds = load_dataset("mnist", data_dir=data_dir)
-        assert ds.X.shape == (70000, 784)
-        return
+def test_mnist_without_training_images_is_unavailable_with_a_hint(tmp_path, data_dir):
+    """A mirror with neither form of the training images: one line naming both forms."""
+    mirror = tmp_path / "mirror" / "mnist"
+    mirror.mkdir(parents=True)
+    for name in ("train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+        (mirror / name).symlink_to(data_dir / "mnist" / name)
     with pytest.raises(DatasetUnavailable) as err:
-        load_dataset("mnist", data_dir=data_dir, classes=[3, 8])
+        load_dataset("mnist", data_dir=tmp_path / "mirror", classes=[3, 8])
     message = str(err.value)
     assert "\n" not in message
     assert "dataset 'mnist'" in message and MNIST_TRAIN_IMAGES in message
+    assert "(or its accepted form train-images-idx3-ubyte)" in message
     assert "yann.lecun.com" in message and "LKM_OFFLINE" in message
-    assert f"place it at {data_dir}/mnist/{MNIST_TRAIN_IMAGES}" in message
+    assert f"place it at {tmp_path / 'mirror'}/mnist/{MNIST_TRAIN_IMAGES}" in message
+
+
+def test_real_mnist_from_the_mirror_has_the_official_split(data_dir):
+    """The mirror's decompressed training images: 60000 training rows, 10000 test rows,
+    and the paper's 3-8 / 6-8 / 9-8 training sizes (Shin and Cho, Table 2)."""
+    ds = load_dataset("mnist", data_dir=data_dir)
+    assert ds.X.shape == (70000, 784) and ds.X.min() == 0 and ds.X.max() == 255
+    assert {k: len(v) for k, v in ds.predefined_split.items()} == {"train": 60000, "test": 10000}
+    assert np.array_equal(ds.predefined_split["train"], np.arange(60000))
+    assert _counts(ds.y) == {str(k): v for k, v in ds.info.class_counts.items()}
+    (labels,) = [e for e in MANIFEST_DATASETS["mnist"] if e["file"].startswith("train-labels")]
+    assert _counts(ds.y[:60000]) == labels["verified"]["class_counts"]
+    train = ds.y[:60000]
+    assert [int(np.isin(train, pair).sum()) for pair in ([3, 8], [6, 8], [9, 8])] == [11982, 11769, 11800]
+
+
+def _idx_bytes(magic: int, array: np.ndarray) -> bytes:
+    header = magic.to_bytes(4, "big") + b"".join(d.to_bytes(4, "big") for d in array.shape)
+    return header + array.astype(np.uint8).tobytes()
+
+
+@pytest.mark.parametrize("form", ["gz", "raw"])
+def test_idx_file_is_accepted_as_gz_or_raw_each_with_its_own_sha256(tmp_path, form):
+    """A tiny IDX pair registered with a .gz images file whose decompressed form is an
+    accepted alternative: either one alone in the mirror loads to the same rows; a raw
+    file with the wrong bytes fails its own checksum."""
+    rng = np.random.default_rng(0)
+    images, labels = rng.integers(0, 256, (12, 4, 5)), np.arange(12) % 3
+    raw = _idx_bytes(2051, images)
+    packed = gzip.compress(raw, mtime=0)
+    lab = gzip.compress(_idx_bytes(2049, labels), mtime=0)
+    mirror = tmp_path / "mirror" / "tiny"
+    mirror.mkdir(parents=True)
+    (mirror / "labels.gz").write_bytes(lab)
+    (mirror / ("images.gz" if form == "gz" else "images")).write_bytes(packed if form == "gz" else raw)
+    sha = lambda b: hashlib.sha256(b).hexdigest()  # noqa: E731
+    alt = AlternativeFile("images", sha(raw), len(raw))
+    info = DatasetInfo(
+        name="tiny-idx", description="tiny", citation="none", source="file", reader="idx",
+        files=(FileEntry("images.gz", "http://127.0.0.1:9/images.gz", sha(packed), len(packed), "tiny",
+                         alternatives=(alt,)),
+               FileEntry("labels.gz", None, sha(lab), len(lab), "tiny", origin="test")),
+    )
+    ds = load_dataset(info, data_dir=tmp_path / "mirror")
+    assert np.array_equal(ds.X, images.reshape(12, 20)) and np.array_equal(ds.y, labels)
+    path = lkm.data.fetch_file(info.files[0], tmp_path / "mirror")
+    assert path.name == ("images.gz" if form == "gz" else "images")
+    if form == "raw":
+        (mirror / "images").write_bytes(raw[:-1] + b"\x00")
+        with pytest.raises(ChecksumError, match=f"expects {sha(raw)}"):
+            load_dataset(info, data_dir=tmp_path / "mirror")
 
 
 def _gzip_idx(path: Path, magic: int, array: np.ndarray) -> Path:
@@ -424,9 +486,8 @@ def test_verify_reports_every_registered_file(data_dir, manifest):
         r = results[(entry["dataset"], entry["file"])]
         assert r.status == "ok" and r.actual == r.expected == entry["sha256"]
         assert r.path == data_dir / entry["path"]
-    if not (data_dir / "mnist" / MNIST_TRAIN_IMAGES).exists():
-        missing = results[("mnist", MNIST_TRAIN_IMAGES)]
-        assert missing.status == "missing" and missing.path is None
+    decompressed = results[("mnist", MNIST_TRAIN_IMAGES.removesuffix(".gz"))]  # the accepted form
+    assert decompressed.status == "ok" and decompressed.path == data_dir / "mnist" / decompressed.file
 
 
 def test_fetch_uses_mirror_files_in_place(data_dir):

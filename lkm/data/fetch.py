@@ -1,14 +1,16 @@
 """Making registered files available: the read-only ``LKM_DATA_DIR`` mirror, else a
 sha256-verified download cache managed by pooch.
 
-For each file, in order:
+For each file, in order (a file's *forms* are its canonical name and then the
+``alternatives`` the registry accepts for it, each with its own sha256, e.g. MNIST's
+decompressed ``train-images-idx3-ubyte`` for ``train-images-idx3-ubyte.gz``):
 
 1. if a data directory is set (argument or ``$LKM_DATA_DIR``) and holds
-   ``<data_dir>/<dir>/<name>``, its sha256 is checked and the file is used in place
-   (nothing is ever written to the data directory);
-2. else a verified copy in ``<cache>/<dir>/<name>`` is reused without network
+   ``<data_dir>/<dir>/<form>``, that form's sha256 is checked and the file is used in
+   place (nothing is ever written to the data directory);
+2. else a verified copy of a form in ``<cache>/<dir>/`` is reused without network
    (``$LKM_CACHE_DIR``, else ``pooch.os_cache("lkm")``);
-3. else it is downloaded with :func:`pooch.retrieve` against the registered sha256, unless
+3. else the canonical file is downloaded with :func:`pooch.retrieve` against the registered sha256, unless
    ``$LKM_OFFLINE`` is set (``1``/``true``/``yes``), which forbids any download.
 
 Failures raise :class:`~lkm.errors.DatasetUnavailable` or :class:`~lkm.errors.ChecksumError`
@@ -109,8 +111,10 @@ def _unavailable(
         source, verb = f"could not be downloaded from {entry.url} ({reason})", "download"
     else:
         source, verb = f"has no direct download URL (origin: {entry.origin or 'unknown'})", "obtain"
+    also = ", ".join(a.name for a in entry.alternatives)
+    accepted = f" (or its accepted form {also})" if also else ""
     return DatasetUnavailable(
-        f"{_where(dataset, entry)} is {looked} and {source}; {verb} it and place it at "
+        f"{_where(dataset, entry)}{accepted} is {looked} and {source}; {verb} it and place it at "
         f"{(data_dir or cache) / entry.relpath}, or set LKM_DATA_DIR to a mirror that has "
         f"{mirror_hint}"
     )
@@ -127,18 +131,23 @@ def fetch_file(
     *,
     dataset: str | None = None,
 ) -> Path:
-    """Path of a verified copy of ``entry``: in ``data_dir`` (used in place), in the cache,
-    or freshly downloaded from ``entry.url`` into ``<cache>/<dir>/``.
+    """Path of a verified copy of ``entry`` or of one of its accepted alternative forms: in
+    ``data_dir`` (used in place), in the cache, or the canonical file freshly downloaded
+    from ``entry.url`` into ``<cache>/<dir>/``. Parsers tell the forms apart by content
+    (e.g. gzip or raw IDX).
 
     ``dataset`` only names the dataset in error messages (default: ``entry.dir``).
     """
     data_root = resolve_data_dir(data_dir)
     cache = Path(cache) if cache is not None else cache_dir()
-    if data_root is not None and (data_root / entry.relpath).is_file():
-        return _check(data_root / entry.relpath, entry, dataset)
+    if data_root is not None:
+        for form in entry.forms():
+            if (data_root / form.relpath).is_file():
+                return _check(data_root / form.relpath, form, dataset)
+    for form in entry.forms():
+        if (cache / form.relpath).is_file() and file_sha256(cache / form.relpath) == form.sha256:
+            return cache / form.relpath
     cached = cache / entry.relpath
-    if cached.is_file() and file_sha256(cached) == entry.sha256:
-        return cached
     if not entry.url:
         raise _unavailable(entry, dataset, data_root, cache, "")
     if not downloads_allowed():
@@ -173,7 +182,8 @@ def fetch_file(
 
 
 def fetch_dataset_files(info: DatasetInfo, data_dir: str | Path | None = None) -> dict[str, Path]:
-    """Verified paths of every file of ``info``, by file name."""
+    """Verified paths of every file of ``info``, by canonical file name (the path may be an
+    accepted alternative form)."""
     return {entry.name: fetch_file(entry, data_dir, dataset=info.name) for entry in info.files}
 
 
@@ -183,17 +193,23 @@ def fetch(name: str, *, data_dir: str | Path | None = None) -> list[Path]:
 
 
 def verify(*, data_dir: str | Path | None = None) -> list[VerifyResult]:
-    """Check every registered file where :func:`fetch_file` would look (mirror, then cache),
-    without downloading anything."""
+    """Check every registered file where :func:`fetch_file` would look (mirror, then cache;
+    in each, the canonical form, then its accepted alternatives), without downloading
+    anything. A result names the form found (the canonical name when none is) and checks
+    it against that form's own sha256."""
     data_root = resolve_data_dir(data_dir)
     cache = cache_dir()
     results = []
     for info in list_datasets():
         for entry in info.files:
-            candidates = [data_root / entry.relpath] if data_root is not None else []
-            candidates.append(cache / entry.relpath)
-            path = next((p for p in candidates if p.is_file()), None)
+            roots = ([data_root] if data_root is not None else []) + [cache]
+            found = next(
+                ((root / form.relpath, form) for root in roots for form in entry.forms()
+                 if (root / form.relpath).is_file()),
+                (None, entry),
+            )
+            path, form = found
             actual = file_sha256(path) if path is not None else None
-            status = "missing" if path is None else "ok" if actual == entry.sha256 else "mismatch"
-            results.append(VerifyResult(info.name, entry.name, status, path, entry.sha256, actual))
+            status = "missing" if path is None else "ok" if actual == form.sha256 else "mismatch"
+            results.append(VerifyResult(info.name, form.name, status, path, form.sha256, actual))
     return results

@@ -233,10 +233,20 @@ def hdf5(
 _IDX_IMAGES, _IDX_LABELS = 2051, 2049
 
 
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
 def _read_idx(path: Path) -> tuple[int, np.ndarray]:
-    """(magic number, array) of a gzip-compressed IDX file (LeCun et al., MNIST page)."""
-    with gzip.open(path, "rb") as fh:
-        raw = fh.read()
+    """(magic number, array) of an IDX file (LeCun et al., MNIST page), gzip-compressed
+    (the canonical ``.gz``) or raw (its decompressed form); told apart by the gzip magic
+    bytes, not by the file name."""
+    with open(path, "rb") as fh:
+        compressed = fh.read(2) == _GZIP_MAGIC
+    if compressed:
+        with gzip.open(path, "rb") as fh:
+            raw = fh.read()
+    else:
+        raw = path.read_bytes()
     magic = int.from_bytes(raw[:4], "big")
     n_dims = magic & 0xFF
     if magic >> 8 != 0x08 or n_dims not in (1, 3):  # unsigned-byte data, 1 or 3 dims
@@ -255,7 +265,7 @@ IDX_LABEL_MAPS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 
 
 def idx(paths: Sequence[Path], *, part: str | None = None, label_map: str | None = None) -> Table:
-    """An MNIST images file and its labels file (gzip IDX); told apart by magic number.
+    """An MNIST images file and its labels file (IDX, gzip or raw); told apart by magic number.
     Images become rows of ``rows × cols`` raw pixel values 0–255. ``label_map: parity``
     replaces each digit by 0 (even) or 1 (odd)."""
     if label_map is not None and label_map not in IDX_LABEL_MAPS:

@@ -3,8 +3,10 @@
 The YAML ships inside the package through the ``lkm/data/registry.yaml`` symlink. Each
 entry names one dataset and says where its rows come from:
 
-- ``source: file`` — ``files`` (name, dir, url, sha256, size) read by ``parser`` (a
-  function of :mod:`lkm.data.parsers`) with ``options``;
+- ``source: file`` — ``files`` (name, dir, url, sha256, size, optional ``alternatives``:
+  other forms of the same content, each with its own name, sha256 and size, accepted
+  in the mirror or cache instead of the canonical file) read by ``parser`` (a function
+  of :mod:`lkm.data.parsers`) with ``options``;
 - ``source: sklearn`` — ``loader``, a ``sklearn.datasets.load_*`` function (bundled, offline);
 - ``source: synthetic`` — ``generator`` (a function of :mod:`lkm.data.synthetic`) with its
   default ``params``.
@@ -47,7 +49,20 @@ _ENTRY_KEYS = {
     "class_counts",
     "meta",
 }
-_FILE_KEYS = {"name", "dir", "url", "sha256", "size", "origin"}
+_FILE_KEYS = {"name", "dir", "url", "sha256", "size", "origin", "alternatives"}
+_ALTERNATIVE_KEYS = {"name", "sha256", "size", "note"}
+
+
+@dataclass(frozen=True)
+class AlternativeFile:
+    """Another form of a registered file with the same content, accepted in its place when
+    present in the mirror or the cache (e.g. MNIST's decompressed ``train-images-idx3-ubyte``
+    for the canonical ``.gz``), checked against its own sha256. Never downloaded."""
+
+    name: str
+    sha256: str
+    size: int
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -64,11 +79,21 @@ class FileEntry:
     size: int
     dir: str
     origin: str = ""
+    alternatives: tuple[AlternativeFile, ...] = ()
 
     @property
     def relpath(self) -> str:
         """``<dir>/<name>``, the file's place inside a data directory or the cache."""
         return f"{self.dir}/{self.name}"
+
+    def forms(self) -> tuple[FileEntry, ...]:
+        """The canonical file first, then each accepted alternative as an entry of its own
+        (same dir, no URL: only the canonical file is downloaded)."""
+        return (self,) + tuple(
+            FileEntry(name=a.name, url=None, sha256=a.sha256, size=a.size, dir=self.dir,
+                      origin=f"an accepted alternative form of {self.name}")
+            for a in self.alternatives
+        )
 
 
 @dataclass(frozen=True)
@@ -100,15 +125,33 @@ def _entry_error(index: int, name: Any, problem: str) -> DataError:
     return DataError(f"{REGISTRY_PATH.name}: entry {index} ({name!r}): {problem}")
 
 
+def _sha256_field(raw: dict, index: int, name: str) -> str:
+    sha = str(raw["sha256"]).lower()
+    if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
+        raise _entry_error(index, name, f"file {raw['name']}: sha256 is not 64 hex digits")
+    return sha
+
+
+def _alternative(raw: Any, index: int, name: str, of: str) -> AlternativeFile:
+    if not isinstance(raw, dict) or not {"name", "sha256", "size"} <= raw.keys():
+        raise _entry_error(index, name, f"file {of}: each alternative needs name, sha256, size; got {raw!r}")
+    unknown = set(raw) - _ALTERNATIVE_KEYS
+    if unknown:
+        raise _entry_error(index, name, f"file {of}: unknown alternative keys {sorted(unknown)}")
+    return AlternativeFile(str(raw["name"]), _sha256_field(raw, index, name), int(raw["size"]),
+                           str(raw.get("note") or ""))
+
+
 def _file_entry(raw: Any, index: int, name: str) -> FileEntry:
     if not isinstance(raw, dict) or not {"name", "dir", "sha256", "size"} <= raw.keys():
         raise _entry_error(index, name, f"each file needs name, dir, sha256, size; got {raw!r}")
     unknown = set(raw) - _FILE_KEYS
     if unknown:
         raise _entry_error(index, name, f"unknown file keys {sorted(unknown)}")
-    sha = str(raw["sha256"]).lower()
-    if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
-        raise _entry_error(index, name, f"file {raw['name']}: sha256 is not 64 hex digits")
+    sha = _sha256_field(raw, index, name)
+    alternatives = tuple(_alternative(a, index, name, str(raw["name"])) for a in raw.get("alternatives") or ())
+    if len({raw["name"], *(a.name for a in alternatives)}) != 1 + len(alternatives):
+        raise _entry_error(index, name, f"file {raw['name']}: alternatives must have names of their own")
     return FileEntry(
         name=str(raw["name"]),
         url=raw.get("url") or None,
@@ -116,6 +159,7 @@ def _file_entry(raw: Any, index: int, name: str) -> FileEntry:
         size=int(raw["size"]),
         dir=str(raw["dir"]),
         origin=str(raw.get("origin") or ""),
+        alternatives=alternatives,
     )
 
 
