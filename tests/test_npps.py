@@ -13,7 +13,14 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from lkm.data import load_dataset
 from lkm.kernels import DistanceCache
 from lkm.methods import METHODS, NPPS, NPPSSVM, SVMClassifier
-from lkm.methods.npps import FALLBACK_ALL, neighbor_class_counts, neighbors_entropy, neighbors_match
+from lkm.methods.npps import (
+    FALLBACK_ALL,
+    neighbor_class_counts,
+    neighbors_entropy,
+    neighbors_match,
+    tie_ruled_neighbors,
+)
+from lkm.preprocessing import preprocess
 
 
 def _standardized(X: np.ndarray) -> np.ndarray:
@@ -112,6 +119,64 @@ def test_naive_equals_brute_force_definition(pima) -> None:
         if entropy > 0 and np.mean(y[nn] == y[i]) >= beta / J:
             expected.append(i)
     np.testing.assert_array_equal(NPPS(k=k, beta=beta, method="naive").fit(X, y).sample_indices_, expected)
+
+
+# -- the tie rule: equal distances ordered by the lower training index ---------------------
+def test_tie_rule_by_hand() -> None:
+    """1-D points 0, 2, 1, 1, 3 (indices 0..4): from x = 1 (index 2) the distances are
+    1, 1, 0, 0, 2, so the order is 2, 3 (distance 0, lower index first), then 0, 1
+    (distance 1), then 4; from index 3 it is 2, 3, 0, 1, 4 as well. NPPS drops the query
+    itself, keeping its duplicate: index 3's 2 nearest others are 2 and 0, not 2 and 1."""
+    X = np.array([[0.0], [2.0], [1.0], [1.0], [3.0]])
+    lists = tie_ruled_neighbors(X, np.array([2, 3, 0]), 5)
+    np.testing.assert_array_equal(lists, [[2, 3, 0, 1, 4], [2, 3, 0, 1, 4], [0, 2, 3, 1, 4]])
+    # The same points scaled by 0.1 (inexact in binary: 0.1 + 0.2 != 0.3) keep the rule.
+    np.testing.assert_array_equal(tie_ruled_neighbors(0.1 * X, np.array([2, 3, 0]), 5), lists)
+    y = np.array([0, 1, 1, 0, 1])
+    # k = 2: index 3 (class 0) sees 2 (class 1) and 0 (class 0): entropy > 0, match 1/2 >= 0.5/2.
+    # With 1 before 0 (round-off) it would see two class-1 patterns: match 0 -> not selected.
+    sel = NPPS(k=2, beta=0.5, method="naive").fit(X, y)
+    assert 3 in sel.sample_indices_
+
+
+def _integer_reference_selection(Xi: np.ndarray, y: np.ndarray, k: int, beta: float) -> np.ndarray:
+    """Naive NPPS by the definition on exact integer distances, ties by lower index."""
+    D = ((Xi[:, None, :] - Xi[None, :, :]) ** 2).sum(-1)
+    n = len(y)
+    order = np.argsort(D, axis=1, kind="stable")[:, : k + 1]  # (distance, index) order
+    selected = []
+    for i in range(n):
+        row = [j for j in order[i] if j != i][:k]
+        own = int(np.sum(y[row] == y[i]))
+        if 0 < own < k and own * 2 >= beta * k:
+            selected.append(i)
+    return np.array(selected)
+
+
+@pytest.fixture(scope="module")
+def wisconsin(data_dir: Path) -> tuple[np.ndarray, np.ndarray]:
+    d = load_dataset("breast-cancer-wisconsin", data_dir=data_dir)
+    return d.X.astype(np.int64), np.unique(d.y, return_inverse=True)[1]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_selection_under_row_permutation_follows_the_tie_rule(wisconsin, seed: int) -> None:
+    """Wisconsin's integer features (values 1..10, many duplicate rows) scaled to [-1, 1]:
+    for the rows in any order, naive NPPS selects exactly what the rule (exact integer
+    distances, ties by lower index in that order) predicts, and fast NPPS with all
+    patterns as its initial set agrees. (The matrix-product neighbour query used before
+    the rule disagreed with it in about 530 of the 683 rows' 20-NN lists.)"""
+    Xi, y = wisconsin
+    perm = np.random.default_rng(seed).permutation(len(y)) if seed else np.arange(len(y))
+    Xp, yp = Xi[perm], y[perm]
+    Xs = preprocess("scale", Xp.astype(np.float64), Xp[:1].astype(np.float64))[0]
+    for k in (5, 10, 20):
+        expected = _integer_reference_selection(Xp, yp, k, 0.5)
+        naive = NPPS(k=k, method="naive").fit(Xs, yp).sample_indices_
+        fast = NPPS(k=k, initial_fraction=1.0, random_state=seed).fit(Xs, yp).sample_indices_
+        np.testing.assert_array_equal(naive, expected)
+        np.testing.assert_array_equal(fast, expected)
+    assert len(np.unique(Xi, axis=0)) < len(Xi)  # the data do have duplicates: ties matter
 
 
 def test_fast_selects_most_of_naive_evaluating_far_fewer() -> None:

@@ -110,22 +110,94 @@ def _conditions(
 # ---------------------------------------------------------------- the selection
 
 
-def _make_backend(neighbors: str, n_trees: int, search_k: int, random_state: Any):
+#: Bytes of approximate distance matrix :func:`tie_ruled_neighbors` materializes at once.
+CHUNK_BYTES = 8 * 2**20
+#: Squared distances whose relative gap is at most this count as tied. Scaling integer
+#: features to [-1, 1] (e.g. breast-cancer-wisconsin) leaves round-off of about 1e-15
+#: between distances that are equal in the original integers; distinct integer
+#: distances differ by far more.
+TIE_RTOL = 1e-9
+
+
+def _exact_sq_dists(X: np.ndarray, Q: np.ndarray, r: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """``||Q[r] - X[j]||²`` pairwise, summed feature by feature in a fixed order, so that
+    equal points give bit-identical distances wherever they sit in memory (a matrix product
+    or a vectorized reduction does not promise that)."""
+    sq = X[j] - Q[r]
+    np.multiply(sq, sq, out=sq)
+    cols = np.ascontiguousarray(sq.T)
+    d = cols[0].copy()
+    for f in range(1, cols.shape[0]):
+        d += cols[f]
+    return d
+
+
+def tie_ruled_neighbors(X: np.ndarray, rows: np.ndarray, n_neighbors: int) -> np.ndarray:
+    """Indices (m, n_neighbors) of the nearest patterns of ``X[rows]`` (the pattern itself
+    included), ordered by squared Euclidean distance, **ties broken by the lower training
+    index** (the rule NPPS's neighbour lists follow; Sec. 2 leaves ties open).
+
+    Candidates come from the fast form |x|² − 2 q·x + |q|² (one matrix product per chunk of
+    rows): every pattern within that form's error bound of the n-th smallest value is
+    kept, so no pattern of the true list is lost to round-off. The candidates' distances
+    are then recomputed from coordinate differences (:func:`_exact_sq_dists`), distances
+    within a relative :data:`TIE_RTOL` of each other are treated as one value, and the
+    list is read off in (distance, index) order. Duplicated patterns, and integer patterns
+    at equal distance after scaling, are therefore ordered by index, never by round-off.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    rows = np.asarray(rows, dtype=np.intp)
+    n, m = X.shape[0], rows.size
+    if not 1 <= n_neighbors <= n:
+        raise ValueError(f"n_neighbors must be in [1, {n}], got {n_neighbors}")
+    norms = np.einsum("ij,ij->i", X, X)
+    # |error| of the fast form is below ~p·eps·(|q|² + |x|²); 1e-10 leaves a wide margin.
+    slack = 1e-10 * (norms.max() if n else 0.0)
+    out = np.empty((m, n_neighbors), dtype=np.intp)
+    step = max(1, CHUNK_BYTES // (8 * n))
+    for start in range(0, m, step):
+        q_rows = rows[start : start + step]
+        Q = X[q_rows]
+        qn = norms[q_rows]
+        approx = Q @ (-2.0 * X.T)
+        approx += norms[None, :]
+        approx += qn[:, None]
+        nth = np.partition(approx, n_neighbors - 1, axis=1)[:, n_neighbors - 1]
+        tol = 1e-10 * qn + slack
+        bound = (nth + 2 * tol) * (1 + 8 * TIE_RTOL) + 2 * tol
+        r, j = np.nonzero(approx <= bound[:, None])
+        d = _exact_sq_dists(X, Q, r, j)
+        order = np.lexsort((j, d, r))
+        r, j, d = r[order], j[order], d[order]
+        new_value = np.ones(r.size, dtype=bool)  # a new (row, distance) group starts here
+        new_value[1:] = (r[1:] != r[:-1]) | (d[1:] - d[:-1] > TIE_RTOL * d[1:])
+        group = np.cumsum(new_value)
+        order = np.lexsort((j, group))  # groups rise with the row: rows stay contiguous
+        r, j = r[order], j[order]
+        first = np.searchsorted(r, np.arange(q_rows.size))
+        out[start : start + q_rows.size] = j[first[:, None] + np.arange(n_neighbors)]
+    return out
+
+
+def _make_search(neighbors: str, X: np.ndarray, n_trees: int, search_k: int, random_state: Any):
+    """``search(rows, n) -> (m, n)`` neighbour indices of ``X[rows]`` (self included):
+    exact with the tie rule (:func:`tie_ruled_neighbors`) or annoy's candidates ranked by
+    distance (then index)."""
     if neighbors == "exact":
-        return make_neighbors("exact")
-    return make_neighbors("annoy", n_trees=n_trees, search_k=search_k, random_state=random_state)
+        return lambda rows, n: tie_ruled_neighbors(X, rows, n)
+    backend = make_neighbors("annoy", n_trees=n_trees, search_k=search_k, random_state=random_state).fit(X)
+    return lambda rows, n: backend.kneighbors(X[rows], n)[1]
 
 
-def _neighbors_of(backend, X: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
+def _neighbors_of(search, rows: np.ndarray, k: int) -> np.ndarray:
     """Indices (m, k) of the k nearest other patterns of ``X[rows]``, in one batched query.
 
     Queries k + 1 neighbours and drops the pattern itself (or, when k + 1 of its
-    duplicates rank before it, the last one): the same lists as the backend's
-    ``exclude_self=True`` (a pattern is not its own neighbour; its duplicates are), for
-    any subset of rows. Naive and fast NPPS both go through here, so fast NPPS with an
-    initial set of all patterns issues the very query naive NPPS does.
+    duplicates rank before it — lower indices at distance 0 — the last one): a pattern is
+    not its own neighbour; its duplicates are. Naive and fast NPPS both go through here,
+    so fast NPPS with an initial set of all patterns issues the very query naive NPPS does.
     """
-    _, idx = backend.kneighbors(X[rows], k + 1)
+    idx = search(rows, k + 1)
     drop = idx == rows[:, None]
     no_self = ~drop.any(axis=1)
     drop[no_self, -1] = True  # now exactly one entry per row is dropped
@@ -150,6 +222,10 @@ def npps_select(
 
     ``method="naive"``: one batched k-NN query for all M patterns; select those meeting
     the Selecting Condition.
+
+    Neighbour lists (``neighbors="exact"``) follow one explicit tie rule: by squared
+    distance, equal distances (up to :data:`TIE_RTOL`) by the lower training index
+    (:func:`tie_ruled_neighbors`), so a selection never depends on round-off.
 
     ``method="fast"``, Fig. 4, with ``S_o``/``S_x`` the expanded/non-expanded patterns:
 
@@ -181,7 +257,7 @@ def npps_select(
         pending = np.sort(rng.choice(n, size=n_init, replace=False))
     else:
         pending = np.arange(n)
-    backend = _make_backend(neighbors, n_trees, search_k, rng).fit(X)
+    search = _make_search(neighbors, X, n_trees, search_k, rng)
 
     evaluated = np.zeros(n, dtype=bool)  # S_o ∪ S_x
     selected = np.zeros(n, dtype=bool)  # S
@@ -190,7 +266,7 @@ def npps_select(
     n_rounds = 0
     while pending.size:  # D_e^i
         n_rounds += 1
-        idx = _neighbors_of(backend, X, pending, k_eff)
+        idx = _neighbors_of(search, pending, k_eff)
         counts = neighbor_class_counts(y_index[idx], n_classes)
         own = y_index[pending]
         expand, select = _conditions(counts, own, beta)  # [1] and [2]
