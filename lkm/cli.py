@@ -314,7 +314,10 @@ def reproduce(
     """Run every experiment of a paper, then check the paper's claims from our numbers.
 
     Each experiment is a spec under configs/ (run into `RESULTS/<spec name>/`, resumable);
-    the claims table and the paper-vs-ours timing table go to `RESULTS/<paper>_claims/`.
+    the runs the claims read are rerun with permuted training rows and another BLAS thread
+    count (`RESULTS/<spec name>-perturbed/`, only the settings the claims read), and a claim
+    whose verdict changes is marked fragile; the claims table and the paper-vs-ours timing
+    table go to `RESULTS/<paper>_claims/`.
     With everything recorded, a rerun only rebuilds tables and figures.
 
     Examples: `lkm reproduce lpl` (= `make reproduce-lpl`), `lkm reproduce npps --smoke` (CI).
@@ -336,6 +339,17 @@ def reproduce(
             try:
                 _run_spec(spec, experiment.spec, results / spec.name, n_jobs, False, False, progress)
             except typer.Exit as exc:  # a failed fit: report it, go on with the other experiments
+                if exc.exit_code != 1:
+                    raise
+                failed.append(spec.name)
+        # Fragility check (lkm.papers.common): the runs the claims read, rerun with
+        # training rows permuted and another BLAS thread count, at the settings they read.
+        from lkm.papers.common import perturbed_experiments
+
+        for spec, source in perturbed_experiments(module, results, smoke):
+            try:
+                _run_spec(spec, source, results / spec.name, jobs, False, False, progress)
+            except typer.Exit as exc:
                 if exc.exit_code != 1:
                     raise
                 failed.append(spec.name)

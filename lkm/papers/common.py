@@ -1,19 +1,44 @@
 """What every paper module shares: its experiment list entries, loading finished run
-folders, and the verdict words of a claims table."""
+folders, paired comparisons of two methods from a run's records, the verdict words of
+a claims table, and the fragility check.
+
+**Claims as tests.** A "beats" / "better" / "comparable" claim is decided per data set
+by :func:`lkm.stats.paired_test` over the splits (folds, repeats, realizations) both
+methods share, each at its selected setting; the measure cell prints the mean
+difference in points with its 95 % CI and p, and the verdict counts the sets where
+the difference is significant. "Comparable" is read as equivalence: the 95 % CI inside
+± a margin stated in the claim's measure; "not significant" alone is never read as
+"no difference".
+
+**Fragility.** :data:`PERTURBATION` (training rows permuted, another BLAS thread
+count) is applied to the runs the accuracy claims read (``PERTURBED`` of each paper
+module; ``<run>-perturbed`` folders, restricted to the settings the claims read); a
+claim whose verdict differs between the two is labelled *fragile* in its verdict cell.
+"""
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from lkm.report.core import aggregate, select_best
+from lkm.report.paired import compare, compare_scores, setting_scores, split_scores
 from lkm.report.registry import ReportContext
-from lkm.spec import Spec, load_spec
+from lkm.spec import Spec, load_spec, spec_from_dict
+from lkm.stats import Paired, count_words
 from lkm.store import RunStore
+
+#: The fragility check's perturbation (:class:`lkm.spec.PerturbSpec`): a seeded
+#: permutation of every split's training rows, and two BLAS threads per fit (joblib's
+#: workers otherwise run with one each: loky limits them to cores / jobs).
+PERTURBATION = {"permute_train": 1, "blas_threads": 2}
+PERTURBATION_WORDS = "permuted training rows, 2 BLAS threads"
 
 
 @dataclass(frozen=True)
@@ -50,10 +75,48 @@ class Run:
         """The report context of this run, for reusing an output builder's computations."""
         return ReportContext(self.store, self.spec, self.records, self.agg, self.best, {})
 
+    @property
+    def ok(self) -> pd.DataFrame:
+        """Finished fits (study records left out)."""
+        ok = self.records[self.records["status"] == "ok"]
+        return ok[ok["kind"] != "study"] if "kind" in ok.columns else ok
 
-def load_run(root: Path, name: str, smoke: bool = False) -> Run | None:
-    """The run folder ``root/name`` (``name-smoke`` with ``smoke``), or None if absent."""
+    def scores(self, dataset: str, method: str, others: dict[str, Any] | None = None) -> pd.DataFrame:
+        """Accuracy, n_train, n_test per split of ``method`` at its selected setting."""
+        return split_scores(self.ok, self.best, dataset, method, others)
+
+    def setting(self, dataset: str, method: str, params: dict[str, Any]) -> pd.DataFrame:
+        """Accuracy, n_train, n_test per split of one parameter setting."""
+        return setting_scores(self.ok, dataset, method, params)
+
+    def compare(self, dataset: str, a: str, b: str, a_others: dict[str, Any] | None = None,
+                b_others: dict[str, Any] | None = None) -> Paired:
+        """Accuracy of ``a`` − ``b`` on ``dataset`` at their selected settings, paired over splits."""
+        return compare(self.ok, self.best, dataset, a, b, a_others, b_others)
+
+    def datasets(self) -> list[str]:
+        return list(dict.fromkeys(self.best["dataset"])) if not self.best.empty else []
+
+    def selected_from(self, plain: Run) -> Run:
+        """This (perturbed) run with ``plain``'s selected settings instead of its own: a
+        fragility check compares the same settings, not a new selection."""
+        key = ["dataset", "method", "setting"]
+        chosen = plain.best[key].drop_duplicates()
+        best = self.agg.merge(chosen, on=key, how="inner") if not self.agg.empty else self.agg
+        return Run(self.name, self.spec, self.records, self.agg, best, self.store)
+
+
+def paired_over(scores: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> dict[str, Paired]:
+    """``{dataset: paired test of a − b}`` from per-split score frames."""
+    return {ds: compare_scores(a, b) for ds, (a, b) in scores.items() if len(a.index.intersection(b.index))}
+
+
+def load_run(root: Path, name: str, smoke: bool = False, perturbed: bool = False) -> Run | None:
+    """The run folder ``root/name`` (``name-smoke`` with ``smoke``, then ``-perturbed``
+    for the fragility variant), or None if absent."""
     path = root / (f"{name}-smoke" if smoke else name)
+    if perturbed:
+        path = path.with_name(path.name + "-perturbed")
     if not (path / "spec.yaml").is_file():
         return None
     spec = load_spec(path / "spec.yaml")
@@ -71,4 +134,164 @@ def verdict(ok: bool | str | None) -> str:
     if isinstance(ok, str):
         return ok
     return "n/a" if ok is None else ("holds" if ok else "does not hold")
+
+
+def fragile_verdict(ok: bool | str | None, ok_perturbed: bool | str | None, checked: bool) -> tuple[str, str]:
+    """``(verdict cell, perturbed cell)``: the verdict, labelled ``fragile (plain /
+    perturbed under ...)`` when the perturbed run's verdict differs."""
+    if not checked:
+        return verdict(ok), "–"
+    if ok_perturbed is None:
+        return verdict(ok), "not run"
+    if ok is not None and verdict(ok) != verdict(ok_perturbed):
+        return (f"fragile ({verdict(ok)} / {verdict(ok_perturbed)} under {PERTURBATION_WORDS})",
+                verdict(ok_perturbed))
+    return verdict(ok), f"same ({verdict(ok_perturbed)})"
+
+
+@dataclass(frozen=True)
+class Perturbed:
+    """Which part of a run the fragility check reruns: ``methods`` (None: all); with
+    ``selected_only`` each swept parameter keeps only the values selected on some data
+    set in the plain run, plus ``extra`` values (e.g. sigma = 1 for a sensitivity claim);
+    ``only`` fixes a swept parameter to the given values instead."""
+
+    methods: tuple[str, ...] | None = None
+    selected_only: bool = True
+    extra: dict[str, list[Any]] = field(default_factory=dict)
+    only: dict[str, list[Any]] = field(default_factory=dict)
+
+
+def perturbed_spec(spec: Spec, plain: Run | None, what: Perturbed) -> Spec:
+    """``spec`` with :data:`PERTURBATION`, named ``<name>-perturbed``, restricted to what
+    the claims read (``what``; the selected values come from the finished ``plain``
+    run), writing only its summary table."""
+    data = spec.model_dump(mode="json")
+    data.pop("smoke", None)
+    data["name"] = f"{spec.name}-perturbed"
+    data["perturb"] = dict(PERTURBATION)
+    data["outputs"] = {"tables": ["summary"], "figures": [], "formats": ["png"]}
+    data["paper"] = {}
+    methods = [m for m in spec.methods if what.methods is None or m.name in what.methods]
+    new_methods = []
+    for m in methods:
+        md = m.model_dump(mode="json")
+        if what.selected_only:
+            sweep = {}
+            for p in spec.swept_params(m):
+                grid = m.sweep.get(p, spec.sweep.get(p, []))
+                chosen = set()
+                if plain is not None and not plain.best.empty:
+                    rows = plain.best[plain.best["method"] == m.name]
+                    chosen = {json.dumps(r.get(p)) for r in rows["params"]}
+                chosen |= {json.dumps(v) for v in what.extra.get(p, [])}
+                if p in what.only:
+                    chosen = {json.dumps(v) for v in what.only[p]}
+                keep = [v for v in grid if json.dumps(v) in chosen] or grid
+                sweep[p] = keep
+            md["sweep"] = sweep
+        new_methods.append(md)
+    data["methods"] = new_methods
+    if what.selected_only:
+        data["sweep"] = {}
+    if data.get("selection", {}).get("over"):
+        swept = {p for m in new_methods for p in m.get("sweep", {})}
+        data["selection"]["over"] = [p for p in data["selection"]["over"] if p in swept] or None
+    return spec_from_dict(data, f"{spec.name} (perturbed)")
+
+
+def perturbed_experiments(module: Any, root: Path, smoke: bool = False) -> list[tuple[Spec, str]]:
+    """``(perturbed spec, source)`` for every run of a paper module's ``PERTURBED``,
+    from its spec file and its finished plain run under ``root``."""
+    out = []
+    for experiment in module.SPECS:
+        base = load_spec(experiment.spec)
+        what = getattr(module, "PERTURBED", {}).get(base.name)
+        if what is None:
+            continue
+        spec = load_spec(experiment.spec, smoke=smoke)
+        out.append((perturbed_spec(spec, load_run(root, base.name, smoke), what), experiment.spec))
+    return out
+
+
+Evaluator = Callable[[Any], tuple[str, "bool | str | None"]]
+
+
+def claim_row(number: str, claim: str, where: str, evaluate: Evaluator, names: list[str],
+              load: Callable[[str, bool], Run | None], perturbed: set[str]) -> dict[str, Any]:
+    """One claims-table row: our measure and verdict, and the verdict on the perturbed
+    runs when every run the claim reads has a fragility variant (``perturbed``)."""
+    runs = [load(n, False) for n in names]
+    measure, ok = evaluate(runs if len(names) > 1 else runs[0])
+    checked = all(n in perturbed for n in names)
+    ok_p = None
+    if checked:
+        pruns = [load(n, True) for n in names]
+        if all(p is not None for p in pruns):
+            pruns = [p.selected_from(r) if r is not None else p for p, r in zip(pruns, runs, strict=True)]
+            ok_p = evaluate(pruns if len(names) > 1 else pruns[0])[1]
+    cell, pcell = fragile_verdict(ok, ok_p, checked)
+    return {"#": number, "the paper's claim": claim, "where": where, "our measure": measure,
+            "verdict": cell, f"verdict under {PERTURBATION_WORDS}": pcell, "run": ", ".join(names)}
+
+
+def _cells(results: dict[str, Paired]) -> str:
+    return "; ".join(f"{ds} {r.describe()}" for ds, r in results.items())
+
+
+def better_claim(results: dict[str, Paired], a: str, b: str, what: str) -> tuple[str, bool | None]:
+    """"a beats b": holds when a is significantly better on more than half of the sets."""
+    if not results:
+        return f"{a} / {b} not in the run", None
+    a_sig = sum(r.better() > 0 for r in results.values())
+    return (f"{what}, mean difference in points [95% CI], p: {_cells(results)}; {count_words(results, a, b)}",
+            a_sig > len(results) / 2)
+
+
+def comparable_claim(results: dict[str, Paired], a: str, b: str, what: str, margin: float,
+                     need_all: bool = False) -> tuple[str, bool | str | None]:
+    """"a comparable with b", read as equivalence: the 95 % CI of a − b inside ±margin.
+    Holds when equivalent on more than half of the sets (``need_all``: on all); does not
+    hold when significantly different and not equivalent on more than half (any);
+    otherwise "not shown" (not significant is not evidence of equality)."""
+    if not results:
+        return f"{a} / {b} not in the run", None
+    n = len(results)
+    eq = sum(r.equivalent(margin) for r in results.values())
+    diff = sum(r.significant() and not r.equivalent(margin) for r in results.values())
+    measure = (f"{what}, mean difference in points [95% CI], p: {_cells(results)}; "
+               f"{count_words(results, a, b, margin=margin)}")
+    if (eq == n) if need_all else (eq > n / 2):
+        return measure, True
+    if (diff > 0) if need_all else (diff > n / 2):
+        return measure, False
+    return measure, "not shown"
+
+
+def noninferior_claim(results: dict[str, Paired], a: str, b: str, what: str,
+                      margin: float) -> tuple[str, bool | str | None]:
+    """"a loses little against b": holds when the lower 95 % CI bound of a − b is above
+    −margin on every set; does not hold when a is worse by more than the margin with
+    significance on some set (upper bound below −margin); otherwise "not shown"."""
+    if not results:
+        return f"{a} / {b} not in the run", None
+    ok = sum(r.tested and r.ci_low > -margin for r in results.values())
+    bad = sum(r.tested and r.ci_high < -margin for r in results.values())
+    measure = (f"{what}, mean difference in points [95% CI], p: {_cells(results)}; lower bound above "
+               f"−{100 * margin:g} points on {ok} of {len(results)}")
+    if ok == len(results):
+        return measure, True
+    return measure, False if bad else "not shown"
+
+
+def run_loader(root: Path, smoke: bool) -> Callable[[str, bool], Run | None]:
+    """A cached ``load(name, perturbed)`` over the run folders under ``root``."""
+    cache: dict[tuple[str, bool], Run | None] = {}
+
+    def load(name: str, perturbed: bool = False) -> Run | None:
+        if (name, perturbed) not in cache:
+            cache[(name, perturbed)] = load_run(root, name, smoke, perturbed)
+        return cache[(name, perturbed)]
+
+    return load
 

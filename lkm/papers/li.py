@@ -1,21 +1,24 @@
 """Li, Chen, Tang — local risk regularization (LRR) against RLS: experiments and claims.
 
 :data:`SPECS` lists the experiments (run together by ``lkm reproduce lrr``);
-:func:`evaluate_claims` checks the paper's claims from the stored records, with the
-paired Wilcoxon test of :func:`lkm.report.lrr_uci.paired_table` where there are several
-realizations. Nothing here fits a model.
+:func:`evaluate_claims` checks the paper's claims from the stored records with the
+paired test of :mod:`lkm.stats`: per data set over its realizations / repeats
+(benchmark and UCI), and across the four artificial sets (one realization each,
+independent draws of one distribution: a plain paired t over the sets). Nothing here
+fits a model.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from lkm.papers.common import Experiment, Run, load_run, verdict
+from lkm.papers.common import Experiment, Perturbed, Run, better_claim, claim_row, run_loader
 from lkm.report.core import RATE, write_table
 from lkm.report.lrr import _classes, _record, _test_counts, combined_accuracy
-from lkm.report.lrr_uci import paired_table
+from lkm.stats import paired_test
 
 KEY = "lrr"
 TITLE = "Li, Chen, Tang — local risk regularization"
@@ -27,42 +30,54 @@ SPECS = [
     Experiment("configs/lrr_uci.yaml"),
 ]
 
+#: Runs the claims read, rerun under the fragility perturbation (lkm.papers.common).
+PERTURBED = {
+    "lrr_artificial": Perturbed(methods=("RLS", "LRR1", "LRR2", "LRR1-hard", "LRR-pair")),
+    "lrr_benchmark": Perturbed(methods=("RLS", "LRR", "RLS-cv", "LRR-cv")),
+    "lrr_uci": Perturbed(methods=("RLS", "LRR", "RLS-cv", "LRR-cv")),
+}
+
 
 def _accuracy(run: Run, dataset: str, method: str) -> float | None:
     rows = run.agg[(run.agg["dataset"] == dataset) & (run.agg["method"] == method)]
     return None if rows.empty else float(rows["accuracy"].iloc[0])
 
 
-def _pairs_claim(run: Run | None, a: str, b: str, what: str) -> tuple[str, bool | str | None]:
-    """a vs b per dataset on the artificial sets (one realization each: no test)."""
-    if run is None:
-        return "not run", None
-    datasets = list(dict.fromkeys(run.agg["dataset"]))
-    diffs = {d: (_accuracy(run, d, a), _accuracy(run, d, b)) for d in datasets}
-    diffs = {d: RATE * (x - y) for d, (x, y) in diffs.items() if x is not None and y is not None}
+def _across_sets(diffs: dict[str, float], a: str, b: str, what: str) -> tuple[str, bool | None]:
+    """a − b per artificial set (one realization each), tested across the sets: they
+    are independent draws of one distribution, so the sets are the paired samples."""
     if not diffs:
         return f"{a} / {b} not in the run", None
-    better = sum(v > 0 for v in diffs.values())
-    text = "; ".join(f"{d} {v:+.2f}" for d, v in diffs.items())
-    return f"{what} (points): {text}; better on {better} of {len(diffs)}", better > len(diffs) / 2
+    res = paired_test(np.array(list(diffs.values())), np.zeros(len(diffs)))
+    text = "; ".join(f"{d} {RATE * v:+.2f}" for d, v in diffs.items())
+    if not res.tested:
+        return f"{what} (points): {text}; one set: untested", None
+    word = (f"{a} significantly better" if res.better() > 0 else f"{b} significantly better" if res.better() < 0
+            else "not significant")
+    return (f"{what} (points): {text}; paired t over the {res.n} sets: {res.describe()} — {word}",
+            res.better() > 0)
 
 
-def _paired_claim(run: Run | None, comparison: str) -> tuple[str, bool | str | None]:
-    """A paired comparison over realizations, from the run's lrr_paired table."""
+def _pairs_claim(run: Run | None, a: str, b: str, what: str) -> tuple[str, bool | None]:
+    """a vs b per dataset on the artificial sets, tested across the sets."""
     if run is None:
         return "not run", None
-    t = paired_table(run.context())
-    t = t[t["comparison"] == comparison] if not t.empty else t
-    if t.empty:
-        return f"{comparison}: not in the run", None
-    verdict_col = next(c for c in t.columns if c.startswith("verdict"))
-    a_name = comparison.split(" vs ")[0]
-    a_sig = int((t[verdict_col] == f"{a_name} better").sum())
-    b_sig = int(t[verdict_col].str.endswith("better").sum()) - a_sig
-    text = "; ".join(f"{r.dataset} {r['mean diff (pp)']:+.2f} (p {r['Wilcoxon p']})" for _, r in t.iterrows())
-    measure = (f"{comparison}, mean difference in points and Wilcoxon p over {int(t['splits'].max())} "
-               f"realizations: {text}; significantly better: {a_name} on {a_sig}, the other on {b_sig} of {len(t)} sets")
-    return measure, (a_sig > b_sig and a_sig > 0) if a_sig or b_sig else False
+    diffs = {}
+    for d in dict.fromkeys(run.agg["dataset"]):
+        x, y = _accuracy(run, d, a), _accuracy(run, d, b)
+        if x is not None and y is not None:
+            diffs[d] = x - y
+    return _across_sets(diffs, a, b, what)
+
+
+def _paired_claim(run: Run | None, a: str, b: str) -> tuple[str, bool | None]:
+    """a vs b per dataset, paired over its realizations / repeats at each method's setting."""
+    if run is None:
+        return "not run", None
+    results = {d: run.compare(d, a, b) for d in run.datasets()}
+    results = {d: r for d, r in results.items() if r.n}
+    n = max((r.n for r in results.values()), default=0)
+    return better_claim(results, a, b, f"{a} − {b} over {n} realizations per set")
 
 
 def _combined_claim(run: Run | None) -> tuple[str, bool | str | None]:
@@ -82,13 +97,8 @@ def _test_label_claim(run: Run | None) -> tuple[str, bool | str | None]:
             continue
         combined = combined_accuracy(first["per_class_accuracy"], second["per_class_accuracy"],
                                      _test_counts(ctx, ds), classes)
-        diffs[ds] = RATE * (combined - float(rls["accuracy"]))
-    if not diffs:
-        return "LRR1 / LRR2 / RLS not in the run", None
-    better = sum(v > 0 for v in diffs.values())
-    text = "; ".join(f"{d} {v:+.2f}" for d, v in diffs.items())
-    return (f"paper's combination (uses test labels) − RLS (points): {text}; better on {better} of {len(diffs)}",
-            better > len(diffs) / 2)
+        diffs[ds] = combined - float(rls["accuracy"])
+    return _across_sets(diffs, "LRR", "RLS", "paper's combination (uses test labels) − RLS")
 
 
 #: (number, the paper's claim, where, evaluator, run)
@@ -100,27 +110,21 @@ CLAIMS = [
     ("2", "the soft vicinity beats the hard one", "Sec. 5.1, Table 3",
      lambda r: _pairs_claim(r, "LRR1", "LRR1-hard", "LRR¹ soft − hard"), "lrr_artificial"),
     ("3a", "LRR beats RLS on the benchmark repository (paper's settings)", "Sec. 5.2, Table 5",
-     lambda r: _paired_claim(r, "LRR vs RLS"), "lrr_benchmark"),
-    ("3b", "... with both tuned by the same CV budget", "—",
-     lambda r: _paired_claim(r, "LRR-cv vs RLS-cv"), "lrr_benchmark"),
+     lambda r: _paired_claim(r, "LRR", "RLS"), "lrr_benchmark"),
+    ("3b", "... with both tuned by CV over the same grid", "—",
+     lambda r: _paired_claim(r, "LRR-cv", "RLS-cv"), "lrr_benchmark"),
     ("4a", "LRR beats RLS on UCI data (paper's settings)", "Sec. 5.3, Tables 6-8",
-     lambda r: _paired_claim(r, "LRR vs RLS"), "lrr_uci"),
-    ("4b", "... with both tuned by the same CV budget", "—",
-     lambda r: _paired_claim(r, "LRR-cv vs RLS-cv"), "lrr_uci"),
+     lambda r: _paired_claim(r, "LRR", "RLS"), "lrr_uci"),
+    ("4b", "... with both tuned by CV over the same grid", "—",
+     lambda r: _paired_claim(r, "LRR-cv", "RLS-cv"), "lrr_uci"),
 ]
 
 
 def evaluate_claims(root: Path, smoke: bool = False) -> pd.DataFrame:
     """The claims table from the run folders under ``root`` (written by ``lkm reproduce lrr``)."""
-    runs: dict[str, Run | None] = {}
-    rows = []
-    for number, claim, where, evaluate, name in CLAIMS:
-        if name not in runs:
-            runs[name] = load_run(root, name, smoke)
-        measure, ok = evaluate(runs[name])
-        rows.append({"#": number, "the paper's claim": claim, "where": where, "our measure": measure,
-                     "verdict": verdict(ok), "run": name})
-    return pd.DataFrame(rows)
+    load = run_loader(root, smoke)
+    return pd.DataFrame([claim_row(number, claim, where, evaluate, [name], load, set(PERTURBED))
+                         for number, claim, where, evaluate, name in CLAIMS])
 
 
 def write_summary(root: Path, smoke: bool = False) -> list[Path]:

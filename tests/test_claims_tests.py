@@ -1,0 +1,106 @@
+"""Claims decided by paired tests (lkm.papers.common + lkm.stats), and the fragility
+label when the perturbed run's verdict differs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from lkm.papers import common, li, tsuji
+from lkm.spec import spec_from_dict, spec_to_yaml
+from lkm.store import RunStore
+
+SIGMAS = [0.1, 1.0, 10.0]
+DATASETS = ["sonar", "ionosphere", "heart-statlog"]
+SPEC = {
+    "datasets": DATASETS,
+    "protocol": {"kind": "kfold", "folds": 10},
+    "methods": [{"name": "PL", "estimator": "pl"}, {"name": "LPL", "estimator": "lpl"},
+                {"name": "SVM", "estimator": "svm"}],
+    "sweep": {"sigma": SIGMAS},
+}
+NOISE = np.random.default_rng(0).normal(0, 0.02, size=(len(DATASETS), 3, 10))
+
+
+def write_run(root: Path, name: str, svm_gain: dict[str, float], perturb: dict | None = None) -> None:
+    """Ten folds; every method best at sigma = 10 (0.80 + per-fold noise); SVM ``svm_gain[ds]``
+    above LPL there, PL = LPL + its own noise."""
+    data = {"name": name, **SPEC, **({"perturb": perturb} if perturb else {})}
+    s = spec_from_dict(data)
+    store = RunStore(root / name)
+    store.prepare()
+    store.write_spec(spec_to_yaml(s))
+    records = []
+    for i, ds in enumerate(DATASETS):
+        for m in ("PL", "LPL", "SVM"):
+            for sigma in SIGMAS:
+                for f in range(10):
+                    acc = 0.80 + NOISE[i, 1, f] + (svm_gain.get(ds, 0.0) if m == "SVM" else 0.0)
+                    acc += 0.3 * NOISE[i, 0, f] if m == "PL" else 0.0
+                    acc -= 0.0 if sigma == 10.0 else 0.2
+                    records.append({
+                        "task_id": f"{ds}-{m}-{sigma}-{f}", "dataset": ds, "split": f"r0f{f}", "method": m,
+                        "params": {"sigma": sigma}, "status": "ok", "accuracy": acc, "fit_seconds": 0.1,
+                        "predict_seconds": 0.01, "n_train": 90, "n_test": 10,
+                    })
+    store.append(records)
+
+
+def row(root: Path, number: str):
+    return tsuji.evaluate_claims(root).set_index("#").loc[number]
+
+
+def test_better_claim_counts_sets_where_the_difference_is_significant(tmp_path: Path) -> None:
+    write_run(tmp_path, "lpl_vs_svm", {"sonar": 0.05})
+    r = row(tmp_path, "3")
+    assert "SVM significantly better on 1, not significant on 2 of 3" in r["our measure"]
+    assert "sonar +5.00 [" in r["our measure"] and "p < 0.001" in r["our measure"]
+    assert r["verdict"] == "does not hold"
+    write_run(tmp_path / "all", "lpl_vs_svm", dict.fromkeys(DATASETS, 0.05))
+    assert row(tmp_path / "all", "3")["verdict"] == "holds"
+
+
+def test_comparable_is_read_as_equivalence_not_as_non_significance(tmp_path: Path) -> None:
+    write_run(tmp_path, "lpl_vs_svm", {})
+    r = row(tmp_path, "1a")  # LPL − PL: per-fold noise 0.6 points, CI well inside ±2
+    assert "equivalent within ±2 points on 3" in r["our measure"] and r["verdict"] == "holds"
+
+
+def test_a_verdict_that_changes_under_perturbation_is_fragile(tmp_path: Path) -> None:
+    write_run(tmp_path, "lpl_vs_svm", dict.fromkeys(DATASETS, 0.05))
+    assert row(tmp_path, "3")[f"verdict under {common.PERTURBATION_WORDS}"] == "not run"
+    write_run(tmp_path, "lpl_vs_svm-perturbed", {"sonar": 0.05}, perturb=common.PERTURBATION)
+    r = row(tmp_path, "3")
+    assert r["verdict"] == f"fragile (holds / does not hold under {common.PERTURBATION_WORDS})"
+    assert row(tmp_path, "1a")["verdict"] == "holds"  # same verdict both ways: not fragile
+    assert row(tmp_path, "4b")[f"verdict under {common.PERTURBATION_WORDS}"] == "–"  # not checked
+
+
+def test_perturbed_spec_keeps_only_the_settings_the_claims_read(tmp_path: Path) -> None:
+    write_run(tmp_path, "lpl_vs_svm", {})
+    plain = common.load_run(tmp_path, "lpl_vs_svm")
+    spec = spec_from_dict({"name": "lpl_vs_svm", **SPEC})
+    p = common.perturbed_spec(spec, plain, tsuji.PERTURBED["lpl_vs_svm"])
+    assert p.name == "lpl_vs_svm-perturbed" and p.perturb is not None
+    assert p.perturb.permute_train == common.PERTURBATION["permute_train"]
+    assert all(m.sweep == {"sigma": [1.0, 10.0]} for m in p.methods)  # sigma* = 10, and sigma = 1 for claim 4a
+    lrr = common.perturbed_spec(spec_from_dict({"name": "x", "datasets": ["iris"], "methods": [
+        {"name": "RLS", "estimator": "rls"}, {"name": "LRR-x0", "estimator": "lrr"}]}), None,
+        li.PERTURBED["lrr_uci"])
+    assert [m.name for m in lrr.methods] == ["RLS"]
+
+
+def test_paired_claim_on_lrr_runs_says_not_significant(tmp_path: Path) -> None:
+    spec = {"name": "lrr_uci", "datasets": ["iris"], "protocol": {"kind": "holdout", "train_size": 45, "repeats": 10},
+            "methods": [{"name": "RLS", "estimator": "rls"}, {"name": "LRR", "estimator": "lrr"}]}
+    store = RunStore(tmp_path / "lrr_uci")
+    store.prepare()
+    store.write_spec(spec_to_yaml(spec_from_dict(spec)))
+    noise = np.random.default_rng(1).normal(0, 0.03, size=(2, 10))
+    store.append([{"task_id": f"{m}{f}", "dataset": "iris", "split": f"r{f}", "method": m, "params": {},
+                   "status": "ok", "accuracy": 0.8 + noise[i, f], "fit_seconds": 0.1, "predict_seconds": 0.1,
+                   "n_train": 45, "n_test": 55} for i, m in enumerate(("RLS", "LRR")) for f in range(10)])
+    r = li.evaluate_claims(tmp_path).set_index("#").loc["4a"]
+    assert "not significant on 1 of 1" in r["our measure"] and r["verdict"] == "does not hold"
+    assert "no difference" not in " ".join(li.evaluate_claims(tmp_path)["our measure"])
