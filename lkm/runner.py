@@ -129,7 +129,7 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
                         "preprocessing": spec.preprocessing, "method": m.name, "estimator": m.estimator,
                         "params": params,
                     }
-                    tune = m.tune.model_dump() if m.tune else None
+                    tune = m.tune.model_dump(exclude_none=True) if m.tune else None
                     if tune:  # only then: ids of untuned tasks stay what they were
                         payload["tune"] = tune
                     if spec.score_train:  # likewise
@@ -310,20 +310,29 @@ def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.n
     """Choose ``tune['grid']`` by stratified k-fold CV on the training part only and refit.
 
     Returns the refitted best estimator and the record's extra ``info``: ``tuned_params``,
-    ``cv_score`` (mean CV accuracy of the chosen setting), ``cv_folds``, ``cv_seed``,
-    ``grid_size`` and ``cv_n_train`` (rows the search saw: the training part only). The
-    search does not share the job's distance cache (GridSearchCV calls plain ``fit``).
+    ``cv_score`` (mean CV accuracy of the chosen setting), ``refit_seconds`` (the final fit
+    alone: the record's ``fit_seconds`` also counts the search), ``cv_folds``, ``cv_seed``,
+    ``grid_size`` and ``cv_n_train`` (rows the search saw: the training part only, or its
+    seeded stratified ``subsample`` when the spec asks for one; the refit always uses the
+    whole training part). The search does not share the job's distance cache
+    (GridSearchCV calls plain ``fit``).
     """
-    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
 
     cv = StratifiedKFold(n_splits=int(tune["cv"]), shuffle=True, random_state=int(tune["seed"]))
+    rows = np.arange(len(y_train))
+    if tune.get("subsample") and int(tune["subsample"]) < len(y_train):
+        rows = np.sort(train_test_split(rows, train_size=int(tune["subsample"]), stratify=y_train,
+                                        random_state=int(tune["seed"]))[0])
+    folds = [(rows[a], rows[b]) for a, b in cv.split(X_train[rows], y_train[rows])]
     search = GridSearchCV(est, {k: list(v) for k, v in tune["grid"].items()}, scoring="accuracy",
-                          cv=cv, refit=True, error_score="raise", n_jobs=1)
+                          cv=folds, refit=True, error_score="raise", n_jobs=1)
     search.fit(X_train, y_train)
     chosen = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in search.best_params_.items()}
     return search.best_estimator_, {
         "tuned_params": chosen, "cv_score": float(search.best_score_), "cv_folds": int(tune["cv"]),
-        "cv_seed": int(tune["seed"]), "grid_size": len(search.cv_results_["params"]), "cv_n_train": int(len(y_train)),
+        "cv_seed": int(tune["seed"]), "grid_size": len(search.cv_results_["params"]), "cv_n_train": int(len(rows)),
+        "refit_seconds": float(search.refit_time_),
     }
 
 

@@ -122,6 +122,11 @@ class TuneSpec(_Model):
     grid: dict[str, Grid] = Field(min_length=1, description="parameter -> values searched (every combination)")
     cv: int = Field(5, ge=2, description="folds of the stratified k-fold on the training part")
     seed: int = Field(0, description="seed of the fold shuffle")
+    subsample: int | None = Field(
+        None, ge=10,
+        description="run the CV on a seeded stratified subsample of this many training rows "
+        "(large sets); the chosen setting is still refitted on the whole training part",
+    )
 
     @field_validator("grid", mode="before")
     @classmethod

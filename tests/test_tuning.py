@@ -90,6 +90,47 @@ def test_fit_tuned_is_deterministic_and_refits():
     assert np.mean(est.predict(X[80:]) == y[80:]) > 0.8
 
 
+def test_tune_subsample_searches_a_seeded_stratified_subsample_and_refits_on_all(monkeypatch):
+    """``subsample: 40`` of 100 training rows: every CV fold comes from the same 40 rows (20
+    per class), the same rows for the same seed, and the chosen setting is refitted on all
+    100 rows; ``refit_seconds`` times that refit alone."""
+    from lkm.methods import METHODS
+
+    seen = []
+    original = GridSearchCV.fit
+
+    def spy(self, X, y=None, **kw):
+        seen.append({int(i) for tr, te in self.cv for i in np.concatenate([tr, te])})
+        return original(self, X, y, **kw)
+
+    monkeypatch.setattr(GridSearchCV, "fit", spy)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 2))
+    y = (X[:, 0] > 0.3).astype(int)
+    tune = {"grid": {"C": [1.0, 10.0], "sigma": [0.5, 1.0]}, "cv": 4, "seed": 3, "subsample": 40}
+    est, info = fit_tuned(METHODS["svm"](), tune, X, y)
+    fit_tuned(METHODS["svm"](), tune, X, y)
+    assert len(seen[0]) == 40 and seen[0] == seen[1]
+    rows = np.array(sorted(seen[0]))
+    assert abs(int(y[rows].sum()) - round(40 * y.mean())) <= 1  # stratified
+    assert info["cv_n_train"] == 40 and est.X_fit_.shape[0] == 100
+    assert 0 < info["refit_seconds"] and info["tuned_params"].keys() == {"C", "sigma"}
+    whole, info_all = fit_tuned(METHODS["svm"](), {k: v for k, v in tune.items() if k != "subsample"}, X, y)
+    assert len(seen[2]) == 100 and info_all["cv_n_train"] == 100
+
+
+def test_tune_without_subsample_keeps_its_task_id():
+    with_none = {**TUNED, "methods": [TUNED["methods"][0],
+                                      {**TUNED["methods"][1], "tune": {"grid": GRID, "cv": 3, "seed": 0, "subsample": None}},
+                                      TUNED["methods"][2]]}
+    sub = {**TUNED, "methods": [TUNED["methods"][0],
+                                {**TUNED["methods"][1], "tune": {"grid": GRID, "cv": 3, "seed": 0, "subsample": 30}},
+                                TUNED["methods"][2]]}
+    ids = lambda d: {t.id for t in build_plan(spec_from_dict(d)).tasks if t.method == "RLS-cv"}  # noqa: E731
+    assert ids(TUNED) == ids(with_none)
+    assert ids(TUNED).isdisjoint(ids(sub))
+
+
 def test_tune_block_is_part_of_the_task_id():
     plain = build_plan(spec_from_dict(TUNED))
     other = {**TUNED, "methods": [TUNED["methods"][0],
