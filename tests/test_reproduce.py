@@ -80,4 +80,16 @@ def test_a_second_reproduce_fits_nothing(smoke_results, data_dir: Path, monkeypa
     monkeypatch.setenv("LKM_DATA_DIR", str(data_dir))
     res = CliRunner().invoke(app, ["reproduce", "lpl", "--smoke", "--results", str(root), "--no-progress"])
     assert res.exit_code == 0, res.output
-    assert res.output.count("nothing new to fit") == len(PAPERS["lpl"].SPECS)
+    # the plain runs and their perturbed variants (the fragility check)
+    assert res.output.count("nothing new to fit") == len(PAPERS["lpl"].SPECS) + len(PAPERS["lpl"].PERTURBED)
+
+
+@pytest.mark.parametrize("key", list(PAPERS))
+def test_claims_table_has_the_fragility_check(smoke_results, key: str) -> None:
+    from lkm.papers.common import PERTURBATION_WORDS
+
+    root = smoke_results(key)
+    for name in PAPERS[key].PERTURBED:
+        assert (root / f"{name}-smoke-perturbed" / "records").is_dir(), name
+    claims = (root / f"{key}_claims-smoke" / "claims.md").read_text()
+    assert f"verdict under {PERTURBATION_WORDS}" in claims and "no difference" not in claims

@@ -10,7 +10,8 @@ configs/lrr_benchmark.yaml (Table 5, Fig. 3) and configs/lrr_uci.yaml (Tables 6â
   the claims table for "LRR beats RLS": a paired test over realizations / repeats, not one split.
   ``outputs.options.lrr_paired: {pairs: [[A, B], ...], alpha: 0.05}``.
 - ``tables/lrr_tuned``: for every method with a ``tune`` block, the parameters CV chose
-  on the training part of each split (most frequent setting, how often, mean CV score).
+  on the training part of each split (most frequent setting, how often, every setting
+  chosen with its number of splits, mean CV score).
 - ``figures/lrr_x0_sweep`` (Fig. 3): test accuracy against the index of the point of
   interest x0 (1-based, "training point 1 ... 35"), mean Â± std over splits and the
   first split alone, with the reference method (RLS) as a horizontal line.
@@ -83,6 +84,10 @@ def _lrr_paired(ctx: ReportContext) -> list[Path]:
     )
 
 
+def _fmt_choice(choice: str) -> str:
+    return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in json.loads(choice).items())
+
+
 def tuned_table(ctx: ReportContext) -> pd.DataFrame:
     tuned = [m.name for m in ctx.spec.methods if m.tune]
     ok = ctx.ok
@@ -97,9 +102,9 @@ def tuned_table(ctx: ReportContext) -> pd.DataFrame:
             top, n = chosen.most_common(1)[0]
             cv = [i["cv_score"] for i in infos if "cv_score" in i]
             rows.append({
-                "dataset": ds, "method": name, "most chosen": ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
-                                                                        for k, v in json.loads(top).items()),
+                "dataset": ds, "method": name, "most chosen": _fmt_choice(top),
                 "chosen in": f"{n}/{len(sub)} splits", "distinct choices": len(chosen),
+                "every choice (splits)": "; ".join(f"{_fmt_choice(c)} ({k})" for c, k in chosen.most_common()),
                 "CV accuracy (%)": round(RATE * float(np.mean(cv)), 2) if cv else None,
                 "test accuracy (%)": round(RATE * float(sub["accuracy"].mean()), 2),
             })
