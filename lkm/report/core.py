@@ -204,11 +204,28 @@ def _same(a: Any, b: Any) -> bool:
     return str(a) == str(b)
 
 
+def markdown_table(df: pd.DataFrame) -> str:
+    """``df`` as a GitHub Markdown table: the one Markdown writer of tables/*.md and of the
+    generated blocks in README.md and docs/. Strings are kept as written (so "70.00" stays
+    "70.00"; tabulate would otherwise parse and reformat it), floats are shown with ``g``,
+    numeric columns right-aligned, and ``|`` inside cells escaped."""
+    cells = pd.DataFrame(index=df.index)
+    align = []
+    for col in df.columns:
+        values = df[col]
+        numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+        if pd.api.types.is_float_dtype(values):
+            values = values.map(lambda v: f"{v:g}")
+        cells[str(col).replace("|", "\\|")] = values.map(lambda v: "" if v is None else str(v).replace("|", "\\|"))
+        align.append("right" if numeric else "left")
+    return cells.to_markdown(index=False, disable_numparse=True, colalign=align)
+
+
 def write_table(df: pd.DataFrame, base: Path, caption: str) -> list[Path]:
     """Write ``df`` as ``base.md``, ``base.csv`` and ``base.tex``."""
     base.parent.mkdir(parents=True, exist_ok=True)
     md, csv, tex = base.with_suffix(".md"), base.with_suffix(".csv"), base.with_suffix(".tex")
-    md.write_text(f"**{caption}**\n\n" + df.to_markdown(index=False) + "\n")
+    md.write_text(f"**{caption}**\n\n" + markdown_table(df) + "\n")
     df.to_csv(csv, index=False)
     tex.write_text(df.to_latex(index=False, caption=caption, escape=True))
     return [md, csv, tex]
