@@ -239,13 +239,18 @@ def _cells(results: dict[str, Paired]) -> str:
     return "; ".join(f"{ds} {r.describe()}" for ds, r in results.items())
 
 
-def better_claim(results: dict[str, Paired], a: str, b: str, what: str) -> tuple[str, bool | None]:
-    """"a beats b": holds when a is significantly better on more than half of the sets."""
+def better_claim(results: dict[str, Paired], a: str, b: str, what: str) -> tuple[str, bool | str | None]:
+    """"a beats b": holds when a is significantly better on more than half of the sets;
+    does not hold when b is significantly better on at least as many sets (and some);
+    otherwise "not shown" (a's advantage is not significant on most sets)."""
     if not results:
         return f"{a} / {b} not in the run", None
     a_sig = sum(r.better() > 0 for r in results.values())
-    return (f"{what}, mean difference in points [95% CI], p: {_cells(results)}; {count_words(results, a, b)}",
-            a_sig > len(results) / 2)
+    b_sig = sum(r.better() < 0 for r in results.values())
+    measure = f"{what}, mean difference in points [95% CI], p: {_cells(results)}; {count_words(results, a, b)}"
+    if a_sig > len(results) / 2:
+        return measure, True
+    return measure, False if b_sig and b_sig >= a_sig else "not shown"
 
 
 def comparable_claim(results: dict[str, Paired], a: str, b: str, what: str, margin: float,

@@ -43,7 +43,7 @@ def _accuracy(run: Run, dataset: str, method: str) -> float | None:
     return None if rows.empty else float(rows["accuracy"].iloc[0])
 
 
-def _across_sets(diffs: dict[str, float], a: str, b: str, what: str) -> tuple[str, bool | None]:
+def _across_sets(diffs: dict[str, float], a: str, b: str, what: str) -> tuple[str, bool | str | None]:
     """a − b per artificial set (one realization each), tested across the sets: they
     are independent draws of one distribution, so the sets are the paired samples."""
     if not diffs:
@@ -55,10 +55,10 @@ def _across_sets(diffs: dict[str, float], a: str, b: str, what: str) -> tuple[st
     word = (f"{a} significantly better" if res.better() > 0 else f"{b} significantly better" if res.better() < 0
             else "not significant")
     return (f"{what} (points): {text}; paired t over the {res.n} sets: {res.describe()} — {word}",
-            res.better() > 0)
+            {1: True, -1: False}.get(res.better(), "not shown"))
 
 
-def _pairs_claim(run: Run | None, a: str, b: str, what: str) -> tuple[str, bool | None]:
+def _pairs_claim(run: Run | None, a: str, b: str, what: str) -> tuple[str, bool | str | None]:
     """a vs b per dataset on the artificial sets, tested across the sets."""
     if run is None:
         return "not run", None
@@ -70,7 +70,7 @@ def _pairs_claim(run: Run | None, a: str, b: str, what: str) -> tuple[str, bool 
     return _across_sets(diffs, a, b, what)
 
 
-def _paired_claim(run: Run | None, a: str, b: str) -> tuple[str, bool | None]:
+def _paired_claim(run: Run | None, a: str, b: str) -> tuple[str, bool | str | None]:
     """a vs b per dataset, paired over its realizations / repeats at each method's setting."""
     if run is None:
         return "not run", None

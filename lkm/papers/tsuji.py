@@ -126,7 +126,7 @@ def _claim_lpl_faster_on_spambase(run: Run | None) -> tuple[str, bool | None]:
     return text, "partly" if remarkable.any() else False
 
 
-def _claim_svm_beats_lpl(run: Run | None) -> tuple[str, bool | None]:
+def _claim_svm_beats_lpl(run: Run | None) -> tuple[str, bool | str | None]:
     if run is None:
         return "not run", None
     results = {d: run.compare(d, "SVM", "LPL") for d in run.datasets()}
@@ -148,7 +148,7 @@ def _drop_at(run: Run, dataset: str, method: str, fixed: float = 1.0) -> pd.Data
     return out
 
 
-def _claim_lpl_drop_smaller(run: Run | None) -> tuple[str, bool | None]:
+def _claim_lpl_drop_smaller(run: Run | None) -> tuple[str, bool | str | None]:
     if run is None:
         return "not run", None
     # paired per split: SVM's drop minus LPL's drop (> 0: LPL loses less)
@@ -172,7 +172,7 @@ def _claim_sonar_width(run: Run | None) -> tuple[str, bool | None]:
             bool(s.loc["LPL", "width_decades"] > s.loc["SVM", "width_decades"]))
 
 
-def _claim_larger_k_helps(run: Run | None) -> tuple[str, bool | None]:
+def _claim_larger_k_helps(run: Run | None) -> tuple[str, bool | str | None]:
     if run is None:
         return "not run", None
     best = run.best[run.best["method"] == "LPL"]
