@@ -5,8 +5,11 @@ BIN    := $(VENV)/bin
 LKM    := $(BIN)/lkm
 # The read-only dataset mirror used by tests and reproductions.
 export LKM_DATA_DIR ?= $(abspath ../shared/datasets)
+# `make reproduce-* LOCKED=1`: install the exact package versions of requirements.lock first.
+LOCK   := requirements.lock
+ENV    := $(if $(LOCKED),install-locked,install)
 
-.PHONY: help install demo test lint bench reproduce reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-lrr reproduce-lrr-smoke clean
+.PHONY: help install install-locked lock docs-figures docs-check demo test lint bench reproduce reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-lrr reproduce-lrr-smoke clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -20,6 +23,18 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 	touch $@
 
 install: $(VENV)/.installed  ## create .venv and install lkm with test tools
+
+$(VENV)/.locked: $(LOCK) pyproject.toml | $(BIN)/activate
+	$(BIN)/python -m pip install --quiet -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $@ $(VENV)/.installed
+
+install-locked: $(VENV)/.locked  ## install the pinned versions of requirements.lock (what LOCKED=1 does)
+
+lock: install  ## rewrite requirements.lock from .venv (pip freeze --exclude-editable)
+	{ echo "# Package versions for the reproductions (Python $$($(BIN)/python -c 'import platform; print(platform.python_version())'), $$(uname -sm))."; \
+	  echo "# \`make lock\` rewrites it from .venv; \`make reproduce-* LOCKED=1\` installs from it."; \
+	  $(BIN)/python -m pip freeze --exclude-editable; } > $(LOCK)
 
 demo: install  ## run the embedded default (offline data) and write results/quickstart/
 	$(LKM) run configs/quickstart.yaml --jobs 2
@@ -35,23 +50,30 @@ bench: install  ## speed ratios against reference libraries (one spambase fold)
 
 reproduce: reproduce-lpl reproduce-npps reproduce-lrr  ## every reproduction that exists so far
 
-reproduce-lpl: install  ## Tsuji, Kudo, Tanaka: every table, figure and claim (~15 min cold, seconds when recorded)
+reproduce-lpl: $(ENV)  ## Tsuji, Kudo, Tanaka: every table, figure and claim (~15 min cold, seconds when recorded)
 	$(LKM) reproduce lpl --jobs 2
 
-reproduce-lpl-smoke: install  ## the same with few settings (what CI checks): every output file, fast
+reproduce-lpl-smoke: $(ENV)  ## the same with few settings (what CI checks): every output file, fast
 	$(LKM) reproduce lpl --smoke --jobs 2
 
-reproduce-npps: install  ## Shin, Cho (NPPS): Table 2, Figs. 3, 5-7, kNN invariance and claims
+reproduce-npps: $(ENV)  ## Shin, Cho (NPPS): Table 2, Figs. 3, 5-7, kNN invariance and claims
 	$(LKM) reproduce npps --jobs 2
 
-reproduce-npps-smoke: install  ## the same with few settings (what CI checks)
+reproduce-npps-smoke: $(ENV)  ## the same with few settings (what CI checks)
 	$(LKM) reproduce npps --smoke --jobs 2
 
-reproduce-lrr: install  ## Li, Chen, Tang (LRR vs RLS): Tables 1-8, Fig. 3, claims with paired tests
+reproduce-lrr: $(ENV)  ## Li, Chen, Tang (LRR vs RLS): Tables 1-8, Fig. 3, claims with paired tests
 	$(LKM) reproduce lrr --jobs 2
 
-reproduce-lrr-smoke: install  ## the same with few settings (what CI checks)
+reproduce-lrr-smoke: $(ENV)  ## the same with few settings (what CI checks)
 	$(LKM) reproduce lrr --smoke --jobs 2
+
+docs-figures: install  ## snapshot results/ into docs/runs/, then regenerate README's and docs' tables and figures from it
+	$(LKM) docs snapshot --results results
+	$(LKM) docs build
+
+docs-check: install  ## fail when a table in README.md or docs/ differs from what docs/runs/ gives
+	$(LKM) docs check
 
 clean:  ## remove run folders and caches (keeps .venv)
 	rm -rf results/*/ .pytest_cache .ruff_cache
