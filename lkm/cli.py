@@ -79,6 +79,8 @@ app = typer.Typer(
 )
 datasets_app = typer.Typer(help="List, describe, download and verify the registered datasets.", no_args_is_help=True)
 app.add_typer(datasets_app, name="datasets")
+docs_app = typer.Typer(help="README's and docs/' tables and figures from the committed run snapshot docs/runs/.", no_args_is_help=True)
+app.add_typer(docs_app, name="docs")
 
 
 def _fail(exc: BaseException, code: int = 2) -> typer.Exit:
@@ -506,6 +508,61 @@ def datasets_verify(data_dir: DataDirOpt = None) -> None:
     console.print(f"{counts['ok']} ok, {counts['missing']} missing, {counts['mismatch']} checksum mismatches")
     if bad:
         raise typer.Exit(1)
+
+
+# -- docs -------------------------------------------------------------------------------
+@docs_app.command("snapshot")
+def docs_snapshot(
+    results: Annotated[Path, typer.Option("--results", help="Folder holding the run folders (`lkm reproduce` writes them).")] = Path("results"),
+    root: Annotated[Path, typer.Option("--root", help="Repository root (where README.md and docs/ are).")] = Path("."),
+) -> None:
+    """Copy the runs the docs cite from RESULTS into docs/runs/ (spec, provenance, lock
+    file, the plan's records gzipped) and the figures the docs show into docs/figures/."""
+    from lkm.report.docs import SNAPSHOT, snapshot
+
+    report = snapshot(results, root)
+    for name, n in report.runs.items():
+        console.print(f"[green]snapshot[/] {name}: {n} records", highlight=False)
+    for name in report.kept:
+        err_console.print(f"[yellow]kept[/] {name}: not in {results}/, the committed snapshot stays", highlight=False)
+    for name in report.removed:
+        console.print(f"removed {name}: no longer cited", highlight=False)
+    for fig in report.missing_figures:
+        err_console.print(f"[yellow]missing figure[/] {fig}: not in the run folder's figures/", highlight=False)
+    console.print(f"{len(report.figures)} figures copied; {root / SNAPSHOT}/ is {report.bytes / 1e6:.2f} MB", highlight=False)
+
+
+@docs_app.command("build")
+def docs_build(
+    root: Annotated[Path, typer.Option("--root", help="Repository root (where README.md and docs/ are).")] = Path("."),
+) -> None:
+    """Rewrite every generated table (`<!-- lkm:begin ID -->` blocks) of README.md and
+    docs/reproductions/ from docs/runs/."""
+    from lkm.report.docs import build
+
+    try:
+        changed = build(root)
+    except LkmError as exc:
+        raise _fail(exc, 1) from None
+    console.print(f"rewrote {', '.join(changed)}" if changed else "every generated table is current", highlight=False)
+
+
+@docs_app.command("check")
+def docs_check(
+    root: Annotated[Path, typer.Option("--root", help="Repository root (where README.md and docs/ are).")] = Path("."),
+) -> None:
+    """Exit 1 listing every generated table that differs from what docs/runs/ gives (and
+    every missing figure); `lkm docs build` rewrites them."""
+    from lkm.report.docs import check
+
+    problems = check(root)
+    for p in problems:
+        err_console.print(p, highlight=False, markup=False, soft_wrap=True)
+    if problems:
+        err_console.print(f"{len(problems)} problem(s); `make docs-figures` (or `lkm docs build`) regenerates the tables",
+                          highlight=False)
+        raise typer.Exit(1)
+    console.print("every generated table matches docs/runs/")
 
 
 def main() -> None:  # pragma: no cover - console entry point

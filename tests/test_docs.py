@@ -1,0 +1,167 @@
+"""The tables README.md and docs/reproductions show are generated from the committed run
+snapshot docs/runs/, and a committed table that differs from what the records give fails
+here (CI runs this on a clean clone)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from lkm.cli import app
+from lkm.report import docs
+from lkm.store import RunStore
+
+REPO = Path(__file__).resolve().parents[1]
+
+TINY_SPEC = """\
+name: tiny
+datasets: [moons]
+preprocessing: standardize
+protocol: {kind: kfold, folds: 3, repeats: 1, seed: 0}
+methods:
+  - {name: PL, estimator: pl}
+  - {name: LPL, estimator: lpl, params: {k: 3}}
+sweep: {sigma: [0.5, 2.0]}
+outputs: {tables: [summary], figures: [best]}
+"""
+
+README = """\
+# tiny
+
+Accuracy at sigma*:
+
+<!-- lkm:begin lpl/accuracy -->
+(to be generated)
+<!-- lkm:end -->
+
+![best](docs/figures/lpl/lpl_vs_svm-best.png)
+"""
+
+
+def test_committed_docs_match_the_committed_snapshot() -> None:
+    problems = docs.check(REPO)
+    assert not problems, "\n".join(["run `make docs-figures` (or `lkm docs build`):", *problems])
+
+
+def test_every_block_in_the_docs_is_known_and_its_runs_are_committed() -> None:
+    for rel in docs.DOC_FILES:
+        for m in docs.BLOCK_RE.finditer((REPO / rel).read_text()):
+            assert m["id"] in docs.BLOCKS, (rel, m["id"])
+            for run in docs.BLOCKS[m["id"]].runs:
+                assert (REPO / docs.SNAPSHOT / run / "records" / docs.SNAPSHOT_PART).is_file(), (rel, m["id"], run)
+
+
+@pytest.fixture(scope="module")
+def tiny_root(tmp_path_factory) -> Path:
+    """A repository root with one generated block, and results/lpl_vs_svm from a tiny real run
+    plus one stale record of an earlier plan."""
+    root = tmp_path_factory.mktemp("docs")
+    (root / "README.md").write_text(README)
+    (root / "docs" / "reproductions").mkdir(parents=True)
+    for name in ("lpl", "npps", "lrr"):
+        (root / "docs" / "reproductions" / f"{name}.md").write_text(f"# {name}\n")
+    spec = root / "tiny.yaml"
+    spec.write_text(TINY_SPEC)
+    run = root / "results" / "lpl_vs_svm"
+    res = CliRunner().invoke(app, ["run", str(spec), "--out", str(run), "--no-progress"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    RunStore(run).append([{"task_id": "stale-from-an-earlier-plan", "status": "ok", "dataset": "moons",
+                           "method": "PL", "params": {"sigma": 9.0}, "accuracy": 0.0}])
+    return root
+
+
+@pytest.fixture()
+def built(tiny_root: Path, tmp_path: Path) -> Path:
+    """A copy of tiny_root after `lkm docs snapshot` and `lkm docs build`."""
+    import shutil
+
+    root = tmp_path / "repo"
+    shutil.copytree(tiny_root, root)
+    docs.snapshot(root / "results", root)
+    docs.build(root)
+    return root
+
+
+def _block(text: str, block_id: str) -> str:
+    return next(m["body"] for m in docs.BLOCK_RE.finditer(text) if m["id"] == block_id)
+
+
+def test_snapshot_keeps_the_plans_records_gzipped_and_byte_stable(tiny_root: Path, tmp_path: Path) -> None:
+    report = docs.snapshot(tiny_root / "results", tmp_path)  # tmp_path has no docs: nothing cited
+    assert report.runs == {}
+    import shutil
+
+    shutil.copytree(tiny_root, tmp_path / "r")
+    root = tmp_path / "r"
+    report = docs.snapshot(root / "results", root)
+    planned = len(json.loads((root / "results" / "lpl_vs_svm" / "plan.json").read_text())["task_ids"])
+    assert report.runs == {"lpl_vs_svm": planned}  # the stale record is left out
+    part = root / docs.SNAPSHOT / "lpl_vs_svm" / "records" / docs.SNAPSHOT_PART
+    with gzip.open(part, "rt") as fh:
+        ids = [json.loads(line)["task_id"] for line in fh]
+    assert len(ids) == planned and "stale-from-an-earlier-plan" not in ids
+    for name in ("spec.yaml", "provenance.json", "requirements.lock.txt", "plan.json"):
+        assert (root / docs.SNAPSHOT / "lpl_vs_svm" / name).is_file(), name
+    first = part.read_bytes()
+    docs.snapshot(root / "results", root)
+    assert part.read_bytes() == first  # no timestamps: a rerun on the same records changes nothing
+    assert report.figures == ["lpl/lpl_vs_svm-best.png"]
+    assert (root / "docs" / "figures" / "lpl" / "lpl_vs_svm-best.png").read_bytes() == \
+        (root / "results" / "lpl_vs_svm" / "figures" / "best.png").read_bytes()
+
+
+def test_build_writes_the_runs_numbers_into_the_block_and_nothing_else(built: Path) -> None:
+    text = (built / "README.md").read_text()
+    body = _block(text, "lpl/accuracy")
+    assert "(to be generated)" not in body
+    assert text.replace(body, "(to be generated)\n") == README  # text outside the block untouched
+    # each cell is the run's own summary table: mean ± std at sigma*, 2 decimals
+    summary = pd.read_csv(built / "results" / "lpl_vs_svm" / "tables" / "summary.csv", dtype=str)
+    row = next(line for line in body.splitlines() if line.startswith("| moons"))
+    for _, r in summary.iterrows():
+        mean, std = r["accuracy % (ours)"].split(" ± ")
+        assert f"{mean}** ± {std}" in row or f"{mean} ± {std}" in row, (row, r["accuracy % (ours)"])
+    assert docs.check(built) == []
+    assert docs.build(built) == []  # a second build changes nothing
+
+
+def test_check_names_a_stale_block_with_a_one_line_summary(built: Path) -> None:
+    readme = built / "README.md"
+    text = readme.read_text()
+    body = _block(text, "lpl/accuracy")
+    row = next(line for line in body.splitlines() if line.startswith("| moons"))
+    edited = row.replace(" ± ", " ± 9", 1)
+    readme.write_text(text.replace(row, edited))
+    problems = docs.check(built)
+    assert len(problems) == 1
+    assert problems[0].startswith("README.md: lpl/accuracy: stale — 1 of ") and "\n" not in problems[0]
+    res = CliRunner().invoke(app, ["docs", "check", "--root", str(built)])
+    assert res.exit_code == 1 and "lpl/accuracy: stale" in res.output
+    res = CliRunner().invoke(app, ["docs", "build", "--root", str(built)])
+    assert res.exit_code == 0 and docs.check(built) == []
+
+
+def test_check_reports_unknown_blocks_missing_runs_figures_and_markers(built: Path) -> None:
+    readme = built / "README.md"
+    readme.write_text(readme.read_text() + "\n<!-- lkm:begin lpl/acuracy -->\nx\n<!-- lkm:end -->\n"
+                      "<!-- lkm:begin lpl/claims -->\nx\n<!-- lkm:end -->\n")
+    (built / "docs" / "figures" / "lpl" / "lpl_vs_svm-best.png").unlink()
+    problems = docs.check(built)
+    assert any("lpl/acuracy: cannot build: unknown block" in p and "lpl/accuracy" in p for p in problems)
+    assert any("lpl/claims: cannot build: runs" in p and "not in" in p for p in problems)
+    assert any("figure docs/figures/lpl/lpl_vs_svm-best.png is missing" in p for p in problems)
+    with pytest.raises(docs.DocsError, match="lpl/claims"):
+        docs.build(built)
+    (built / "docs" / "reproductions" / "lrr.md").write_text("<!-- lkm:begin lrr/claims -->\n")
+    assert any(p.startswith("docs/reproductions/lrr.md: unbalanced markers") for p in docs.check(built))
+
+
+def test_markers_quoted_inside_a_line_are_prose_not_blocks(built: Path) -> None:
+    readme = built / "README.md"
+    readme.write_text(readme.read_text() + "\nBlocks sit between `<!-- lkm:begin ID -->` and `<!-- lkm:end -->`.\n")
+    assert docs.check(built) == []
