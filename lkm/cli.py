@@ -525,6 +525,8 @@ def docs_snapshot(
         console.print(f"[green]snapshot[/] {name}: {n} records", highlight=False)
     for name in report.kept:
         err_console.print(f"[yellow]kept[/] {name}: not in {results}/, the committed snapshot stays", highlight=False)
+    for name in report.absent:
+        err_console.print(f"[yellow]absent[/] {name}: neither in {results}/ nor in {SNAPSHOT}/ (run its reproduction)", highlight=False)
     for name in report.removed:
         console.print(f"removed {name}: no longer cited", highlight=False)
     for fig in report.missing_figures:

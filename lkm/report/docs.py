@@ -359,6 +359,7 @@ def _figure_source(results: Path, file: str) -> Path | None:
 class SnapshotReport:
     runs: dict[str, int] = field(default_factory=dict)  # run -> records kept
     kept: list[str] = field(default_factory=list)  # cited runs absent from results/: committed snapshot kept
+    absent: list[str] = field(default_factory=list)  # cited runs in neither results/ nor the snapshot
     removed: list[str] = field(default_factory=list)  # snapshot runs no longer cited
     figures: list[str] = field(default_factory=list)
     missing_figures: list[str] = field(default_factory=list)
@@ -376,8 +377,10 @@ def snapshot(results: Path = Path("results"), root: Path = Path(".")) -> Snapsho
         src = results / name
         if (src / "spec.yaml").is_file() and (src / "records").is_dir():
             report.runs[name] = write_run_snapshot(src, dest_root / name)
-        else:
+        elif (dest_root / name / "spec.yaml").is_file():
             report.kept.append(name)
+        else:
+            report.absent.append(name)
     if dest_root.is_dir():
         for d in sorted(dest_root.iterdir()):
             if d.is_dir() and d.name not in cited and (d / "spec.yaml").is_file():
