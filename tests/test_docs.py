@@ -165,3 +165,19 @@ def test_markers_quoted_inside_a_line_are_prose_not_blocks(built: Path) -> None:
     readme = built / "README.md"
     readme.write_text(readme.read_text() + "\nBlocks sit between `<!-- lkm:begin ID -->` and `<!-- lkm:end -->`.\n")
     assert docs.check(built) == []
+
+
+def test_a_perturbed_variant_does_not_outlive_its_refreshed_run(built: Path, monkeypatch) -> None:
+    import dataclasses
+    import shutil
+
+    old_variant = built / docs.SNAPSHOT / "lpl_vs_svm-perturbed"
+    shutil.copytree(built / docs.SNAPSHOT / "lpl_vs_svm", old_variant)
+    block = dataclasses.replace(docs.BLOCKS["lpl/accuracy"], extra=("lpl_vs_svm-perturbed",))
+    monkeypatch.setitem(docs.BLOCKS, "lpl/accuracy", block)
+    report = docs.snapshot(built / "results", built)  # results/ has the run but no variant
+    assert report.removed == ["lpl_vs_svm-perturbed"] and not old_variant.exists()
+    shutil.rmtree(built / "results" / "lpl_vs_svm")  # now the run itself is absent: both are kept
+    shutil.copytree(built / docs.SNAPSHOT / "lpl_vs_svm", old_variant)
+    report = docs.snapshot(built / "results", built)
+    assert report.kept == ["lpl_vs_svm", "lpl_vs_svm-perturbed"] and old_variant.exists()

@@ -70,7 +70,7 @@ class Snapshot:
     _cache: dict[Any, Any] = field(default_factory=dict)
 
     def run(self, name: str):
-        """The run ``name`` (:class:`lkm.papers.common.Run`) with its unavailable datasets."""
+        """The run ``name`` (:class:`lkm.papers.common.Run`) of the snapshot."""
         from lkm.papers.common import load_run
 
         if ("run", name) not in self._cache:
@@ -369,14 +369,19 @@ class SnapshotReport:
 def snapshot(results: Path = Path("results"), root: Path = Path(".")) -> SnapshotReport:
     """Copy every run the docs cite from ``results/`` into ``docs/runs/`` and every figure
     they show into ``docs/figures/``. A cited run missing from ``results/`` keeps its
-    committed snapshot; snapshot runs no longer cited are removed."""
+    committed snapshot, except a ``<run>-perturbed`` variant whose run was refreshed
+    without it; snapshot runs no longer cited are removed."""
     report = SnapshotReport()
     dest_root = root / SNAPSHOT
     cited = cited_runs(root)
     for name in cited:
         src = results / name
+        base = name.removesuffix("-perturbed")
         if (src / "spec.yaml").is_file() and (src / "records").is_dir():
             report.runs[name] = write_run_snapshot(src, dest_root / name)
+        elif base != name and base in report.runs and (dest_root / name).is_dir():
+            shutil.rmtree(dest_root / name)  # a fragility variant must not outlive the run it perturbs
+            report.removed.append(name)
         elif (dest_root / name / "spec.yaml").is_file():
             report.kept.append(name)
         else:
