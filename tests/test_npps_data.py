@@ -1,5 +1,6 @@
 """Data and outputs of the NPPS reproduction (Shin and Cho 2004): the artificial problems'
-generators, the MNIST test-image stand-ins, and smoke runs of the NPPS specs via the CLI."""
+generators, MNIST (real, its parity substitute for DMEF4, the test-image stand-ins), and
+smoke runs of the NPPS specs via the CLI."""
 
 from __future__ import annotations
 
@@ -61,12 +62,30 @@ def test_mnist_test_standin_loads_from_the_mirror_with_a_seeded_80_20_split(data
     assert len(parity.predefined_split["train"]) == 8000
 
 
-def test_dmef4_substitute_needs_the_mnist_training_images(data_dir, monkeypatch):
-    if (data_dir / "mnist" / "train-images-idx3-ubyte.gz").exists():
-        pytest.skip("the mirror has MNIST's training images")
+def test_dmef4_substitute_is_mnist_parity_on_all_60000_training_images(data_dir):
+    ds = load_dataset("mnist-even-odd", data_dir=data_dir)
+    assert ds.X.shape == (70000, 784) and ds.classes == [0, 1]
+    assert {k: len(v) for k, v in ds.predefined_split.items()} == {"train": 60000, "test": 10000}
+    assert dict(Counter(ds.y.tolist())) == ds.info.class_counts
+    digits = load_dataset("mnist", data_dir=data_dir).y
+    assert np.array_equal(ds.y, digits % 2)
+
+
+def _mirror_without_mnist_training_images(tmp_path: Path, data_dir: Path) -> Path:
+    """A mirror with every MNIST file except both forms of the training images."""
+    mirror = tmp_path / "mirror"
+    (mirror / "mnist").mkdir(parents=True)
+    for f in (data_dir / "mnist").iterdir():
+        if not f.name.startswith("train-images"):
+            (mirror / "mnist" / f.name).symlink_to(f)
+    (mirror / "MANIFEST.json").symlink_to(data_dir / "MANIFEST.json")
+    return mirror
+
+
+def test_dmef4_substitute_without_training_images_is_unavailable(tmp_path, data_dir, monkeypatch):
     monkeypatch.setenv("LKM_OFFLINE", "1")
-    with pytest.raises(DatasetUnavailable, match="train-images-idx3-ubyte.gz"):
-        load_dataset("mnist-even-odd", data_dir=data_dir)
+    with pytest.raises(DatasetUnavailable, match="train-images-idx3-ubyte.gz .or its accepted form"):
+        load_dataset("mnist-even-odd", data_dir=_mirror_without_mnist_training_images(tmp_path, data_dir))
 
 
 def _run(spec: str, out: Path, data_dir: Path, monkeypatch) -> None:
@@ -87,6 +106,10 @@ def test_smoke_table2_writes_every_output(tmp_path, data_dir, monkeypatch):
         assert (out / "figures" / f"npps_boundaries.{ext}").is_file()
     table = (out / "tables" / "npps_table2.md").read_text()
     assert "600 (600)" in table and "(454.83)" in table and "not run" not in table
+    # C, sigma (and k for SELECTED) chosen by CV per split: the most frequent choice is shown.
+    assert "setting ALL" in table and "setting SELECTED" in table
+    (xor,) = [line for line in table.splitlines() if line.startswith("| continuous-xor")]
+    assert "C=10 (2/2)" in xor and "σ=" in xor and "k=" in xor
     sweep = (out / "tables" / "npps_k_sweep.md").read_text()
     assert "K-uci" in sweep and "SELECTED-uci" in sweep
 
@@ -101,13 +124,25 @@ def test_smoke_fast_vs_naive_writes_every_output(tmp_path, data_dir, monkeypatch
     assert "slopes" in (out / "tables" / "npps_selection_time.md").read_text()
 
 
-def test_mnist_spec_shows_unavailable_rows_beside_the_standin(tmp_path, data_dir, monkeypatch):
-    if (data_dir / "mnist" / "train-images-idx3-ubyte.gz").exists():
-        pytest.skip("the mirror has MNIST's training images")
+def test_mnist_smoke_runs_the_standin_with_settings_chosen_by_cv(tmp_path, data_dir, monkeypatch):
     out = tmp_path / "mn"
     _run("npps_table2_mnist.yaml", out, data_dir, monkeypatch)
     table = (out / "tables" / "npps_table2.md").read_text()
     rows = {line.split("|")[1].strip(): line for line in table.splitlines() if line.startswith("| mnist")}
-    assert "data unavailable" in rows["mnist-3-8"] and "data unavailable" in rows["mnist-even-odd"]
-    assert "stand-in (MNIST test images, 80/20)" in rows["mnist-3-8-standin"]
-    assert "data unavailable" not in rows["mnist-3-8-standin"] and "(11982)" in rows["mnist-3-8-standin"]
+    assert set(rows) == {"mnist-3-8-standin"}  # the real rows are not part of the smoke run
+    row = rows["mnist-3-8-standin"]
+    assert "stand-in (MNIST test images, 80/20)" in row and "(11982)" in row
+    assert "C=10 (1/1)" in row and "k=" in row and "(1/1)" in row
+
+
+def test_mnist_rows_without_training_images_are_skipped_with_a_hint(tmp_path, data_dir, monkeypatch):
+    mirror = _mirror_without_mnist_training_images(tmp_path, data_dir)
+    monkeypatch.setenv("LKM_DATA_DIR", str(mirror))
+    monkeypatch.setenv("LKM_OFFLINE", "1")
+    out = tmp_path / "mn"
+    res = runner.invoke(app, ["run", str(REPO / "configs" / "npps_table2_mnist.yaml"), "--out", str(out),
+                              "--no-progress"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.output.split())
+    for pair in ("3-8", "6-8", "9-8"):
+        assert f"skipped mnist-{pair}: dataset 'mnist': file train-images-idx3-ubyte.gz (or its accepted" in said
