@@ -122,13 +122,17 @@ TIE_RTOL = 1e-9
 def _exact_sq_dists(X: np.ndarray, Q: np.ndarray, r: np.ndarray, j: np.ndarray) -> np.ndarray:
     """``||Q[r] - X[j]||²`` pairwise, summed feature by feature in a fixed order, so that
     equal points give bit-identical distances wherever they sit in memory (a matrix product
-    or a vectorized reduction does not promise that)."""
-    sq = X[j] - Q[r]
-    np.multiply(sq, sq, out=sq)
-    cols = np.ascontiguousarray(sq.T)
-    d = cols[0].copy()
-    for f in range(1, cols.shape[0]):
-        d += cols[f]
+    or a vectorized reduction does not promise that). Blocks of pairs bound the memory."""
+    d = np.empty(r.size)
+    block = max(1, (2 * 2**20) // max(1, X.shape[1]))  # pairs per block: 16 MB of differences
+    for lo in range(0, r.size, block):
+        hi = min(lo + block, r.size)
+        cols = np.ascontiguousarray((X[j[lo:hi]] - Q[r[lo:hi]]).T)  # (p, pairs)
+        np.multiply(cols, cols, out=cols)
+        acc = cols[0].copy()
+        for f in range(1, cols.shape[0]):
+            acc += cols[f]
+        d[lo:hi] = acc
     return d
 
 
@@ -155,11 +159,12 @@ def tie_ruled_neighbors(X: np.ndarray, rows: np.ndarray, n_neighbors: int) -> np
     slack = 1e-10 * (norms.max() if n else 0.0)
     out = np.empty((m, n_neighbors), dtype=np.intp)
     step = max(1, CHUNK_BYTES // (8 * n))
+    minus_2xt = -2.0 * X.T
     for start in range(0, m, step):
         q_rows = rows[start : start + step]
         Q = X[q_rows]
         qn = norms[q_rows]
-        approx = Q @ (-2.0 * X.T)
+        approx = Q @ minus_2xt
         approx += norms[None, :]
         approx += qn[:, None]
         nth = np.partition(approx, n_neighbors - 1, axis=1)[:, n_neighbors - 1]
