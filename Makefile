@@ -9,7 +9,7 @@ export LKM_DATA_DIR ?= $(abspath ../shared/datasets)
 LOCK   := requirements.lock
 ENV    := $(if $(LOCKED),install-locked,install)
 
-.PHONY: help install install-locked lock docs-figures docs-check demo test lint bench reproduce reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-lrr reproduce-lrr-smoke clean
+.PHONY: help install install-locked lock docs-figures docs-check demo test lint bench reproduce reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -61,6 +61,9 @@ reproduce-npps: $(ENV)  ## Shin, Cho (NPPS): Table 2, Figs. 3, 5-7, kNN invarian
 
 reproduce-npps-smoke: $(ENV)  ## the same with few settings (what CI checks)
 	$(LKM) reproduce npps --smoke --jobs 2
+
+reproduce-npps-mnist-large: $(ENV)  ## NPPS large-set row: MNIST even vs odd on all 60000 training images (hours; one job, one thread)
+	OMP_NUM_THREADS=1 $(LKM) run configs/npps_mnist_even_odd.yaml --jobs 1
 
 reproduce-lrr: $(ENV)  ## Li, Chen, Tang (LRR vs RLS): Tables 1-8, Fig. 3, claims with paired tests
 	$(LKM) reproduce lrr --jobs 2
