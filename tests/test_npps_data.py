@@ -146,3 +146,11 @@ def test_mnist_rows_without_training_images_are_skipped_with_a_hint(tmp_path, da
     said = " ".join(res.output.split())
     for pair in ("3-8", "6-8", "9-8"):
         assert f"skipped mnist-{pair}: dataset 'mnist': file train-images-idx3-ubyte.gz (or its accepted" in said
+
+
+def test_large_set_spec_smoke_runs_the_even_odd_standin(tmp_path, data_dir, monkeypatch):
+    out = tmp_path / "eo"
+    _run("npps_mnist_even_odd.yaml", out, data_dir, monkeypatch)
+    table = (out / "tables" / "npps_table2.md").read_text()
+    (row,) = [line for line in table.splitlines() if line.startswith("| mnist-even-odd-standin")]
+    assert "substitute for DMEF4" in row and "(81226)" in row and "C=10 (1/1)" in row
