@@ -92,6 +92,31 @@ def gaussian_from_sq(D: np.ndarray, sigma: float, out: np.ndarray | None = None)
     return out
 
 
+def exp_rows_scaled(D: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``exp(-scale·D)`` each divided by its largest entry, and the row minima.
+
+    Computed as ``exp(-scale·(D - m))`` with ``m`` the row minima of D, so every row holds
+    an exact 1 and a row never underflows to all zeros, however small the kernel width.
+    The true rows are ``exp(-scale·m)`` times these: a positive factor per row, so the
+    sign (two classes) and the argmax (more classes) of any ``rows @ coef`` are those of
+    the unscaled kernel expansion. No entries are flushed; exp itself rounds entries below
+    ``exp(-745)`` times the row's largest to 0, which matters only when the other terms
+    cancel to within 1e-323 — a true tie in all but name.
+    """
+    D = np.asarray(D, dtype=np.float64)
+    m = D.min(axis=-1, keepdims=True) if D.shape[-1] else np.zeros(D.shape[:-1] + (1,))
+    rows = np.subtract(D, m)
+    rows *= -scale
+    np.exp(rows, out=rows)
+    return rows, m[..., 0]
+
+
+def underflows(row_min: np.ndarray, scale: float) -> np.ndarray:
+    """Where ``exp(-scale·row_min)`` is 0 in float64: the unscaled kernel row is all zeros
+    (the output an unscaled evaluation would give is exactly 0)."""
+    return np.exp(np.asarray(row_min, dtype=np.float64) * -scale) == 0.0
+
+
 def heat_from_sq(D: np.ndarray, t: float) -> np.ndarray:
     """Unit-diagonal heat kernel ``exp(-d² / 4t)`` from squared distances.
 

@@ -284,6 +284,7 @@ def _run_job(
             t1 = time.perf_counter()
             y_pred = est.predict(X_test) if task.tune else est.predict(X_test, cache=cache)
             t2 = time.perf_counter()
+            info = dict(getattr(est, "info_", {}))  # as the test prediction left it
             train_score = {}
             if score_train:
                 y_fit = est.predict(X_train) if task.tune else est.predict(X_train, cache=cache)
@@ -299,7 +300,7 @@ def _run_job(
         store.append([{
             **base, "status": "ok", "accuracy": float(correct.mean()), "per_class_accuracy": per_class,
             "fit_seconds": t1 - t0, "predict_seconds": t2 - t1, **train_score,
-            "info": {**getattr(est, "info_", {}), **tune_info},
+            "info": {**info, **tune_info},
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }])
         n_ok += 1

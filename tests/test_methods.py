@@ -63,8 +63,9 @@ def _blobs_with_duplicates(seed: int = 0):
 def test_pl_interpolates_training_labels_when_g_is_invertible() -> None:
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(40, 3)), rng.integers(0, 2, size=40)
-    model = ProjectionLearning(sigma=0.5).fit(X, y)
+    model = ProjectionLearning(sigma=0.5, solver="cholesky").fit(X, y)
     assert model.info_["route"] == "inverse" and model.info_["rank_G"] == 40
+    assert ProjectionLearning(sigma=0.5).fit(X, y).info_["rank_G"] == 40
     np.testing.assert_allclose(model.decision_function(X), np.where(y == 1, 1.0, -1.0), atol=1e-8)
     np.testing.assert_array_equal(model.predict(X), y)
 

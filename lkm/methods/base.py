@@ -48,6 +48,7 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"{type(self).__name__} needs samples of at least two classes; got 1 class"
             )
+        self.class_count_ = np.bincount(y_index, minlength=self.classes_.size)
         return X, y_index
 
     def _validate_query(self, X: np.ndarray) -> np.ndarray:
@@ -63,14 +64,53 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
         Y[np.arange(y_index.size), y_index] = 1.0
         return Y
 
-    def _labels_from_decision(self, decision: np.ndarray) -> np.ndarray:
-        if decision.ndim == 1:
-            return self.classes_[(decision > 0).astype(np.intp)]
-        return self.classes_[np.argmax(decision, axis=1)]
+    def _labels_from_decision(
+        self, decision: np.ndarray, nearest_class: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Labels from decision values, with one explicit rule for exact ties.
+
+        Two classes: the sign of f; more: the largest output. Where f is exactly 0 (or the
+        largest output is shared), the tied class with the larger training prior wins;
+        between equally frequent classes, the class of the nearest training pattern
+        (``nearest_class``, class indices, when the method knows it); only then the lower
+        class index. No rule depends on the order of the labels unless all of these tie.
+        ``info_['tie_share']`` receives the share of such points.
+        """
+        scores = np.column_stack([-decision, decision]) if decision.ndim == 1 else decision
+        top = scores.max(axis=1, keepdims=True)
+        tied = scores == top
+        ties = tied.sum(axis=1) > 1
+        choice = np.argmax(scores, axis=1)
+        if ties.any():
+            n_classes = self.classes_.size
+            prior = getattr(self, "class_count_", np.zeros(n_classes)).astype(np.float64)
+            # lexicographic preference among the tied classes: prior, then nearest pattern's class
+            preference = np.broadcast_to(prior * 2.0, tied.shape).copy()
+            if nearest_class is not None:
+                preference[np.arange(tied.shape[0]), nearest_class] += 1.0
+            preference[~tied] = -np.inf
+            choice[ties] = np.argmax(preference[ties], axis=1)
+        if isinstance(getattr(self, "info_", None), dict):
+            self.info_["tie_share"] = float(ties.mean()) if ties.size else 0.0
+        return self.classes_[choice]
+
+    def _scaled_decision(
+        self, X: np.ndarray, cache: DistanceCache | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Decision values up to a positive factor per row, for :meth:`predict`, and the
+        class index of each row's nearest training pattern (or None).
+
+        Methods whose outputs are kernel expansions override this to evaluate them
+        without underflow (:func:`lkm.kernels.exp_rows_scaled`); the default is
+        :meth:`decision_function`.
+        """
+        return self.decision_function(X, cache=cache), None
 
     def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
         raise NotImplementedError
 
     def predict(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
-        """Class labels: sign of the output for two classes, else the largest output."""
-        return self._labels_from_decision(self.decision_function(X, cache=cache))
+        """Class labels: sign of the output for two classes, else the largest output,
+        from the scaled outputs (:meth:`_scaled_decision`); exact ties by the rule of
+        :meth:`_labels_from_decision`."""
+        return self._labels_from_decision(*self._scaled_decision(X, cache=cache))

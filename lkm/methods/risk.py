@@ -18,7 +18,14 @@ from scipy.linalg import cho_factor, cho_solve
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from lkm.kernels import DistanceCache, gaussian_gram, heat_gram
+from lkm.kernels import (
+    DistanceCache,
+    exp_rows_scaled,
+    gaussian_gram,
+    heat_gram,
+    sq_dists,
+    underflows,
+)
 from lkm.methods.base import LocalKernelClassifier
 
 #: Vicinity weights above this count as "in the vicinity" (``info_['n_in_vicinity']``).
@@ -113,6 +120,20 @@ class _KernelRidgeBase(LocalKernelClassifier):
         """``f(x) = Σ_j α_j K(x, x_j)``; (n,) for two classes, else (n, n_classes)."""
         X = self._validate_query(X)
         return self._gram(X, self.X_fit_, cache) @ self.dual_coef_
+
+    def _scaled_rows(self, X: np.ndarray, cache: DistanceCache | None) -> np.ndarray:
+        """Kernel rows ``K(x, X_train)`` each divided by its largest entry (exact signs
+        where the rows underflow; the heat kernel's constant is a positive factor too)."""
+        scale = 1.0 / (2.0 * self.sigma**2) if self.kernel == "gaussian" else 1.0 / (4.0 * self.t)
+        rows, row_min = exp_rows_scaled(sq_dists(X, self.X_fit_, cache), scale)
+        self.info_["underflow_share"] = float(underflows(row_min, scale).mean()) if row_min.size else 0.0
+        return rows
+
+    def _scaled_decision(
+        self, X: np.ndarray, cache: DistanceCache | None = None
+    ) -> tuple[np.ndarray, None]:
+        X = self._validate_query(X)
+        return self._scaled_rows(X, cache) @ self.dual_coef_, None
 
 
 class RegularizedLeastSquares(_KernelRidgeBase):
@@ -404,3 +425,11 @@ class LocalRiskPair(_KernelRidgeBase):
         X = self._validate_query(X)
         F = self._gram(X, self.X_fit_, cache) @ self.dual_coef_
         return F[np.arange(F.shape[0]), self._choose(X, F)]
+
+    def _scaled_decision(
+        self, X: np.ndarray, cache: DistanceCache | None = None
+    ) -> tuple[np.ndarray, None]:
+        # one positive factor per row for both models: the confidence choice is unchanged
+        X = self._validate_query(X)
+        F = self._scaled_rows(X, cache) @ self.dual_coef_
+        return F[np.arange(F.shape[0]), self._choose(X, F)], None
