@@ -349,8 +349,10 @@ def reproduce(
         from lkm.papers.common import perturbed_experiments
 
         for spec, source in perturbed_experiments(module, results, smoke):
+            # workers x BLAS threads within the cores: oversubscribed small solves slow down many-fold
+            threads = (spec.perturb.blas_threads if spec.perturb else None) or 1
             try:
-                _run_spec(spec, source, results / spec.name, jobs, False, False, progress)
+                _run_spec(spec, source, results / spec.name, max(1, jobs // threads), False, False, progress)
             except typer.Exit as exc:
                 if exc.exit_code != 1:
                     raise
