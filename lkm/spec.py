@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -65,6 +66,22 @@ def parse_grid(value: Any) -> list[Scalar]:
             return [_coerce(v.strip()) for v in s.split(",") if v.strip()]
         return [_coerce(s)]
     return [_coerce(value)]
+
+
+class _SpecLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with YAML 1.2 floats: ``1e-8`` is a number, not the string
+    '1e-8' that YAML 1.1 (which requires a dot) makes of it."""
+
+
+_SpecLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:\d[\d_]*)?(?:\.\d*)?[eE][-+]?\d+$"),
+    list("-+0123456789."),
+)
+
+
+def _load_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_SpecLoader)  # noqa: S506 (a SafeLoader subclass)
 
 
 def _coerce(v: Any) -> Scalar:
@@ -411,7 +428,7 @@ def load_spec(path: str | Path, smoke: bool = False) -> Spec:
     if not path.is_file():
         raise SpecError(f"{path}: no such spec file")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = _load_yaml(path.read_text())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -431,7 +448,7 @@ def _resolve_extends(data: Any, path: Path, seen: tuple[Path, ...]) -> Any:
     if parent.resolve() in seen:
         raise SpecError(f"{path}: extends: {parent} extends itself (a cycle)")
     try:
-        base = yaml.safe_load(parent.read_text())
+        base = _load_yaml(parent.read_text())
     except yaml.YAMLError as exc:
         raise SpecError(f"{parent}: malformed YAML: {str(exc).splitlines()[0]}") from None
     base = _resolve_extends(base, parent, (*seen, parent.resolve()))

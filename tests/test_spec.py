@@ -130,3 +130,15 @@ def test_method_restricted_to_some_datasets_is_planned_only_there(data_dir) -> N
     with pytest.raises(SpecError, match=r"methods\[0\]\.datasets\[0\]: no dataset 'sonar' in this spec"):
         spec_from_dict({**spec.model_dump(mode="json"), "methods": [
             {"name": "PL", "estimator": "pl", "datasets": ["sonar"]}]})
+
+
+def test_exponent_floats_without_a_dot_are_numbers(tmp_path) -> None:
+    """YAML 1.1 reads ``1e-8`` as a string; specs read it as the number users mean."""
+    from lkm.spec import load_spec
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: e-floats\ndatasets: [moons]\nprotocol: {kind: kfold, folds: 3, seed: 0}\n"
+        "methods:\n  - {name: PL, estimator: pl, params: {sigma: 1.0, rcond: 1e-8}}\n"
+    )
+    assert load_spec(path).methods[0].params["rcond"] == 1e-8
