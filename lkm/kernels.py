@@ -117,6 +117,11 @@ def underflows(row_min: np.ndarray, scale: float) -> np.ndarray:
     return np.exp(np.asarray(row_min, dtype=np.float64) * -scale) == 0.0
 
 
+def underflow_share(row_min: np.ndarray, scale: float) -> float:
+    """Share of rows whose unscaled kernel row is all zeros (:func:`underflows`); 0 for none."""
+    return float(underflows(row_min, scale).mean()) if np.size(row_min) else 0.0
+
+
 def heat_from_sq(D: np.ndarray, t: float) -> np.ndarray:
     """Unit-diagonal heat kernel ``exp(-d² / 4t)`` from squared distances.
 

@@ -82,10 +82,8 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
         ties = tied.sum(axis=1) > 1
         choice = np.argmax(scores, axis=1)
         if ties.any():
-            n_classes = self.classes_.size
-            prior = getattr(self, "class_count_", np.zeros(n_classes)).astype(np.float64)
             # lexicographic preference among the tied classes: prior, then nearest pattern's class
-            preference = np.broadcast_to(prior * 2.0, tied.shape).copy()
+            preference = np.broadcast_to(self.class_count_ * 2.0, tied.shape).copy()
             if nearest_class is not None:
                 preference[np.arange(tied.shape[0]), nearest_class] += 1.0
             preference[~tied] = -np.inf

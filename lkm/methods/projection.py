@@ -29,7 +29,7 @@ from lkm.kernels import (
     gaussian_from_sq,
     gaussian_gram,
     sq_dists,
-    underflows,
+    underflow_share,
 )
 from lkm.methods.base import LocalKernelClassifier, memoized
 from lkm.neighbors import NEIGHBOR_BACKENDS, make_neighbors, neighbor_recall
@@ -267,7 +267,7 @@ def _blockwise_pinv_solve(
     singles = np.array([block[0] for block in blocks if block.size == 1], dtype=np.intp)
     grams = [(block, gram(block)) for block in blocks if block.size > 1]
     lam_max = max([float(diag[singles].max()) if singles.size else 0.0]
-                  + [largest_eigenvalue(A, iterations=50) for _, A in grams])
+                  + [largest_eigenvalue(A, iterations=50) for _, A in grams])  # blocks are small: iterate to convergence
     solution = np.zeros(b.shape)
     kept = singles[diag[singles] > rcond * lam_max]
     solution[kept] = b[kept] / diag[kept].reshape((-1,) + (1,) * (b.ndim - 1))
@@ -391,7 +391,7 @@ class ProjectionLearning(LocalKernelClassifier):
         D = sq_dists(X, self.X_unique_, cache)
         scale = 1.0 / (2.0 * self.sigma * self.sigma)
         rows, row_min = exp_rows_scaled(D, scale)
-        self.info_["underflow_share"] = float(underflows(row_min, scale).mean()) if row_min.size else 0.0
+        self.info_["underflow_share"] = underflow_share(row_min, scale)
         nearest = self.unique_class_[np.argmin(D, axis=1)]
         return rows @ self.unique_coef_, nearest
 
@@ -547,7 +547,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         scale = 1.0 / (2.0 * self.sigma * self.sigma)
         if scaled:
             k_x, row_min = exp_rows_scaled(sq, scale)
-            self.info_["underflow_share"] = float(underflows(row_min, scale).mean()) if row_min.size else 0.0
+            self.info_["underflow_share"] = underflow_share(row_min, scale)
         else:
             k_x = gaussian_from_sq(sq, self.sigma)
         values, singular = batched_pinv_forms(G, k_x, self.dummy_outputs_[idx])

@@ -24,7 +24,7 @@ from lkm.kernels import (
     gaussian_gram,
     heat_gram,
     sq_dists,
-    underflows,
+    underflow_share,
 )
 from lkm.methods.base import LocalKernelClassifier
 
@@ -126,7 +126,7 @@ class _KernelRidgeBase(LocalKernelClassifier):
         where the rows underflow; the heat kernel's constant is a positive factor too)."""
         scale = 1.0 / (2.0 * self.sigma**2) if self.kernel == "gaussian" else 1.0 / (4.0 * self.t)
         rows, row_min = exp_rows_scaled(sq_dists(X, self.X_fit_, cache), scale)
-        self.info_["underflow_share"] = float(underflows(row_min, scale).mean()) if row_min.size else 0.0
+        self.info_["underflow_share"] = underflow_share(row_min, scale)
         return rows
 
     def _scaled_decision(
