@@ -29,6 +29,12 @@ class ChecksumError(DataError):
     """A data file does not match the sha256 recorded in the registry."""
 
 
+class NumericalError(LkmError, ValueError):
+    """A parameter value or feature scale that float64 cannot evaluate (a kernel width
+    whose square overflows, features whose squared distances overflow, non-finite
+    decision values). The message names the parameter or data and its value."""
+
+
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """Return ' (did you mean 'x'?)' for the closest choice, or a list of valid choices."""
     choices = sorted(set(choices))
