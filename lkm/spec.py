@@ -12,16 +12,32 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import re
+import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
 
 from lkm.errors import LkmError, SpecError, did_you_mean
 from lkm.protocols import (
+    DEFAULT_REALIZATIONS,
     HoldoutProtocol,
     KFoldProtocol,
     LearningCurveProtocol,
@@ -41,6 +57,58 @@ QUICKSTART_METHODS = [("PL", "pl"), ("LPL", "lpl"), ("SVM", "svm")]
 
 Scalar = float | int | str | bool | None
 
+# -- limits on hostile or runaway specs -------------------------------------------
+#: Largest spec file read (bytes).
+MAX_SPEC_BYTES = 1_000_000
+#: Most YAML nodes a spec may expand to, counting every alias as the nodes it stands for.
+MAX_YAML_NODES = 100_000
+#: Deepest nesting of mappings and lists in a spec.
+MAX_YAML_DEPTH = 50
+#: Most values in one parameter grid.
+MAX_GRID_VALUES = 10_000
+#: Default limit on the fits a plan may have (override: ``LKM_MAX_FITS`` or ``--max-fits``).
+MAX_FITS = 100_000
+#: Longest run name (it becomes a folder name).
+MAX_NAME_LENGTH = 100
+#: Seeds go to numpy, which takes 0 <= seed < 2**32.
+SEED_LIMIT = 2**32
+#: Kernel widths and the kernel scale they give: outside [1e-150, 1e150] the scale
+#: (1/(2 sigma²), 1/(4 t)) overflows to inf or underflows to 0 in float64.
+KERNEL_WIDTHS: dict[str, str] = {"sigma": "1/(2·sigma²)", "t": "1/(4·t)"}
+KERNEL_WIDTH_RANGE = (1e-150, 1e150)
+
+_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+
+
+def validate_run_name(name: Any, where: str, *, derived_from: str | None = None) -> str:
+    """Return ``name`` if it is a safe run name (it becomes ``results/<name>/``), else raise
+    a one-line SpecError starting with ``where``.
+
+    A run name is an identifier, not a path: letters, digits, ``.``, ``_`` and ``-``, not
+    starting with ``.`` or ``-`` (so never ``.`` or ``..``), at most
+    :data:`MAX_NAME_LENGTH` characters. ``derived_from``: the name it was derived from
+    (``<name>-smoke``, ``<name>-sweep-...``), named in the message.
+    """
+    origin = f" (derived from name {_short(derived_from)})" if derived_from is not None else ""
+    if not isinstance(name, str):
+        raise SpecError(f"{where}: a run name must be a string, got {type(name).__name__}")
+    if not name:
+        raise SpecError(f"{where}: the run name is empty{origin}")
+    if len(name) > MAX_NAME_LENGTH:
+        raise SpecError(f"{where}: run name {_short(name)}{origin} has {len(name)} characters (at most {MAX_NAME_LENGTH})")
+    if not _NAME_RE.fullmatch(name):
+        raise SpecError(
+            f"{where}: run name {_short(name)}{origin} is not an identifier: use letters, digits, '.', '_' and '-', "
+            "not starting with '.' or '-' (it names the folder results/<name>/)"
+        )
+    return name
+
+
+def _short(value: Any, n: int = 60) -> str:
+    """``repr(value)`` cut to about ``n`` characters (one line: control characters escaped)."""
+    text = repr(value)
+    return text if len(text) <= n else f"{text[:n]}...'"
+
 
 def parse_grid(value: Any) -> list[Scalar]:
     """Parse a parameter grid.
@@ -50,7 +118,8 @@ def parse_grid(value: Any) -> list[Scalar]:
     ``"default"`` / ``"paper"`` for the grid of :data:`DEFAULT_GRIDS` (resolved by the caller).
     """
     if isinstance(value, (list, tuple)):
-        return [_coerce(v) for v in value]
+        _check_grid_length(len(value), value)
+        return [_finite(_coerce(v), value) for v in value]
     if isinstance(value, str):
         s = value.strip()
         if s.count(":") == 2:
@@ -58,19 +127,160 @@ def parse_grid(value: Any) -> list[Scalar]:
             try:
                 lo, hi, num = float(a), float(b), int(n)
             except ValueError:
-                raise ValueError(f"grid {value!r}: expected 'start:stop:count' with numbers") from None
-            if lo <= 0 or hi <= 0 or num < 1:
-                raise ValueError(f"grid {value!r}: log-spaced grids need start, stop > 0 and count >= 1")
+                raise ValueError(f"grid {_short(value)}: expected 'start:stop:count' with numbers") from None
+            if not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 0 or hi <= 0 or num < 1:
+                raise ValueError(f"grid {_short(value)}: log-spaced grids need finite start, stop > 0 and count >= 1")
+            _check_grid_length(num, value)  # before np.logspace allocates
             return [float(f"{v:.6g}") for v in np.logspace(math.log10(lo), math.log10(hi), num)]
         if "," in s:
-            return [_coerce(v.strip()) for v in s.split(",") if v.strip()]
-        return [_coerce(s)]
-    return [_coerce(value)]
+            parts = [v.strip() for v in s.split(",") if v.strip()]
+            _check_grid_length(len(parts), value)
+            return [_finite(_coerce(v), value) for v in parts]
+        return [_finite(_coerce(s), value)]
+    return [_finite(_coerce(value), value)]
 
 
-class _SpecLoader(yaml.SafeLoader):
-    """PyYAML's safe loader with YAML 1.2 floats: ``1e-8`` is a number, not the string
-    '1e-8' that YAML 1.1 (which requires a dot) makes of it."""
+def _check_grid_length(n: int, value: Any) -> None:
+    if n > MAX_GRID_VALUES:
+        shown = _short(value) if isinstance(value, str) else "list"
+        raise ValueError(f"grid {shown} has {n} values (at most {MAX_GRID_VALUES} per grid)")
+
+
+def _finite(v: Scalar, grid: Any) -> Scalar:
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError(f"grid value {v!r} is not a finite number")
+    return v
+
+
+def unique_values(values: list[Any]) -> list[Any]:
+    """``values`` without repeats, first occurrence kept (``[1, 1.0, 1]`` -> ``[1]``;
+    ``True`` and ``1`` stay distinct)."""
+    seen: set[Any] = set()
+    out = []
+    for v in values:
+        try:
+            key = (type(v) is bool, v)
+            hash(key)
+        except TypeError:
+            key = (False, repr(v))
+        if key not in seen:
+            seen.add(key)
+            out.append(v)
+    return out
+
+
+def _grids(v: Any, info: ValidationInfo, where: str) -> Any:
+    """Field-validator body for ``{param: grid}`` keys: parse every grid, drop duplicate
+    values (noted in ``info.context['notes']``, which :func:`spec_from_dict` turns into
+    :attr:`Spec.notes`)."""
+    if not isinstance(v, dict):
+        return v
+    out = {}
+    for k, g in v.items():
+        try:
+            values = parse_grid(g)
+        except ValueError as exc:
+            raise ValueError(f"{k}: {exc}") from None
+        kept = unique_values(values)
+        if len(kept) < len(values):
+            _note(info, f"{where}.{k}: {len(values) - len(kept)} duplicate value(s) removed, {len(kept)} left")
+        out[k] = kept
+    return out
+
+
+def _note(info: ValidationInfo, text: str) -> None:
+    notes = info.context.get("notes") if isinstance(info.context, dict) else None
+    if notes is not None:
+        notes.append(text)
+
+
+class _SpecYAMLError(yaml.MarkedYAMLError):
+    """A spec that is well-formed YAML but breaks a limit or has a duplicate key."""
+
+
+class _Bounded:
+    """Composer and constructor hooks of the spec loader: nesting depth, alias expansion
+    and duplicate mapping keys.
+
+    Every node's *expanded* size (the nodes it would have with every alias written out)
+    is counted as it is composed, an alias adding the size of the node it refers to; the
+    document fails as soon as the total passes :data:`MAX_YAML_NODES`, so an alias bomb
+    ("billion laughs") stops after at most that many steps, before anything is built.
+    """
+
+    def __init__(self) -> None:
+        self._depth = 0
+        self._total = 0
+        self._sizes: dict[int, int] = {}
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):  # type: ignore[attr-defined]
+            event = self.peek_event()  # type: ignore[attr-defined]
+            node = super().compose_node(parent, index)  # type: ignore[misc]
+            size = self._sizes.get(id(node))
+            if size is None:
+                raise _SpecYAMLError(None, None, f"alias *{event.anchor} is used inside the node it names (a recursive alias)",
+                                     event.start_mark)
+            self._count(size, event.start_mark)
+            return node
+        self._depth += 1
+        if self._depth > MAX_YAML_DEPTH:
+            raise _SpecYAMLError(None, None, f"nested more than {MAX_YAML_DEPTH} levels deep",
+                                 self.peek_event().start_mark)  # type: ignore[attr-defined]
+        before = self._total
+        self._count(1, self.peek_event().start_mark)  # type: ignore[attr-defined]
+        node = super().compose_node(parent, index)  # type: ignore[misc]
+        self._sizes[id(node)] = self._total - before
+        self._depth -= 1
+        return node
+
+    def _count(self, n: int, mark: Any) -> None:
+        self._total += n
+        if self._total > MAX_YAML_NODES:
+            raise _SpecYAMLError(None, None, f"the spec expands to more than {MAX_YAML_NODES} values "
+                                 "(aliases counted as what they stand for)", mark)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # `<<: *base` merges keys; the mapping's own keys override them
+                key = self.construct_object(key_node, deep=deep)  # type: ignore[attr-defined]
+                try:
+                    first = seen.get(key)
+                except TypeError:
+                    continue  # unhashable: the base constructor reports it
+                if first is not None:
+                    raise _SpecYAMLError(None, None, f"duplicate key {_short(key)} (first on line {first + 1})",
+                                         key_node.start_mark)
+                seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+
+
+if getattr(yaml, "__with_libyaml__", False):
+    from yaml._yaml import CParser
+
+    class _SpecLoader(_Bounded, Composer, CParser, SafeConstructor, Resolver):  # type: ignore[misc]
+        """Safe loading with libyaml's parser, Python's composer (for the limits of
+        :class:`_Bounded`) and YAML 1.2 floats: ``1e-8`` is a number, not the string
+        '1e-8' that YAML 1.1 (which requires a dot) makes of it."""
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            _Bounded.__init__(self)
+
+else:  # pragma: no cover - PyYAML without libyaml
+
+    class _SpecLoader(_Bounded, yaml.SafeLoader):  # type: ignore[no-redef]
+        """PyYAML's safe loader with the limits of :class:`_Bounded` and YAML 1.2 floats."""
+
+        def __init__(self, stream: str) -> None:
+            yaml.SafeLoader.__init__(self, stream)
+            _Bounded.__init__(self)
 
 
 _SpecLoader.add_implicit_resolver(
@@ -80,8 +290,42 @@ _SpecLoader.add_implicit_resolver(
 )
 
 
-def _load_yaml(text: str) -> Any:
-    return yaml.load(text, Loader=_SpecLoader)  # noqa: S506 (a SafeLoader subclass)
+def _load_yaml(text: str, source: str = "<spec>") -> Any:
+    """Parse spec text (safe tags only, within the limits of :class:`_Bounded`); every
+    problem is a one-line SpecError naming ``source`` and the line."""
+    try:
+        return yaml.load(text, Loader=_SpecLoader)  # noqa: S506 (safe constructor)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}:" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        what = "" if isinstance(exc, _SpecYAMLError) else " malformed YAML:"
+        raise SpecError(f"{source}:{where}{what} {problem}".replace("\n", " ")) from None
+    except (ValueError, OverflowError, RecursionError) as exc:  # e.g. an int of 5000 digits
+        raise SpecError(f"{source}: malformed YAML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+
+
+def _read_spec_text(path: Path) -> str:
+    """The text of a spec file: at most :data:`MAX_SPEC_BYTES`, UTF-8, no NUL."""
+    if path.is_dir():
+        raise SpecError(f"{path}: is a folder, not a spec file")
+    if not path.is_file():
+        raise SpecError(f"{path}: no such spec file")
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_SPEC_BYTES + 1)
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read the spec file: {exc.strerror or exc}") from None
+    if len(raw) > MAX_SPEC_BYTES:
+        raise SpecError(f"{path}: larger than {MAX_SPEC_BYTES} bytes; a spec is a short text file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at byte offset {exc.start})") from None
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise SpecError(f"{path}: line {line}: contains a NUL character (not a text file?)")
+    return text.removeprefix("\ufeff")
 
 
 def _coerce(v: Any) -> Scalar:
@@ -103,6 +347,30 @@ Grid = Annotated[list[Scalar], Field(min_length=1)]
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, v: Any, info: ValidationInfo) -> Any:
+        """Booleans are not numbers: pydantic would read ``value: true`` as 1."""
+        if isinstance(v, bool) and info.field_name is not None:
+            annotation = cls.model_fields[info.field_name].annotation
+            if _numeric_not_bool(annotation):
+                raise ValueError(f"expected a number, got the boolean {v}")
+        return v
+
+
+def _numeric_not_bool(annotation: Any) -> bool:
+    """True when a field's type takes int or float but not bool (nor Any)."""
+    found: set[Any] = set()
+    stack = [annotation]
+    while stack:
+        t = stack.pop()
+        args = typing.get_args(t)
+        if args:
+            stack.extend(args)
+        else:
+            found.add(t)
+    return bool(found & {int, float}) and not found & {bool, Any}
 
 
 ProtocolField = Annotated[
@@ -147,8 +415,8 @@ class TuneSpec(_Model):
 
     @field_validator("grid", mode="before")
     @classmethod
-    def _parse_grids(cls, v: Any) -> Any:
-        return {k: parse_grid(g) for k, g in v.items()} if isinstance(v, dict) else v
+    def _parse_grids(cls, v: Any, info: ValidationInfo) -> Any:
+        return _grids(v, info, "tune.grid")
 
     @property
     def size(self) -> int:
@@ -169,8 +437,8 @@ class MethodSpec(_Model):
 
     @field_validator("sweep", mode="before")
     @classmethod
-    def _parse_grids(cls, v: Any) -> Any:
-        return {k: parse_grid(g) for k, g in (v or {}).items()}
+    def _parse_grids(cls, v: Any, info: ValidationInfo) -> Any:
+        return _grids(v or {}, info, f"methods ({info.data.get('name')}).sweep")
 
     def runs_on(self, dataset_id: str) -> bool:
         return self.datasets is None or dataset_id in self.datasets
@@ -187,8 +455,8 @@ class StudySpec(_Model):
 
     @field_validator("sweep", mode="before")
     @classmethod
-    def _parse_grids(cls, v: Any) -> Any:
-        return {k: parse_grid(g) for k, g in (v or {}).items()}
+    def _parse_grids(cls, v: Any, info: ValidationInfo) -> Any:
+        return _grids(v or {}, info, f"studies ({info.data.get('name')}).sweep")
 
 
 class SelectionSpec(_Model):
@@ -268,10 +536,28 @@ class Spec(_Model):
     def _names_to_dicts(cls, v: Any) -> Any:
         return [{"name": d} if isinstance(d, str) else d for d in v] if isinstance(v, list) else v
 
+    _notes: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def notes(self) -> list[str]:
+        """Things changed while validating that the user should hear of (duplicate grid
+        values removed), one line each; the CLI prints them."""
+        return self._notes
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _safe_name(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            try:
+                validate_run_name(v, "name")
+            except SpecError as exc:
+                raise ValueError(str(exc).removeprefix("name: ")) from None
+        return v
+
     @field_validator("sweep", mode="before")
     @classmethod
-    def _parse_grids(cls, v: Any) -> Any:
-        return {k: parse_grid(g) for k, g in (v or {}).items()}
+    def _parse_grids(cls, v: Any, info: ValidationInfo) -> Any:
+        return _grids(v or {}, info, "sweep")
 
     @model_validator(mode="after")
     def _unique_names(self) -> Spec:
@@ -369,23 +655,42 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def spec_from_dict(data: Any, source: str = "<spec>", smoke: bool = False) -> Spec:
+def spec_from_dict(
+    data: Any, source: str = "<spec>", smoke: bool = False, max_fits: int | None = None
+) -> Spec:
     """Validate a spec given as a mapping; errors name ``source`` and the key path.
 
     ``smoke=True`` first replaces top-level keys by those under the spec's ``smoke`` key
-    (nested mappings are merged), e.g. fewer sigmas and datasets for a CI smoke run.
+    (nested mappings are merged), e.g. fewer sigmas and datasets for a CI smoke run. The
+    spec as written and its smoke variant are both validated either way, so a mistake
+    under ``smoke:`` is found before the full run, not after it. ``max_fits``: the
+    plan-size limit (default: ``LKM_MAX_FITS`` or :data:`MAX_FITS`; see :func:`check_plan_size`).
     """
     if not isinstance(data, dict):
         raise SpecError(f"{source}: the spec must be a mapping of keys (name, datasets, methods, ...)")
-    if smoke:
-        overrides = data.get("smoke") or {}
-        if not isinstance(overrides, dict):
-            raise SpecError(f"{source}: smoke: expected a mapping of keys to replace")
-        data = _merged(data, overrides)
-        if "name" not in overrides and "name" in data:
-            data["name"] = f"{data['name']}-smoke"  # never mixes with the full run's folder
+    overrides = data.get("smoke")
+    if overrides is not None and not isinstance(overrides, dict):
+        raise SpecError(f"{source}: smoke: expected a mapping of keys to replace")
+    full = _validated(data, source, max_fits)
+    if not smoke and overrides is None:
+        return full
+    merged = _merged(data, overrides or {})
+    if "name" not in (overrides or {}) and isinstance(data.get("name"), str):
+        # never mixes with the full run's folder
+        merged["name"] = validate_run_name(f"{data['name']}-smoke", f"{source}: name", derived_from=data["name"])
+    where = source if smoke else f"{source}: smoke"
+    smoke_spec = _validated(merged, where, max_fits, paper_of=full if "paper" not in (overrides or {}) else None)
+    return smoke_spec if smoke else full
+
+
+def _validated(data: dict[str, Any], source: str, max_fits: int | None, paper_of: Spec | None = None) -> Spec:
+    """One spec mapping through pydantic and :func:`validate_semantics`. ``paper_of``: the
+    full spec whose ``paper.results`` a smoke variant inherits; results for datasets or
+    methods the variant leaves out are dropped (they were checked against the full spec)."""
+    _check_raw(data, source)
+    notes: list[str] = []
     try:
-        spec = Spec.model_validate(data)
+        spec = Spec.model_validate(data, context={"notes": notes})
     except ValidationError as exc:
         err = exc.errors()[0]
         msg = err["msg"].removeprefix("Value error, ")
@@ -393,8 +698,28 @@ def spec_from_dict(data: Any, source: str = "<spec>", smoke: bool = False) -> Sp
             msg = f"unknown key{did_you_mean(str(err['loc'][-1]), _known_keys(err['loc']))}"
         where = _loc(err["loc"])
         raise SpecError(f"{source}: {where}: {msg}" if where else f"{source}: {msg}") from None
-    validate_semantics(spec, source)
+    spec._notes.extend(notes)
+    if paper_of is not None:
+        ids = {d.id for d in spec.datasets} | {d.name for d in spec.datasets}
+        names = {m.name for m in spec.methods}
+        spec.paper.results = [p for p in spec.paper.results if p.dataset in ids and p.method in names]
+    validate_semantics(spec, source, max_fits=max_fits)
     return spec
+
+
+def _check_raw(data: dict[str, Any], source: str) -> None:
+    """Checks pydantic would not make on the raw mapping: booleans given as protocol
+    numbers (``folds: true`` would read as 1)."""
+    protocols = [("protocol", data.get("protocol"))]
+    datasets = data.get("datasets")
+    if isinstance(datasets, list):
+        protocols += [(f"datasets[{i}].protocol", d.get("protocol")) for i, d in enumerate(datasets) if isinstance(d, dict)]
+    for where, proto in protocols:
+        if not isinstance(proto, dict):
+            continue
+        for key, value in proto.items():
+            if isinstance(value, bool) and key != "stratified":
+                raise SpecError(f"{source}: {where}.{key}: expected a number, got the boolean {value}")
 
 
 def _merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
@@ -422,35 +747,33 @@ def _known_keys(loc: tuple[Any, ...]) -> list[str]:
     return list(model.model_fields)
 
 
-def load_spec(path: str | Path, smoke: bool = False) -> Spec:
-    """Read and validate a YAML spec file (``smoke``: see :func:`spec_from_dict`)."""
+def load_spec(path: str | Path, smoke: bool = False, max_fits: int | None = None) -> Spec:
+    """Read and validate a YAML spec file (``smoke``, ``max_fits``: see :func:`spec_from_dict`).
+
+    The file is read as bytes and must be UTF-8 without NUL characters and at most
+    :data:`MAX_SPEC_BYTES`; duplicate keys, nesting deeper than :data:`MAX_YAML_DEPTH`
+    and aliases expanding past :data:`MAX_YAML_NODES` values are errors (one line each).
+    """
     path = Path(path)
-    if not path.is_file():
-        raise SpecError(f"{path}: no such spec file")
-    try:
-        data = _load_yaml(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(f"{path}:{where}: malformed YAML: {problem}") from None
+    data = _load_yaml(_read_spec_text(path), str(path))
     data = _resolve_extends(data, path, seen=(path.resolve(),))
-    return spec_from_dict(data, str(path), smoke=smoke)
+    return spec_from_dict(data, str(path), smoke=smoke, max_fits=max_fits)
 
 
 def _resolve_extends(data: Any, path: Path, seen: tuple[Path, ...]) -> Any:
     """Merge a spec over the spec its ``extends`` key names (a path relative to it)."""
     if not isinstance(data, dict) or "extends" not in data:
         return data
-    parent = path.parent / str(data["extends"])
+    if not isinstance(data["extends"], str) or not data["extends"] or "\x00" in data["extends"]:
+        raise SpecError(f"{path}: extends: expected the path of another spec file, got {_short(data['extends'])}")
+    parent = path.parent / data["extends"]
     if not parent.is_file():
         raise SpecError(f"{path}: extends: no such spec file {parent}")
     if parent.resolve() in seen:
         raise SpecError(f"{path}: extends: {parent} extends itself (a cycle)")
-    try:
-        base = _load_yaml(parent.read_text())
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{parent}: malformed YAML: {str(exc).splitlines()[0]}") from None
+    if len(seen) > 10:
+        raise SpecError(f"{path}: extends: more than 10 specs extend one another")
+    base = _load_yaml(_read_spec_text(parent), str(parent))
     base = _resolve_extends(base, parent, (*seen, parent.resolve()))
     if not isinstance(base, dict):
         raise SpecError(f"{parent}: the spec must be a mapping of keys")
@@ -458,8 +781,103 @@ def _resolve_extends(data: Any, path: Path, seen: tuple[Path, ...]) -> Any:
     return {**base, **rest}  # top-level keys replace the base spec's
 
 
-def validate_semantics(spec: Spec, source: str) -> None:
-    """Check names against the registries and every parameter value against its estimator."""
+# -- plan size -------------------------------------------------------------------------
+def max_fits_limit(max_fits: int | None = None) -> int:
+    """The plan-size limit: ``max_fits`` if given, else ``LKM_MAX_FITS``, else :data:`MAX_FITS`."""
+    if max_fits is not None:
+        if isinstance(max_fits, bool) or not isinstance(max_fits, int) or max_fits < 1:
+            raise SpecError(f"--max-fits: expected a positive whole number, got {_short(max_fits)}")
+        return max_fits
+    env = os.environ.get("LKM_MAX_FITS")
+    if env is None or not env.strip():
+        return MAX_FITS
+    try:
+        value = int(env.strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise SpecError(f"LKM_MAX_FITS: expected a positive whole number, got {_short(env)}")
+    return value
+
+
+def split_count(spec: Spec, dataset_index: int) -> int:
+    """Splits the protocol of ``spec.datasets[dataset_index]`` will draw, known before
+    the data is loaded (realizations without ``count``: the registry's official number)."""
+    d = spec.datasets[dataset_index]
+    proto = d.protocol if d.protocol is not None else spec.protocol
+    if isinstance(proto, KFoldProtocol):
+        return proto.folds * proto.repeats
+    if isinstance(proto, HoldoutProtocol):
+        return proto.repeats
+    if isinstance(proto, LearningCurveProtocol):
+        return len(proto.sizes) * proto.repeats
+    if isinstance(proto, RealizationsProtocol):
+        if proto.count is not None:
+            return proto.count
+        return _official_realizations(d.name) or DEFAULT_REALIZATIONS
+    return 1
+
+
+def _official_realizations(name: str) -> int | None:
+    from lkm.data import dataset_info
+
+    try:
+        n = dataset_info(name).meta.get("official_realizations")
+    except LkmError:
+        return None
+    return int(n) if isinstance(n, int) and n > 0 else None
+
+
+def method_grid_size(spec: Spec, method: MethodSpec) -> int:
+    """``len(spec.method_grid(method))``, computed without listing the combinations."""
+    from lkm.methods import METHODS
+
+    if method.estimator in METHODS:
+        names = set(METHODS[method.estimator]().get_params())
+    else:
+        names = set(spec.sweep)
+    tuned = set(method.tune.grid) if method.tune else set()
+    axes = {k: len(g) for k, g in spec.sweep.items() if k in names and k not in tuned}
+    axes.update({k: len(g) for k, g in method.sweep.items()})
+    return math.prod(axes.values())
+
+
+def planned_fits(spec: Spec, n_splits_per_dataset: Mapping[str, int] | None = None) -> int:
+    """Tasks the spec's plan will have (what ``lkm run`` reports as fits): per dataset,
+    its splits x every method's parameter settings, plus one study task per dataset and
+    study setting. Computed from grid lengths, before any data is loaded or grid listed;
+    ``n_splits_per_dataset`` (dataset id -> splits) replaces the protocol's estimate."""
+    total = 0
+    for i, d in enumerate(spec.datasets):
+        given = (n_splits_per_dataset or {}).get(d.id)
+        n_splits = given if given is not None else split_count(spec, i)
+        per_split = sum(method_grid_size(spec, m) for m in spec.methods if m.runs_on(d.id))
+        total += n_splits * per_split if spec.methods else 0
+        total += sum(math.prod(len(g) for g in st.sweep.values()) for st in spec.studies)
+    return total
+
+
+def check_plan_size(spec: Spec, source: str, max_fits: int | None = None) -> int:
+    """Raise a one-line SpecError when the plan has more fits than the limit (see
+    :func:`max_fits_limit`), or when one method's settings x its tuning grid (each
+    checked while validating) do; return the planned fits."""
+    limit = max_fits_limit(max_fits)
+    n = planned_fits(spec)
+    if n > limit:
+        raise SpecError(f"{source}: plan has {n} fits (> limit {limit}): narrow the grids or pass --max-fits {n}")
+    for i, m in enumerate(spec.methods):
+        settings = method_grid_size(spec, m) * (m.tune.size if m.tune else 1)
+        if settings > limit:
+            raise SpecError(
+                f"{source}: methods[{i}] ({m.name}): {settings} parameter settings with its tune.grid "
+                f"(> limit {limit}): narrow the grids or pass --max-fits {settings}"
+            )
+    return n
+
+
+def validate_semantics(spec: Spec, source: str, max_fits: int | None = None) -> None:
+    """Check names against the registries, seeds, the plan size (before any grid is
+    listed) and every parameter value against its estimator."""
     from lkm.data import dataset_info
     from lkm.methods import METHODS
 
@@ -482,6 +900,9 @@ def validate_semantics(spec: Spec, source: str) -> None:
                 raise SpecError(
                     f"{source}: methods[{i}].{where}.{key}: {m.estimator!r} has no parameter {key!r}{did_you_mean(key, names)}"
                 )
+    _validate_seeds(spec, source)
+    check_plan_size(spec, source, max_fits)
+    for i, m in enumerate(spec.methods):
         for params in spec.method_grid(m):
             _check_params(m.estimator, params, f"{source}: methods[{i}] ({m.name})")
         if m.tune:
@@ -521,9 +942,61 @@ def validate_semantics(spec: Spec, source: str) -> None:
                         f"study {kind}: {', '.join(sorted(allowed)) or 'none'}"
                     )
     method_names = {m.name for m in spec.methods}
+    dataset_names = {d.id for d in spec.datasets} | {d.name for d in spec.datasets}
     for j, p in enumerate(spec.paper.results):
+        if p.dataset not in dataset_names:
+            raise SpecError(f"{source}: paper.results[{j}].dataset: no dataset {p.dataset!r} in this spec"
+                            f"{did_you_mean(p.dataset, dataset_names)}")
         if p.method not in method_names:
             raise SpecError(f"{source}: paper.results[{j}].method: no method named {p.method!r}{did_you_mean(p.method, method_names)}")
+
+
+#: Parameter names taken as seeds wherever they appear (method, study, dataset params).
+_SEED_PARAMS = ("random_state", "seed")
+
+
+def _check_seed(value: Any, where: str, *, offset: int = 0, what: str = "") -> None:
+    """``value`` (plus ``offset``, the largest ``+ r`` the run adds) is a numpy seed."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(f"{where}: a seed must be a whole number 0 <= seed < 2**32, got {_short(value)}")
+    if not 0 <= value or value + offset >= SEED_LIMIT:
+        extra = f" (+ {offset} {what})" if offset else ""
+        raise SpecError(f"{where}: seed {value}{extra} is out of range: seeds must be 0 <= seed < 2**32 = {SEED_LIMIT}")
+
+
+def _validate_seeds(spec: Spec, source: str) -> None:
+    """Every seed the run will hand to numpy, including the ``seed + r`` of repeats and
+    realizations, is in numpy's range; otherwise the first split would fail mid-run."""
+    protocols = [("protocol", spec.protocol)] + [
+        (f"datasets[{i}].protocol", d.protocol) for i, d in enumerate(spec.datasets) if d.protocol is not None
+    ]
+    for where, proto in protocols:
+        seed = getattr(proto, "seed", None)
+        if isinstance(proto, RealizationsProtocol):
+            last = proto.first + (proto.count or DEFAULT_REALIZATIONS) - 1
+            _check_seed(seed, f"{source}: {where}.seed", offset=last, what="for realization numbers")
+        else:
+            repeats = getattr(proto, "repeats", 1)
+            _check_seed(seed, f"{source}: {where}.seed", offset=repeats - 1, what="for repeats")
+    for i, d in enumerate(spec.datasets):
+        for key in _SEED_PARAMS:
+            _check_seed(d.params.get(key), f"{source}: datasets[{i}].params.{key}")
+    for i, m in enumerate(spec.methods):
+        if m.tune is not None:
+            _check_seed(m.tune.seed, f"{source}: methods[{i}].tune.seed")
+        for key in _SEED_PARAMS:
+            _check_seed(m.params.get(key), f"{source}: methods[{i}].params.{key}")
+            for v in m.sweep.get(key, []):
+                _check_seed(v, f"{source}: methods[{i}].sweep.{key}")
+    for i, st in enumerate(spec.studies):
+        for key in _SEED_PARAMS:
+            _check_seed(st.params.get(key), f"{source}: studies[{i}].params.{key}")
+            for v in st.sweep.get(key, []):
+                _check_seed(v, f"{source}: studies[{i}].sweep.{key}")
+    if spec.perturb is not None:
+        _check_seed(spec.perturb.permute_train, f"{source}: perturb.permute_train")
 
 
 def _validate_studies(spec: Spec, source: str) -> None:
@@ -540,6 +1013,9 @@ def _validate_studies(spec: Spec, source: str) -> None:
                 raise SpecError(
                     f"{source}: studies[{i}].{where}.{key}: study {st.study!r} has no parameter {key!r}{did_you_mean(key, names)}"
                 )
+        for params in spec.study_grid(st):
+            for key, value in params.items():
+                _check_value(key, value, [], f"{source}: studies[{i}] ({st.name})")
         check = STUDY_INFO[st.study].check
         if check is None:
             continue
@@ -579,6 +1055,9 @@ def _validate_tune(spec: Spec, i: int, m: MethodSpec, names: set[str], source: s
 def _check_params(estimator: str, params: dict[str, Any], where: str) -> None:
     from lkm.methods import METHODS
 
+    constraints = getattr(METHODS[estimator], "_parameter_constraints", {})
+    for key, value in params.items():
+        _check_value(key, value, constraints.get(key, []), where)
     est = METHODS[estimator](**params)
     try:
         est._validate_params()
@@ -587,6 +1066,26 @@ def _check_params(estimator: str, params: dict[str, Any], where: str) -> None:
         value = f" = {params[key]!r}" if key else ""
         text = str(exc).split(". Got")[0]
         raise SpecError(f"{where}.params.{key or '?'}{value}: {text}") from None
+
+
+def _check_value(key: str, value: Any, constraints: list[Any], where: str) -> None:
+    """What sklearn's constraints let through: booleans as numbers (``Interval(Real)``
+    accepts True), NaN/inf, and kernel widths whose kernel scale overflows."""
+    head = f"{where}.params.{key} = {_short(value)}"
+    if isinstance(value, (bool, np.bool_)):
+        if constraints and "boolean" not in constraints and bool not in constraints:
+            raise SpecError(f"{head}: expected a number, got a boolean")
+        return
+    if isinstance(value, (int, float, np.number)) and not math.isfinite(float(value)):
+        raise SpecError(f"{head}: not a finite number")
+    if key in KERNEL_WIDTHS and isinstance(value, (int, float, np.number)) and value > 0:
+        lo, hi = KERNEL_WIDTH_RANGE
+        if value < lo:
+            raise SpecError(f"{where}.params.{key}: {key}={value!r} is too small: {KERNEL_WIDTHS[key]} overflows "
+                            f"(use {key} >= {lo:g})")
+        if value > hi:
+            raise SpecError(f"{where}.params.{key}: {key}={value!r} is too large: {KERNEL_WIDTHS[key]} underflows "
+                            f"to 0 (use {key} <= {hi:g})")
 
 
 def default_spec(
