@@ -13,7 +13,47 @@ from typing import Any
 
 import numpy as np
 
+from lkm.errors import NumericalError
+
 SquaredDistanceFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+#: A kernel's exponent coefficient c, for ``exp(-c·d²)``: a float, or, where c = 1/w
+#: is not a normal float64 (extreme widths, e.g. 2σ² = 2e-320), the divisors f1, f2, ...
+#: of ``w = f1·f2·…``, so that ``d²/f1/f2/…`` is evaluated instead of ``d²·c``.
+Scale = float | tuple[float, ...]
+
+_TINY = float(np.finfo(np.float64).tiny)
+
+
+def exponent_scale(*divisors: float) -> Scale:
+    """The coefficient ``1/(f1·f2·…)`` of a kernel exponent ``-d²/(f1·f2·…)`` (the Gaussian's
+    is ``exponent_scale(2σ, σ)``), or the divisors themselves when that product or its
+    inverse is not a normal float64 (it would lose precision, or be 0 or inf and make
+    ``0·inf`` a NaN on the diagonal). Normal widths give the float ``1.0 / (2.0*σ*σ)``
+    bit for bit, so results do not change; extreme ones still evaluate exactly."""
+    w = 1.0
+    for f in divisors:
+        w *= f
+    if _TINY <= w < np.inf and 1.0 / w >= _TINY:
+        return 1.0 / w
+    return tuple(float(f) for f in divisors)
+
+
+def times_scale(
+    x: np.ndarray, scale: Scale, *, negate: bool = False, out: np.ndarray | None = None
+) -> np.ndarray:
+    """``x·c`` (``-x·c`` with ``negate``) for a :data:`Scale`, into ``out`` if given.
+
+    Products beyond float64's range become ±inf without a warning: in an exponent that
+    is the right value (exp(-inf) = 0)."""
+    with np.errstate(over="ignore"):
+        if isinstance(scale, tuple):
+            first, *rest = scale
+            out = np.divide(x, -first if negate else first, out=out)
+            for f in rest:
+                np.divide(out, f, out=out)
+            return out
+        return np.multiply(x, -scale if negate else scale, out=out)
 
 
 def squared_euclidean(A: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
@@ -73,15 +113,18 @@ def gaussian_from_sq(D: np.ndarray, sigma: float, out: np.ndarray | None = None)
     ``out`` may be ``D`` itself.
     """
     D = np.asarray(D)
-    scale = -1.0 / (2.0 * sigma * sigma)
+    scale = exponent_scale(2.0 * sigma, sigma)
     if D.ndim == 0:
-        x = float(D) * scale
+        x = float(times_scale(np.float64(D), scale, negate=True))
         return np.float64(np.exp(x) if x >= EXP_FLUSH_BELOW else 0.0)
     if out is None:
         out = np.empty(D.shape, dtype=D.dtype if D.dtype.kind == "f" else np.float64)
     for rows in _row_blocks(D):
-        x = np.multiply(D[rows], scale, out=out[rows])
-        if x.size and x.min() < EXP_FLUSH_BELOW:
+        x = times_scale(D[rows], scale, negate=True, out=out[rows])
+        lowest = x.min() if x.size else 0.0
+        if lowest < EXP_FLUSH_BELOW:
+            if lowest == -np.inf:  # tiny sigma: -inf·0 below would be NaN
+                np.maximum(x, EXP_FLUSH_BELOW - 1.0, out=x)
             # Branch-free masking: flushed entries go through exp(0) and are zeroed after.
             keep = (x >= EXP_FLUSH_BELOW).astype(x.dtype)
             x *= keep
@@ -92,7 +135,7 @@ def gaussian_from_sq(D: np.ndarray, sigma: float, out: np.ndarray | None = None)
     return out
 
 
-def exp_rows_scaled(D: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+def exp_rows_scaled(D: np.ndarray, scale: Scale) -> tuple[np.ndarray, np.ndarray]:
     """Rows of ``exp(-scale·D)`` each divided by its largest entry, and the row minima.
 
     Computed as ``exp(-scale·(D - m))`` with ``m`` the row minima of D, so every row holds
@@ -106,18 +149,18 @@ def exp_rows_scaled(D: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray
     D = np.asarray(D, dtype=np.float64)
     m = D.min(axis=-1, keepdims=True) if D.shape[-1] else np.zeros(D.shape[:-1] + (1,))
     rows = np.subtract(D, m)
-    rows *= -scale
+    times_scale(rows, scale, negate=True, out=rows)
     np.exp(rows, out=rows)
     return rows, m[..., 0]
 
 
-def underflows(row_min: np.ndarray, scale: float) -> np.ndarray:
+def underflows(row_min: np.ndarray, scale: Scale) -> np.ndarray:
     """Where ``exp(-scale·row_min)`` is 0 in float64: the unscaled kernel row is all zeros
     (the output an unscaled evaluation would give is exactly 0)."""
-    return np.exp(np.asarray(row_min, dtype=np.float64) * -scale) == 0.0
+    return np.exp(times_scale(np.asarray(row_min, dtype=np.float64), scale, negate=True)) == 0.0
 
 
-def underflow_share(row_min: np.ndarray, scale: float) -> float:
+def underflow_share(row_min: np.ndarray, scale: Scale) -> float:
     """Share of rows whose unscaled kernel row is all zeros (:func:`underflows`); 0 for none."""
     return float(underflows(row_min, scale).mean()) if np.size(row_min) else 0.0
 
@@ -128,7 +171,7 @@ def heat_from_sq(D: np.ndarray, t: float) -> np.ndarray:
     The paper's constant ``(4 pi t)^(-d/2)`` (Li, Chen, Tang) needs the input dimension,
     so the normalized form is built by :func:`heat_kernel`.
     """
-    return np.exp(D * (-1.0 / (4.0 * t)))
+    return np.exp(times_scale(D, exponent_scale(4.0 * t), negate=True))
 
 
 def gaussian_kernel(A: np.ndarray, B: np.ndarray | None = None, *, sigma: float = 1.0) -> np.ndarray:
@@ -153,16 +196,23 @@ def heat_kernel(
 def heat_constant(d: int, t: float) -> float:
     """The heat kernel's constant ``(4 pi t)^(-d/2)`` (Li, Chen, Tang), computed in logs.
 
-    Raises ``FloatingPointError`` when it underflows the smallest normal float64 (e.g.
-    d = 600 at t = 1), instead of letting the kernel silently become all zeros.
+    Raises :class:`HeatConstantError` (a ``FloatingPointError`` and a ``ValueError``)
+    when it underflows the smallest normal float64 (e.g. d = 600 at t = 1), instead of
+    letting the kernel silently become all zeros, or overflows (tiny t).
     """
     log_c = -0.5 * d * np.log(4.0 * np.pi * t)
-    if log_c < np.log(np.finfo(np.float64).tiny):
-        raise FloatingPointError(
-            f"heat kernel constant (4*pi*t)^(-d/2) underflows for d={d}, t={t}; "
-            "use the unit-diagonal form (normalized=False / unit_diagonal=True)"
-        )
+    finfo = np.finfo(np.float64)
+    for bad, way in ((log_c < np.log(finfo.tiny), "underflows"), (log_c > np.log(finfo.max), "overflows")):
+        if bad:
+            raise HeatConstantError(
+                f"heat kernel constant (4*pi*t)^(-d/2) {way} for d={d}, t={t}; "
+                "use the unit-diagonal form (normalized=False / unit_diagonal=True)"
+            )
     return float(np.exp(log_c))
+
+
+class HeatConstantError(NumericalError, FloatingPointError):
+    """The heat kernel's constant is not a normal float64 for this t and dimension."""
 
 
 def heat_gram(

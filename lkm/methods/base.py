@@ -7,6 +7,8 @@ and -1 for the other. With more than two classes every method here uses one-vs-r
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -15,9 +17,48 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from lkm.errors import NumericalError
 from lkm.kernels import DistanceCache
 
 T = TypeVar("T")
+
+#: Features with a largest |x| in (0, MIN_FEATURE_SCALE) have squared differences below
+#: about 1e-300, where float64 loses their digits (or flushes them to 0).
+MIN_FEATURE_SCALE = 1e-150
+#: ``d·max|x|²`` above this makes the squared distances |a|² + |b|² - 2a·b overflow.
+MAX_SQUARED_SCALE = 1e307
+
+
+def check_feature_scale(X: np.ndarray, owner: str, role: str = "training") -> None:
+    """Raise :class:`NumericalError` when squared distances between rows of X cannot be
+    represented in float64: they overflow (largest |x| above about ``sqrt(1e307 / d)``),
+    or, for training data, they underflow (largest |x| nonzero but below 1e-150)."""
+    if X.size == 0:
+        return
+    top = float(np.max(np.abs(X)))
+    too_large = top * top * X.shape[1] > MAX_SQUARED_SCALE
+    too_small = role == "training" and 0.0 < top < MIN_FEATURE_SCALE
+    if too_large or too_small:
+        way = "overflow" if too_large else "underflow"
+        limit = (
+            f"|x| <= {math.sqrt(MAX_SQUARED_SCALE / X.shape[1]):.3g} for {X.shape[1]} features"
+            if too_large else f"|x| >= {MIN_FEATURE_SCALE:g}"
+        )
+        raise NumericalError(
+            f"{owner}: {role} features up to |x|={top:.3g} make squared distances {way} "
+            f"float64 (need largest {limit}); rescale the features (e.g. standardize them)"
+        )
+
+
+def _checked_decision(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """``fn`` (a ``decision_function``) followed by :meth:`LocalKernelClassifier._check_finite`."""
+
+    @functools.wraps(fn)
+    def decision_function(self: LocalKernelClassifier, X: np.ndarray, *args: Any, **kwargs: Any) -> np.ndarray:
+        return self._check_finite(fn(self, X, *args, **kwargs))
+
+    decision_function.__lkm_checked__ = True  # type: ignore[attr-defined]
+    return decision_function
 
 
 def memoized(cache: DistanceCache | None, key: Any, compute: Callable[[], T], *arrays: np.ndarray) -> T:
@@ -32,7 +73,41 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
     and ``decision_function(X, cache=None)`` (calling :meth:`_validate_query`), which
     returns shape (n,) for two classes (positive means ``classes_[1]``) and
     (n, n_classes) otherwise.
+
+    Numerical failure is caught here, once for every method: training and query
+    features whose squared distances over- or underflow float64 raise
+    :class:`~lkm.errors.NumericalError` (:func:`check_feature_scale`), and so do
+    non-finite decision values — every subclass's ``decision_function`` and
+    :meth:`predict` pass through :meth:`_check_finite`, which names the parameters in
+    ``_numerical_params``. No method returns NaN outputs or predictions from them.
     """
+
+    #: Parameters named when decision values are not finite (see :meth:`_check_finite`).
+    _numerical_params: tuple[str, ...] = ("sigma",)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        fn = cls.__dict__.get("decision_function")
+        if fn is not None and not getattr(fn, "__lkm_checked__", False):
+            cls.decision_function = _checked_decision(fn)  # type: ignore[method-assign]
+
+    def _numerical_context(self) -> str:
+        """``"sigma=1e-160, lam=0.5"``: the values of ``_numerical_params``."""
+        params = self.get_params(deep=False)
+        return ", ".join(f"{p}={params[p]!r}" for p in self._numerical_params if p in params)
+
+    def _check_finite(self, decision: np.ndarray) -> np.ndarray:
+        """``decision``, or :class:`NumericalError` (one line naming the parameters) when
+        some value is NaN or infinite."""
+        finite = np.isfinite(decision)
+        if finite.all():
+            return decision
+        bad = int((~finite.reshape(finite.shape[0], -1)).any(axis=1).sum())
+        raise NumericalError(
+            f"{type(self).__name__}: {self._numerical_context()} gives non-finite decision "
+            f"values for {bad} of {finite.shape[0]} rows; change these parameters "
+            "or rescale the features"
+        )
 
     def _validate_training(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Validate parameters and data; set ``classes_`` and ``n_features_in_``.
@@ -42,6 +117,7 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
         """
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64)
+        check_feature_scale(X, type(self).__name__)
         check_classification_targets(y)
         self.classes_, y_index = np.unique(y, return_inverse=True)
         if self.classes_.size < 2:
@@ -53,7 +129,9 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
 
     def _validate_query(self, X: np.ndarray) -> np.ndarray:
         check_is_fitted(self)
-        return validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        check_feature_scale(X, type(self).__name__, role="query")
+        return X
 
     def _dummy_outputs(self, y_index: np.ndarray) -> np.ndarray:
         """±1 dummy outputs: shape (n,) with +1 for ``classes_[1]`` when there are two
@@ -111,4 +189,5 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
         """Class labels: sign of the output for two classes, else the largest output,
         from the scaled outputs (:meth:`_scaled_decision`); exact ties by the rule of
         :meth:`_labels_from_decision`."""
-        return self._labels_from_decision(*self._scaled_decision(X, cache=cache))
+        decision, nearest = self._scaled_decision(X, cache=cache)
+        return self._labels_from_decision(self._check_finite(decision), nearest)

@@ -26,6 +26,7 @@ from lkm.kernels import (
     EXP_FLUSH_BELOW,
     DistanceCache,
     exp_rows_scaled,
+    exponent_scale,
     gaussian_from_sq,
     gaussian_gram,
     sq_dists,
@@ -389,7 +390,7 @@ class ProjectionLearning(LocalKernelClassifier):
     ) -> tuple[np.ndarray, np.ndarray]:
         X = self._validate_query(X)
         D = sq_dists(X, self.X_unique_, cache)
-        scale = 1.0 / (2.0 * self.sigma * self.sigma)
+        scale = exponent_scale(2.0 * self.sigma, self.sigma)
         rows, row_min = exp_rows_scaled(D, scale)
         self.info_["underflow_share"] = underflow_share(row_min, scale)
         nearest = self.unique_class_[np.argmin(D, axis=1)]
@@ -544,7 +545,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
             key = ("lpl_local_geometry", self.k_, *backend_key)
             sq, idx, local = cache.memo(key, lambda: self._local_geometry(X, cache, timing), X, self.X_fit_)
         G = gaussian_from_sq(local, self.sigma)
-        scale = 1.0 / (2.0 * self.sigma * self.sigma)
+        scale = exponent_scale(2.0 * self.sigma, self.sigma)
         if scaled:
             k_x, row_min = exp_rows_scaled(sq, scale)
             self.info_["underflow_share"] = underflow_share(row_min, scale)

@@ -21,9 +21,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from lkm.kernels import (
     DistanceCache,
     exp_rows_scaled,
+    exponent_scale,
     gaussian_gram,
     heat_gram,
     sq_dists,
+    times_scale,
     underflow_share,
 )
 from lkm.methods.base import LocalKernelClassifier
@@ -40,7 +42,7 @@ def hard_vicinity(sq_dist: np.ndarray, beta: float) -> np.ndarray:
 
 def soft_vicinity(sq_dist: np.ndarray, beta: float) -> np.ndarray:
     """Soft-threshold vicinity ``k_2(x, x0; β) = exp(-||x - x0||² / β²)`` (Sec. 2)."""
-    return np.exp(np.asarray(sq_dist, dtype=np.float64) * (-1.0 / (beta * beta)))
+    return np.exp(times_scale(np.asarray(sq_dist, dtype=np.float64), exponent_scale(beta, beta), negate=True))
 
 
 VICINITIES = {"hard": hard_vicinity, "soft": soft_vicinity}
@@ -116,6 +118,24 @@ class _KernelRidgeBase(LocalKernelClassifier):
             info.update(sigma=float(self.sigma))
         return info
 
+    def _numerical_context(self) -> str:
+        """The kernel width in use (sigma or t), lam and, for LRR, beta."""
+        names = ("kernel", "sigma" if self.kernel == "gaussian" else "t", "lam", "beta")
+        params = self.get_params(deep=False)
+        return ", ".join(f"{p}={params[p]!r}" for p in names if p in params)
+
+    def _vicinity_weights(self, X: np.ndarray, point: np.ndarray, shown: Any) -> np.ndarray:
+        """Vicinity weights of the training rows around ``point`` (LRR, LRR pair); raises
+        ValueError naming beta and x0 (``shown``) when they are all 0."""
+        diff = X - point
+        weights = VICINITIES[self.vicinity](np.einsum("ij,ij->i", diff, diff), self.beta)
+        if not weights.sum() > 0.0:
+            raise ValueError(
+                f"the {self.vicinity} vicinity of x0={shown} with beta={self.beta} contains "
+                "no training point (all vicinity weights are 0); increase beta or move x0"
+            )
+        return weights
+
     def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
         """``f(x) = Σ_j α_j K(x, x_j)``; (n,) for two classes, else (n, n_classes)."""
         X = self._validate_query(X)
@@ -124,7 +144,10 @@ class _KernelRidgeBase(LocalKernelClassifier):
     def _scaled_rows(self, X: np.ndarray, cache: DistanceCache | None) -> np.ndarray:
         """Kernel rows ``K(x, X_train)`` each divided by its largest entry (exact signs
         where the rows underflow; the heat kernel's constant is a positive factor too)."""
-        scale = 1.0 / (2.0 * self.sigma**2) if self.kernel == "gaussian" else 1.0 / (4.0 * self.t)
+        if self.kernel == "gaussian":
+            scale = exponent_scale(2.0 * self.sigma, self.sigma)
+        else:
+            scale = exponent_scale(4.0 * self.t)
         rows, row_min = exp_rows_scaled(sq_dists(X, self.X_fit_, cache), scale)
         self.info_["underflow_share"] = underflow_share(row_min, scale)
         return rows
@@ -285,14 +308,7 @@ class LocalRiskRegularization(_KernelRidgeBase):
         X, y_index = self._validate_training(X, y)
         Y = self._dummy_outputs(y_index)
         index, point = self._resolve_x0(X, y_index)
-        diff = X - point
-        weights = VICINITIES[self.vicinity](np.einsum("ij,ij->i", diff, diff), self.beta)
-        if not weights.sum() > 0.0:
-            shown = index if index is not None else point.tolist()
-            raise ValueError(
-                f"the {self.vicinity} vicinity of x0={shown} with beta={self.beta} contains "
-                "no training point (all vicinity weights are 0); increase beta or move x0"
-            )
+        weights = self._vicinity_weights(X, point, index if index is not None else point.tolist())
         K = self._gram(X, X, cache)
         self.dual_coef_, normalizer = solve_local_risk(K, Y, self.lam, weights)
         self.X_fit_ = X
@@ -381,8 +397,7 @@ class LocalRiskPair(_KernelRidgeBase):
             # the draw of LocalRiskRegularization._resolve_x0 for x0="class:<classes_[k]>"
             rows = np.flatnonzero(y_index == k)
             index = int(check_random_state(self.random_state).choice(rows))
-            diff = X - X[index]
-            weights = VICINITIES[self.vicinity](np.einsum("ij,ij->i", diff, diff), self.beta)
+            weights = self._vicinity_weights(X, X[index], index)
             alpha, normalizer = solve_local_risk(K, Y, self.lam, weights)  # weight 1 at x0
             indices.append(index)
             coefs.append(alpha)
