@@ -900,6 +900,9 @@ def validate_semantics(spec: Spec, source: str, max_fits: int | None = None) -> 
                 raise SpecError(
                     f"{source}: methods[{i}].{where}.{key}: {m.estimator!r} has no parameter {key!r}{did_you_mean(key, names)}"
                 )
+        constraints = getattr(METHODS[m.estimator], "_parameter_constraints", {})
+        for key, value in m.params.items():  # also those a sweep replaces: a bad value is a mistake either way
+            _check_value(key, value, constraints.get(key, []), f"{source}: methods[{i}] ({m.name})")
     _validate_seeds(spec, source)
     check_plan_size(spec, source, max_fits)
     for i, m in enumerate(spec.methods):
