@@ -388,14 +388,20 @@ def plan_table(plan: Plan, done: set[str] | None = None) -> list[dict[str, Any]]
 
 
 def write_plan(plan: Plan, store: RunStore) -> Path:
-    """Store the plan's task ids so `lkm report` can rebuild tables without the data."""
-    path = store.root / "plan.json"
-    path.write_text(json.dumps({
+    """Store the plan's task ids so `lkm report` can rebuild tables without the data, and
+    the spec it was planned from (its sha256 and text: `lkm report` refuses a spec.yaml
+    edited since, naming what changed; see RunStore.read_plan)."""
+    from lkm.spec import spec_to_yaml
+    from lkm.store import text_sha256
+
+    spec_yaml = spec_to_yaml(plan.spec)
+    return store.write_plan({
         "task_ids": sorted(plan.task_ids),
         "unavailable": plan.unavailable,
         "splits": {k: len(v) for k, v in plan.splits.items()},
-    }, indent=1) + "\n")
-    return path
+        "spec_sha256": text_sha256(spec_yaml),
+        "spec_yaml": spec_yaml,
+    })
 
 
 def dataset_provenance(plan: Plan) -> dict[str, Any]:

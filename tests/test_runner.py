@@ -83,11 +83,11 @@ def test_same_spec_and_seed_give_the_same_numbers(tmp_path):
 def test_a_line_cut_by_a_kill_is_ignored_and_does_not_swallow_the_next(tmp_path):
     store = RunStore(tmp_path)
     store.prepare()
-    store.append([{"task_id": "a", "status": "ok"}])
+    store.append([{"task_id": "a", "status": "ok", "accuracy": 1.0}])  # ok counts only with its metric
     part = next(store.records_dir.glob("part-*.jsonl"))
     with open(part, "a") as fh:
         fh.write('{"task_id": "b", "stat')  # killed mid-write
-    store.append([{"task_id": "c", "status": "ok"}])
+    store.append([{"task_id": "c", "status": "ok", "accuracy": 1.0}])
     assert store.completed_ids() == {"a", "c"}
 
 

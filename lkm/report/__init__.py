@@ -8,7 +8,6 @@ builders live in :mod:`lkm.report.core`; paper-specific ones in :mod:`lkm.papers
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from lkm.report import core
@@ -26,13 +25,16 @@ def load_builders() -> None:
 
 def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,
                  unavailable: dict[str, str] | None = None) -> list[Path]:
-    """Write results, tables and figures of a run directory from its records."""
+    """Write results, tables and figures of a run directory from its records.
+
+    Without ``task_ids``/``unavailable`` (``lkm report``) they come from plan.json, which
+    must exist and match spec.yaml (:meth:`RunStore.read_plan` raises otherwise): records
+    of another spec version are never mixed in."""
     load_builders()
     if task_ids is None or unavailable is None:
-        plan_file = store.root / "plan.json"
-        saved = json.loads(plan_file.read_text()) if plan_file.is_file() else {}
-        task_ids = set(saved.get("task_ids", [])) or None if task_ids is None else task_ids
-        unavailable = saved.get("unavailable", {}) if unavailable is None else unavailable
+        saved = store.read_plan()
+        task_ids = set(saved.get("task_ids") or []) or None if task_ids is None else task_ids
+        unavailable = saved.get("unavailable") or {} if unavailable is None else unavailable
     df = store.records_frame(task_ids)
     written: list[Path] = []
     if df.empty:

@@ -223,11 +223,12 @@ def markdown_table(df: pd.DataFrame) -> str:
 
 def write_table(df: pd.DataFrame, base: Path, caption: str) -> list[Path]:
     """Write ``df`` as ``base.md``, ``base.csv`` and ``base.tex``."""
-    base.parent.mkdir(parents=True, exist_ok=True)
+    from lkm.store import atomic_save, atomic_write
+
     md, csv, tex = base.with_suffix(".md"), base.with_suffix(".csv"), base.with_suffix(".tex")
-    md.write_text(f"**{caption}**\n\n" + markdown_table(df) + "\n")
-    df.to_csv(csv, index=False)
-    tex.write_text(df.to_latex(index=False, caption=caption, escape=True))
+    atomic_write(md, f"**{caption}**\n\n" + markdown_table(df) + "\n")
+    atomic_save(csv, lambda tmp: df.to_csv(tmp, index=False))
+    atomic_write(tex, df.to_latex(index=False, caption=caption, escape=True))
     return [md, csv, tex]
 
 
@@ -313,13 +314,16 @@ def best_figure(best: pd.DataFrame, spec: Spec, base: Path, formats: list[str]) 
 def _save(fig, base: Path, formats: list[str]) -> list[Path]:
     import matplotlib.pyplot as plt
 
-    base.parent.mkdir(parents=True, exist_ok=True)
+    from lkm.store import atomic_save
+
     out = []
-    for fmt in formats:
-        path = base.with_suffix(f".{fmt}")
-        fig.savefig(path, bbox_inches="tight", metadata={"CreationDate": None} if fmt == "pdf" else None)
-        out.append(path)
-    plt.close(fig)
+    try:
+        for fmt in formats:
+            meta = {"CreationDate": None} if fmt == "pdf" else None
+            out.append(atomic_save(base.with_suffix(f".{fmt}"), lambda tmp, fmt=fmt, meta=meta: fig.savefig(
+                tmp, format=fmt, bbox_inches="tight", metadata=meta)))
+    finally:
+        plt.close(fig)
     return out
 
 
