@@ -99,7 +99,7 @@ def test_failed_tasks_are_recorded_and_retried_on_resume(tmp_path):
 
 
 def test_resume_after_kill_9_loses_nothing_and_duplicates_nothing(tmp_path):
-    spec = dict(SMALL, name="killme", datasets=["sklearn-breast-cancer"], sweep={"sigma": "0.1:10:12"},
+    spec = dict(SMALL, name="killme", datasets=["sklearn-breast-cancer"], sweep={"sigma": "0.1:10:12"}, paper={},
                 protocol={"kind": "kfold", "folds": 10, "seed": 0})
     spec_path = tmp_path / "spec.json.yaml"
     spec_path.write_text(json.dumps(spec))  # JSON is YAML
