@@ -22,6 +22,7 @@ C-SVM (:class:`~lkm.methods.svm.SVMClassifier`) on the SELECTED patterns (Table 
 from __future__ import annotations
 
 import time
+import warnings
 from numbers import Integral, Real
 from typing import Any
 
@@ -296,6 +297,8 @@ def npps_select(
 
 
 def _selection_info(result: dict[str, Any], n: int, k_requested: int, method: str, neighbors: str) -> dict[str, Any]:
+    """``info_`` of a fit from :func:`npps_select`'s result; warns (UserWarning, once per
+    fit) when k was clipped to the M − 1 other patterns, with the same ``note``."""
     info: dict[str, Any] = {
         "n_train": n,
         "n_selected": int(result["indices"].size),
@@ -310,8 +313,10 @@ def _selection_info(result: dict[str, Any], n: int, k_requested: int, method: st
     }
     if result["k_clipped"]:
         info["note"] = (
-            f"k={k_requested} clipped to {result['k']}: only {n - 1} other patterns exist"
+            f"NPPS: k={k_requested} > {n - 1} other training patterns; "
+            f"using k={result['k']} (clipped)"
         )
+        warnings.warn(info["note"], UserWarning, stacklevel=3)
     return info
 
 
@@ -331,7 +336,7 @@ class NPPS(BaseEstimator):
     ``classes_``, ``neighbors_entropy_``/``neighbors_match_`` (per pattern, NaN where not
     evaluated) and ``info_`` (n_train, n_selected, n_evaluated, n_rounds,
     selection_seconds, k (effective), k_requested, k_clipped, method, neighbors, and a
-    ``note`` when k was clipped).
+    ``note`` when k was clipped, also given as a UserWarning).
     """
 
     _parameter_constraints: dict = dict(_NPPS_CONSTRAINTS)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any
@@ -401,8 +402,11 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
     """Localized projection learning (Tsuji et al., Sec. 5).
 
     For each query x: ``f(x) = K(x, X_N) G_N⁺ y_N`` over its k nearest training patterns
-    (Euclidean). ``k="auto"`` is the paper's k = floor(log10 ℓ + 1); k is clipped to ℓ.
-    One neighbour query serves all test points, and the k×k systems are solved together
+    (Euclidean). ``k="auto"`` is the paper's k = floor(log10 ℓ + 1). A k above ℓ is
+    clipped to ℓ with a UserWarning (once per fit) and ``info_`` entries ``k_requested``,
+    ``k_clipped`` and ``note``; ``info_['k']`` is always the k used. With k = ℓ every
+    neighbourhood is the whole training set, so one ℓ×ℓ system is solved at fit time
+    (:meth:`_fit_global`) instead of one per query. One neighbour query serves all test points, and the k×k systems are solved together
     by a stacked eigendecomposition (:func:`batched_pinv_forms`). With a cache, the
     neighbour lists and local squared distances are memoized, so a sigma sweep only
     recomputes the exponentials and the eigendecompositions.
@@ -471,11 +475,17 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
     ) -> LocalizedProjectionLearning:
         X, y_index = self._validate_training(X, y)
         n = X.shape[0]
-        self.k_ = min(auto_k(n) if self.k == "auto" else int(self.k), n)
+        k_requested = auto_k(n) if self.k == "auto" else int(self.k)
+        self.k_ = min(k_requested, n)
         self.X_fit_ = X
         self.dummy_outputs_ = self._dummy_outputs(y_index)
         backend_key = self._backend_key()
-        if cache is None or backend_key is None:
+        if self.k_ == n:
+            # Every query's neighbourhood is the whole training set (in another order):
+            # one ℓ×ℓ system instead of one per query, and no neighbour search.
+            self._fit_global(X, cache)
+            self.neighbors_ = None
+        elif cache is None or backend_key is None:
             self.neighbors_ = self._make_backend(X)
         else:
             # The index does not depend on search_k (a query-time setting): one per forest.
@@ -491,7 +501,26 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
             "neighbor_recall": None,
             "recall_seconds": None,
         }
+        if self.k_ < k_requested:
+            note = f"LPL: k={k_requested} > {n} training rows; using k={self.k_}"
+            warnings.warn(note, UserWarning, stacklevel=2)
+            self.info_.update(k_requested=k_requested, k_clipped=True, note=note)
         return self
+
+    def _fit_global(self, X: np.ndarray, cache: DistanceCache | None) -> None:
+        """For k = ℓ: ``global_coef_ = G⁺ y`` over all training rows, with the cutoff of
+        :func:`batched_pinv_forms` (eigenvalues at or below ``ℓ·eps·λ_max`` dropped), and
+        ``global_singular_`` (whether any was dropped). Then f(x) = K(x, X) G⁺ y, the same
+        function the per-query systems give (each is G with its rows permuted), at the cost
+        of one ℓ×ℓ eigendecomposition instead of one per query."""
+        D = sq_dists(X, X, cache)
+        G = gaussian_from_sq(D, self.sigma, out=None if cache is not None else D)
+        w, V = np.linalg.eigh(G)
+        keep = w > X.shape[0] * EPS * w[-1:]
+        Vk = V[:, keep]
+        Y = self.dummy_outputs_.reshape(X.shape[0], -1)
+        self.global_coef_ = (Vk @ ((Vk.T @ Y) / w[keep, None])).reshape(self.dummy_outputs_.shape)
+        self.global_singular_ = bool(not keep.all())
 
     def _local_geometry(
         self, X: np.ndarray, cache: DistanceCache | None, timing: dict[str, float] | None = None
@@ -537,6 +566,8 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         value, :func:`lkm.kernels.exp_rows_scaled`) and each query's nearest neighbour's
         class index. The local Gram matrices keep their unit diagonal either way."""
         X = self._validate_query(X)
+        if self.neighbors_ is None:
+            return self._global_decision(X, cache, scaled=scaled)
         backend_key = self._backend_key()
         timing: dict[str, float] = {}
         if cache is None or backend_key is None:
@@ -557,6 +588,28 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         self.info_["neighbor_seconds"] = timing.get("neighbor_seconds", 0.0)
         self._record_recall(X, idx, cache, backend_key)
         nearest_outputs = self.dummy_outputs_[idx[:, 0]] if idx.shape[0] else self.dummy_outputs_[:0]
+        nearest = (nearest_outputs > 0).astype(np.intp) if nearest_outputs.ndim == 1 else np.argmax(nearest_outputs, axis=1)
+        return values, nearest
+
+    def _global_decision(
+        self, X: np.ndarray, cache: DistanceCache | None, *, scaled: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_local_decision` for k = ℓ, where every neighbourhood is the training
+        set: ``K(x, X) G⁺ y`` from :meth:`_fit_global`; nearest pattern by the lower
+        index among ties, as the exact neighbour lists order them."""
+        D = sq_dists(X, self.X_fit_, cache)
+        if scaled:
+            scale = exponent_scale(2.0 * self.sigma, self.sigma)
+            k_x, row_min = exp_rows_scaled(D, scale)
+            self.info_["underflow_share"] = underflow_share(row_min, scale)
+        else:
+            k_x = gaussian_from_sq(D, self.sigma)
+        values = k_x @ self.global_coef_
+        self.info_.update(
+            singular_local_systems=X.shape[0] if self.global_singular_ else 0,
+            neighbor_cached=False, neighbor_seconds=0.0, neighbor_recall=1.0, recall_seconds=0.0,
+        )
+        nearest_outputs = self.dummy_outputs_[np.argmin(D, axis=1)] if D.shape[0] else self.dummy_outputs_[:0]
         nearest = (nearest_outputs > 0).astype(np.intp) if nearest_outputs.ndim == 1 else np.argmax(nearest_outputs, axis=1)
         return values, nearest
 
