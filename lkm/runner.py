@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed
 
 from lkm import __version__
 from lkm.data import Dataset, load_dataset
@@ -183,11 +182,21 @@ def execute(
     *,
     jobs: int = 1,
     on_progress: Callable[[int], None] | None = None,
+    in_process: bool = False,
 ) -> RunSummary:
     """Run every task of ``plan`` not yet recorded in ``store``.
 
+    Jobs run in ``jobs`` worker processes (:func:`lkm.workers.run_calls`; one worker for
+    ``jobs=1``), so this process only waits: Ctrl-C (KeyboardInterrupt) kills the workers
+    and propagates at once, whatever C code a fit is in, and workers die with this
+    process. Each worker gets ``cores // jobs`` OpenMP and BLAS threads.
+    ``in_process=True`` runs the jobs here instead, one after the other (debuggers,
+    profilers; an interrupt then waits for the C call in progress).
+
     ``on_progress(n)`` is called with the number of tasks each finished job covered.
     """
+    from lkm.workers import effective_jobs, run_calls, run_in_process
+
     done = store.completed_ids()
     groups: dict[tuple[str, str, str], list[Task]] = {}
     studies: list[StudyTask] = []
@@ -200,30 +209,39 @@ def execute(
             groups.setdefault((t.dataset, t.split.id, t.method), []).append(t)
     skipped = len(plan.tasks) - sum(len(g) for g in groups.values()) - len(studies)
     start = time.perf_counter()
-    ran = failed = 0
-    first_error = None
+    counts = {"ran": 0, "failed": 0}
+    errors: list[str] = []
+
+    def collect(result: tuple[int, int, str | None]) -> None:
+        n_ok, n_failed, err = result
+        counts["ran"] += n_ok
+        counts["failed"] += n_failed
+        if err:
+            errors.append(err)
+        if on_progress:
+            on_progress(n_ok + n_failed)
+
     if groups or studies:
         prep = plan.spec.preprocessing
-        calls = [
-            delayed(run_job)(str(store.root), plan.datasets[ds].X, plan.datasets[ds].y, tasks, prep,
-                             plan.spec.score_train)
+        calls: list[tuple[Callable[..., Any], tuple[Any, ...]]] = [
+            (run_job, (str(store.root), plan.datasets[ds].X, plan.datasets[ds].y, tasks, prep,
+                       plan.spec.score_train))
             for (ds, _, _), tasks in groups.items()
         ] + [
-            delayed(run_study)(str(store.root), plan.datasets[t.dataset].X, plan.datasets[t.dataset].y, t, prep)
+            (run_study, (str(store.root), plan.datasets[t.dataset].X, plan.datasets[t.dataset].y, t, prep))
             for t in studies
         ]
         # Largest jobs first keeps both workers busy to the end (a study costs about one fit per row).
         sizes = [len(g) * plan.datasets[k[0]].X.shape[0] for k, g in groups.items()]
         sizes += [plan.datasets[t.dataset].X.shape[0] for t in studies]
         order = np.argsort([-s for s in sizes], kind="stable")
-        parallel = Parallel(n_jobs=jobs, return_as="generator_unordered")
-        for n_ok, n_failed, err in parallel(calls[i] for i in order):
-            ran += n_ok
-            failed += n_failed
-            first_error = first_error or err
-            if on_progress:
-                on_progress(n_ok + n_failed)
-    return RunSummary(len(plan.tasks), skipped, ran, failed, time.perf_counter() - start, first_error)
+        ordered = (calls[i] for i in order)
+        if in_process:
+            run_in_process(ordered, on_result=collect)
+        else:
+            run_calls(ordered, jobs=min(effective_jobs(jobs), len(calls)), on_result=collect)
+    return RunSummary(len(plan.tasks), skipped, counts["ran"], counts["failed"], time.perf_counter() - start,
+                      errors[0] if errors else None)
 
 
 # -- perturbed runs (Spec.perturb: the claims tables' fragility check) ---------------

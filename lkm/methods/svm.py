@@ -10,18 +10,24 @@ kernel, LIBSVM gets the precomputed Gaussian Gram matrix (``-t 4``), built with 
 products (from a :class:`DistanceCache` when given) and written straight into LIBSVM's
 node array; larger problems pass the features as CSR and let LIBSVM evaluate the RBF
 kernel (``-t 2``).
+
+LIBSVM's progress output is silenced with a C function (:data:`SILENT_PRINT`), not with
+``-q``: ``-q`` installs a Python callback, and an interrupt that arrives while C calls
+back into Python is swallowed by ctypes ("Exception ignored on calling ctypes callback
+function"), so Ctrl-C was lost during training.
 """
 
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import sys
 from numbers import Real
 from typing import Any
 
 import numpy as np
 import scipy.sparse
-from libsvm.svm import svm_node, svm_problem
+from libsvm.svm import PRINT_STRING_FUN, ctypes_print_null, svm_node, svm_parameter, svm_problem
 from libsvm.svmutil import svm_train
 from sklearn.utils._param_validation import Interval
 
@@ -32,6 +38,38 @@ from lkm.methods.base import LocalKernelClassifier
 PRECOMPUTED_MAX_BYTES = 512 * 2**20
 
 _NODE = np.dtype(svm_node)
+
+
+def _silent_print() -> Any:
+    """A print function for LIBSVM that is C code and ignores its text: libc's ``strlen``.
+
+    LIBSVM calls its print hook as ``void f(const char *s)`` with a NUL-terminated
+    message. ``strlen`` takes exactly that argument, only reads it, has no side
+    effects, and returns its result in a register that a caller expecting ``void``
+    ignores. With the argument types matching, that holds on every C ABI where the
+    caller cleans up the call (x86-64 System V and Windows, AArch64, ARM, cdecl on
+    x86), i.e. wherever LIBSVM runs. No Python runs during training, so no signal can
+    be caught in a callback. Falls back to libsvm's Python no-op if no C library is found.
+    """
+    for name in (None, ctypes.util.find_library("c"), "msvcrt"):
+        try:
+            strlen = ctypes.CDLL(name).strlen
+        except (OSError, TypeError, AttributeError):
+            continue
+        return ctypes.cast(strlen, PRINT_STRING_FUN)
+    return ctypes_print_null
+
+
+#: LIBSVM's print hook for every training in this process (see :func:`_silent_print`).
+SILENT_PRINT = _silent_print()
+
+
+def _parameter(options: str) -> svm_parameter:
+    """LIBSVM parameters for ``options`` (without ``-q``), printing through :data:`SILENT_PRINT`;
+    ``svm_train`` installs ``param.print_func`` before it trains."""
+    param = svm_parameter(options)
+    param.print_func = SILENT_PRINT
+    return param
 
 
 def _precomputed_problem(
@@ -114,15 +152,15 @@ class SVMClassifier(LocalKernelClassifier):
         targets = np.where(y_index == 1, 1.0, -1.0) if binary else y_index.astype(np.float64)
         n = X.shape[0]
         options = f"-s 0 -c {float(self.C)!r} -e {float(self.tol)!r} "
-        options += f"-m {float(self.cache_size)!r} -h {int(bool(self.shrinking))} -q"
+        options += f"-m {float(self.cache_size)!r} -h {int(bool(self.shrinking))}"
         if n * (n + 2) * _NODE.itemsize <= PRECOMPUTED_MAX_BYTES:
             route = "precomputed"
-            model = svm_train(_precomputed_problem(X, targets, self.sigma, cache), options + " -t 4")
+            model = svm_train(_precomputed_problem(X, targets, self.sigma, cache), _parameter(options + " -t 4"))
         else:
             route = "rbf"
             gamma = 1.0 / (2.0 * float(self.sigma) ** 2)
             problem = svm_problem(targets, scipy.sparse.csr_matrix(X))
-            model = svm_train(problem, options + f" -t 2 -g {gamma!r}")
+            model = svm_train(problem, _parameter(options + f" -t 2 -g {gamma!r}"))
 
         n_class = model.get_nr_class()
         n_sv = model.get_nr_sv()
