@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import Interval, InvalidParameterError
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -116,6 +117,7 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
         :class:`DistanceCache` recognizes it) and y as indices into ``classes_``.
         """
         self._validate_params()
+        self._reject_boolean_numbers()
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_feature_scale(X, type(self).__name__)
         check_classification_targets(y)
@@ -126,6 +128,19 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
             )
         self.class_count_ = np.bincount(y_index, minlength=self.classes_.size)
         return X, y_index
+
+    def _reject_boolean_numbers(self) -> None:
+        """sklearn's ``Interval`` constraints accept ``True`` as 1; a numeric parameter
+        (one constrained to an interval and not also allowed to be a boolean) given a
+        bool is a mistake, e.g. ``sigma: true`` in a spec."""
+        for name, constraints in getattr(self, "_parameter_constraints", {}).items():
+            value = getattr(self, name, None)
+            numeric = any(isinstance(c, Interval) for c in constraints)
+            if numeric and "boolean" not in constraints and isinstance(value, (bool, np.bool_)):
+                raise InvalidParameterError(
+                    f"The {name!r} parameter of {type(self).__name__} must be a number, "
+                    f"not a boolean; got {value!r}"
+                )
 
     def _validate_query(self, X: np.ndarray) -> np.ndarray:
         check_is_fitted(self)

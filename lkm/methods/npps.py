@@ -34,7 +34,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from lkm.kernels import DistanceCache
-from lkm.methods.base import LocalKernelClassifier
+from lkm.methods.base import LocalKernelClassifier, check_feature_scale
 from lkm.methods.svm import SVMClassifier
 from lkm.neighbors import NEIGHBOR_BACKENDS, make_neighbors
 
@@ -365,6 +365,7 @@ class NPPS(BaseEstimator):
         """Select the patterns; see the class doc for the fitted attributes."""
         self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64)
+        check_feature_scale(X, type(self).__name__)
         check_classification_targets(y)
         self.classes_, y_index = np.unique(y, return_inverse=True)
         if self.classes_.size < 2:

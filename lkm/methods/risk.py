@@ -30,14 +30,22 @@ from lkm.kernels import (
 )
 from lkm.methods.base import LocalKernelClassifier
 
+_TINY = float(np.finfo(np.float64).tiny)
+
 #: Vicinity weights above this count as "in the vicinity" (``info_['n_in_vicinity']``).
 IN_VICINITY = 1e-12
 
 
 def hard_vicinity(sq_dist: np.ndarray, beta: float) -> np.ndarray:
     """Hard-threshold vicinity ``k_1(x, x0; β) = 1{||x - x0|| < β/2}`` (Sec. 2), from the
-    squared distances ``||x - x0||²`` (compared as ``||x - x0||² < β²/4``)."""
-    return (np.asarray(sq_dist, dtype=np.float64) < 0.25 * beta * beta).astype(np.float64)
+    squared distances ``||x - x0||²`` (compared as ``||x - x0||² < β²/4``, or as
+    ``||x - x0|| < β/2`` where β²/4 is not a normal float64, so that x0 stays in its own
+    vicinity however small β)."""
+    sq = np.asarray(sq_dist, dtype=np.float64)
+    bound = 0.25 * beta * beta
+    if not _TINY <= bound < np.inf:
+        return (np.sqrt(sq) < 0.5 * beta).astype(np.float64)
+    return (sq < bound).astype(np.float64)
 
 
 def soft_vicinity(sq_dist: np.ndarray, beta: float) -> np.ndarray:
