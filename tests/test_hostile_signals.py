@@ -1,0 +1,355 @@
+"""Hostile cases, part "signals" (issue 9, item 5): Ctrl-C, SIGTERM and kill -9 during a
+run, LIBSVM's print hook, worker threads and the parent watchdog.
+
+Subprocess tests start `lkm run` in a new session (its own process group), are bounded
+by timeouts and kill the whole group in a ``finally``. Processes are found through
+/proc (Linux); zombies count as gone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lkm import workers
+from lkm.store import RunStore
+
+linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+
+#: Slow enough to be interrupted mid-run (800 fits), starting to record within a few seconds.
+SLOW_SPEC = textwrap.dedent("""\
+    name: slow
+    datasets: [sklearn-breast-cancer]
+    preprocessing: standardize
+    protocol: {kind: kfold, folds: 10, seed: 0}
+    methods:
+      - {name: SVM, estimator: svm}
+      - {name: PL, estimator: pl}
+    sweep:
+      sigma: 0.1:10:40
+""")
+
+
+def _group(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of process group ``pgid``."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # state, ppid, pgrp, ...
+        if int(fields[2]) == pgid and fields[0] not in "ZX":
+            pids.append(int(entry))
+    return pids
+
+
+def _children(pid: int) -> list[int]:
+    """Live processes whose parent is ``pid``."""
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            if int(fields[1]) == pid and fields[0] not in "ZX":
+                kids.append(int(entry))
+    return kids
+
+
+def _wait_until(cond, timeout: float, step: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(step)
+    return bool(cond())
+
+
+def _lines(out: Path) -> list[bytes]:
+    return [line for p in sorted((out / "records").glob("part-*.jsonl")) for line in p.read_bytes().splitlines(True)]
+
+
+def _assert_records_valid(out: Path) -> int:
+    """Every finished record line is a JSON object with a task id and status; only the very
+    last line of a part file may be cut (a worker killed while writing). Returns the count."""
+    n = 0
+    for p in sorted((out / "records").glob("part-*.jsonl")):
+        lines = p.read_bytes().splitlines(True)
+        for i, line in enumerate(lines):
+            if not line.endswith(b"\n"):
+                assert i == len(lines) - 1, f"{p}: cut line in the middle"
+                continue
+            rec = json.loads(line)
+            assert isinstance(rec, dict) and rec["task_id"] and rec["status"] in ("ok", "error")
+            n += 1
+    return n
+
+
+@pytest.fixture
+def slow_run(tmp_path: Path) -> Iterator:
+    """Start `lkm run` on :data:`SLOW_SPEC` in its own session; returns (start, out);
+    everything started is killed afterwards."""
+    spec = tmp_path / "slow.yaml"
+    spec.write_text(SLOW_SPEC)
+    out = tmp_path / "run"
+    started: list[subprocess.Popen] = []
+
+    def start(jobs: int, *extra: str) -> subprocess.Popen:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lkm.cli", "run", str(spec), "--jobs", str(jobs), "--out", str(out),
+             "--no-progress", *extra],
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )
+        started.append(proc)
+        return proc
+
+    try:
+        yield start, out
+    finally:
+        for proc in started:
+            for pid in [*_group(proc.pid), proc.pid]:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            proc.communicate(timeout=10)
+
+
+def _wait_for_records(proc: subprocess.Popen, out: Path, n: int = 1, timeout: float = 10) -> None:
+    ok = _wait_until(lambda: proc.poll() is not None or len(_lines(out)) >= n, timeout)
+    assert ok and proc.poll() is None, f"no records within {timeout} s (exit {proc.returncode})"
+
+
+@linux_only
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_ctrl_c_stops_the_run_within_a_second_or_two_and_a_rerun_resumes(slow_run, jobs: int) -> None:
+    """Signals: Ctrl-C (SIGINT to the process group, as a terminal sends it) stops `lkm run`
+    at any --jobs within ~2 s: exit 130, one line; the records are valid, no worker is
+    left, and a rerun counts them as recorded and fits only the rest."""
+    start, out = slow_run
+    proc = start(jobs)
+    _wait_for_records(proc, out)
+    t0 = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=10)
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == 130, err
+    assert elapsed < 2.5, f"took {elapsed:.1f} s to stop"
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "interrupted (SIGINT)" in lines[0] and str(out) in lines[0], err
+    assert _wait_until(lambda: not _group(proc.pid), 3), f"left behind: {_group(proc.pid)}"
+    n = _assert_records_valid(out)
+    recorded = RunStore(out).completed_ids()
+    assert 0 < len(recorded) <= n
+    # The rerun resumes: its header counts what is recorded, and it goes on fitting.
+    again = start(jobs)
+    header = again.stdout.readline()
+    assert f"({len(recorded)} already recorded)" in header, header
+    _wait_for_records(again, out, len(_lines(out)) + 1)
+    again.send_signal(signal.SIGTERM)
+    again.communicate(timeout=10)
+    assert again.returncode == 143
+
+
+@linux_only
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_sigterm_is_handled_like_ctrl_c_and_leaves_no_process(slow_run, jobs: int) -> None:
+    """Signals: SIGTERM to `lkm run` ends it like Ctrl-C: within ~2 s, exit 143, one line
+    naming SIGTERM and the records folder; its worker processes are gone."""
+    start, out = slow_run
+    proc = start(jobs)
+    _wait_for_records(proc, out)
+    workers_seen = _children(proc.pid)
+    assert workers_seen, "no worker processes"
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=10)
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == 143, err
+    assert elapsed < 2.5, f"took {elapsed:.1f} s to stop"
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "interrupted (SIGTERM)" in lines[0] and "records" in lines[0], err
+    assert _wait_until(lambda: not _group(proc.pid), 3), f"left behind: {_group(proc.pid)}"
+    _assert_records_valid(out)
+
+
+@linux_only
+def test_kill_9_of_the_main_process_ends_its_workers(slow_run) -> None:
+    """Signals: after kill -9 of `lkm run --jobs 2`, its workers are gone within ~3 s and no
+    record is written afterwards."""
+    start, out = slow_run
+    proc = start(2)
+    _wait_for_records(proc, out)
+    kids = _children(proc.pid)
+    assert len(kids) >= 2, kids
+    proc.kill()
+    proc.wait(timeout=5)
+    t0 = time.monotonic()
+    assert _wait_until(lambda: not _group(proc.pid), 3), f"still running: {_group(proc.pid)}"
+    assert time.monotonic() - t0 < 3
+    n = len(_lines(out))
+    time.sleep(1.0)
+    assert len(_lines(out)) == n, "records written after the workers should be gone"
+    _assert_records_valid(out)
+
+
+@linux_only
+def test_watchdog_ends_a_worker_whose_parent_was_killed(tmp_path: Path) -> None:
+    """Signals: the watchdog alone (no loky) ends a process within ~1 s of its parent's
+    kill -9; without it the child would sleep on for a minute."""
+    child = (
+        "import sys, time; from lkm.workers import start_parent_watchdog; "
+        "assert start_parent_watchdog(int(sys.argv[1])); time.sleep(60)"
+    )
+    parent = (
+        "import os, subprocess, sys, time; "
+        f"p = subprocess.Popen([sys.executable, '-c', {child!r}, str(os.getpid())]); "
+        "print(p.pid, flush=True); time.sleep(60)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        kid = int(proc.stdout.readline())
+        time.sleep(1.5)  # the child imports lkm and starts its watchdog
+        assert kid in _group(proc.pid)
+        proc.kill()
+        proc.wait(timeout=5)
+        assert _wait_until(lambda: kid not in _group(proc.pid), 3), "orphan still alive"
+    finally:
+        for pid in [*_group(proc.pid), proc.pid]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        proc.communicate(timeout=10)
+
+
+def test_watchdog_never_starts_in_the_main_process() -> None:
+    """Signals: the watchdog is for workers; in the driver it does nothing."""
+    assert workers.start_parent_watchdog(os.getpid()) is False
+    assert workers._watchdog is None or not workers._watchdog.is_alive()
+
+
+def test_threads_per_worker_share_the_cores() -> None:
+    """Threads: each of `jobs` workers gets max(1, cores // jobs) OpenMP/BLAS threads."""
+    assert [workers.threads_per_worker(j, cores=2) for j in (1, 2, 3)] == [2, 1, 1]
+    assert workers.threads_per_worker(2, cores=8) == 4
+    assert workers.effective_jobs(-1) == workers.cpu_count()
+    with pytest.raises(ValueError):
+        workers.effective_jobs(0)
+
+
+def test_worker_env_caps_threads_and_keeps_the_users_choices(monkeypatch) -> None:
+    """Threads: workers start with thread counts set and passive OpenMP waiting; variables
+    the user set are passed through unchanged."""
+    for var in (*workers.THREAD_VARS, "OMP_WAIT_POLICY"):
+        monkeypatch.delenv(var, raising=False)
+    env = workers.worker_env(3)
+    assert all(env[v] == "3" for v in workers.THREAD_VARS) and env["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    env = workers.worker_env(3)
+    assert env["OMP_NUM_THREADS"] == "7" and env["OMP_WAIT_POLICY"] == "ACTIVE" and env["OPENBLAS_NUM_THREADS"] == "3"
+
+
+def test_jobs_run_under_the_thread_cap_in_workers() -> None:
+    """Threads: inside a worker of a 2-worker pool on C cores, OpenMP and BLAS each have
+    max(1, C // 2) threads, and the worker's environment says so before libraries load."""
+    results: list = []
+    workers.run_calls([(_thread_report, ())] * 2, jobs=2, on_result=results.append)
+    want = workers.threads_per_worker(2)
+    for info in results:
+        assert info["pid"] != os.getpid()
+        assert info["OMP_WAIT_POLICY"] == os.environ.get("OMP_WAIT_POLICY", "PASSIVE")
+        assert info["OMP_NUM_THREADS"] == os.environ.get("OMP_NUM_THREADS", str(want))
+        assert "openmp" in info["threads"] and set(info["threads"].values()) == {want}, info
+
+
+def _thread_report() -> dict:
+    from threadpoolctl import threadpool_info
+
+    import lkm.methods.svm  # noqa: F401  (loads LIBSVM's libgomp in the worker)
+
+    return {"pid": os.getpid(), "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY"),
+            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+            "threads": {p["user_api"]: p["num_threads"] for p in threadpool_info()}}
+
+
+def _breast_cancer() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    return (X - X.mean(0)) / X.std(0), y
+
+
+def _python_print_calls(train) -> int:
+    """How many times LIBSVM called libsvm's Python print callback during ``train()``."""
+    calls = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "print_null":
+            calls.append(1)
+
+    sys.setprofile(profile)
+    try:
+        train()
+    finally:
+        sys.setprofile(None)
+    return len(calls)
+
+
+@pytest.mark.parametrize("route", ["precomputed", "rbf"])
+def test_libsvm_training_calls_no_python_print_callback(route: str, monkeypatch) -> None:
+    """Signals: LIBSVM prints through a C no-op, so no Python runs inside svm_train (where
+    ctypes would swallow Ctrl-C); libsvm's own `-q` does call back into Python."""
+    import scipy.sparse
+    from libsvm.svm import svm_problem
+    from libsvm.svmutil import svm_train
+
+    from lkm.methods import svm as svm_module
+
+    X, y = _breast_cancer()
+    if route == "rbf":
+        monkeypatch.setattr(svm_module, "PRECOMPUTED_MAX_BYTES", 0)
+    est = svm_module.SVMClassifier(sigma=2.0)
+    assert _python_print_calls(lambda: est.fit(X, y)) == 0
+    assert est.info_["route"] == route
+    quiet = svm_problem(np.where(y == 1, 1.0, -1.0), scipy.sparse.csr_matrix(X))
+    assert _python_print_calls(lambda: svm_train(quiet, "-s 0 -t 2 -g 0.1 -q")) > 0  # the old way
+
+
+def test_sigint_during_svm_training_raises_keyboardinterrupt() -> None:
+    """Signals: a SIGINT that arrives while LIBSVM trains raises KeyboardInterrupt (right
+    after svm_train returns) instead of being swallowed by a print callback."""
+    code = textwrap.dedent("""\
+        import os, signal, threading, time
+        import numpy as np
+        from lkm.methods.svm import SVMClassifier
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(1500, 5)); y = (rng.random(1500) < 0.5).astype(int)
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        t = time.perf_counter()
+        try:
+            while time.perf_counter() - t < 8:
+                SVMClassifier(sigma=0.3, C=100.0).fit(X, y)
+            print("not interrupted")
+        except KeyboardInterrupt:
+            print("interrupted")
+    """)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert res.stdout.strip() == "interrupted", res.stdout + res.stderr
+    assert "Exception ignored" not in res.stderr, res.stderr
