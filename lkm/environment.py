@@ -38,10 +38,11 @@ def _pools() -> list[dict[str, Any]]:
 
 
 def _worker_threads(jobs: int) -> list[dict[str, Any]]:
-    """The pools seen inside the ``jobs`` joblib workers the runner uses (loky reuses them)."""
-    from joblib import Parallel, delayed
+    """The pools seen inside the ``jobs`` workers the runner uses (:mod:`lkm.workers`; reused)."""
+    from lkm.workers import run_calls
 
-    per_worker = Parallel(n_jobs=jobs)(delayed(_pools)() for _ in range(jobs))
+    per_worker: list[list[dict[str, Any]]] = []
+    run_calls([(_pools, ())] * jobs, jobs=jobs, on_result=per_worker.append)
     return per_worker[0]
 
 
