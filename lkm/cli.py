@@ -17,23 +17,56 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 from typer.core import TyperGroup
+from typer.exceptions import Abort, TyperException
 
 from lkm.errors import LkmError, SpecError, did_you_mean
+from lkm.workers import interrupt_exit_code, interrupt_name, interrupt_on
 
-console = Console()
-err_console = Console(stderr=True)
+# Markup off: user text (spec paths, dataset names, messages) is printed as written; styled
+# words go through `_line`.
+console = Console(markup=False, highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
 
 DATA_DIR_HELP = "Read-only dataset mirror laid out `<dataset>/<file>` (default: $LKM_DATA_DIR); files are still sha256-verified."
 
 
-class _SweepArgs(TyperGroup):
-    """Lets `lkm sweep` take a bare `--sigma` (the paper's grid) and any `--NAME GRID`.
+#: Errors a user can cause besides LkmError: files (missing, unreadable, a folder, full
+#: disk, read-only), undecodable text, and input nested or aliased beyond the parser.
+USER_ERRORS: tuple[type[BaseException], ...] = (LkmError, OSError, UnicodeError, RecursionError, MemoryError)
 
-    Click cannot give an option an optional value, so the arguments are rewritten
-    before parsing: a bare `--sigma`/`--k` gets the value 'default', and an unknown
-    `--beta 0.1:10:5` becomes `--param beta=0.1:10:5`.
+
+class _SweepArgs(TyperGroup):
+    """The `lkm` command group: the error boundary, and `lkm sweep`'s grid options.
+
+    Every command runs inside :meth:`invoke`: an error a user can cause
+    (:data:`USER_ERRORS`) ends as one line and exit 2; anything else is a bug in lkm and
+    ends as one line and exit 1, with the traceback under `lkm --debug`.
+
+    Click cannot give an option an optional value, so `lkm sweep`'s arguments are
+    rewritten before parsing: a bare `--sigma`/`--k` gets the value 'default', and an
+    unknown `--beta 0.1:10:5` becomes `--param beta=0.1:10:5`.
     """
+
+    def invoke(self, ctx):  # type: ignore[override]
+        try:
+            with interrupt_on():  # SIGTERM anywhere ends the command like Ctrl-C
+                return super().invoke(ctx)
+        except (typer.Exit, TyperException, Abort):
+            raise
+        except KeyboardInterrupt as exc:
+            raise _fail(LkmError("interrupted"), interrupt_exit_code(exc)) from None
+        except USER_ERRORS as exc:
+            if _debug():
+                raise
+            raise _fail(exc) from None
+        except Exception as exc:
+            if _debug():
+                raise
+            raise _fail(LkmError(
+                f"internal error (a bug in lkm; please report it): {type(exc).__name__}: {exc} "
+                "— `lkm --debug ...` shows the traceback"), 1) from None
 
     KNOWN = {"--method", "-m", "--dataset", "-d", "--out", "-o", "--jobs", "-j", "--data-dir",
              "--fresh", "--dry-run", "--param", "--help", "--no-progress"}
@@ -77,6 +110,20 @@ app = typer.Typer(
     rich_markup_mode="markdown",
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _options(
+    debug: Annotated[bool, typer.Option("--debug", help="Show the traceback of unexpected errors (bugs in lkm) instead of one line; also LKM_DEBUG=1.")] = False,
+) -> None:
+    if debug:
+        os.environ["LKM_DEBUG"] = "1"
+
+
+def _debug() -> bool:
+    return os.environ.get("LKM_DEBUG", "") not in ("", "0")
+
+
 datasets_app = typer.Typer(help="List, describe, download and verify the registered datasets.", no_args_is_help=True)
 app.add_typer(datasets_app, name="datasets")
 docs_app = typer.Typer(help="README's and docs/' tables and figures from the committed run snapshot docs/runs/.", no_args_is_help=True)
@@ -84,8 +131,20 @@ app.add_typer(docs_app, name="docs")
 
 
 def _fail(exc: BaseException, code: int = 2) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    err_console.print(_line(("error:", "bold red"), f" {_one_line(exc)}"), soft_wrap=True)
     return typer.Exit(code)
+
+
+def _line(*parts: str | tuple[str, str]) -> Text:
+    """One printable line from plain strings and (text, style) pairs, never parsed as markup."""
+    return Text.assemble(*parts)
+
+
+def _one_line(exc: BaseException) -> str:
+    """The message of an error a user caused, as one line."""
+    text = str(exc) if not isinstance(exc, OSError) or not exc.strerror else (
+        f"{exc.filename}: {exc.strerror}" if exc.filename is not None else exc.strerror)
+    return " ".join(text.split()) or type(exc).__name__
 
 
 def _data_dir(data_dir: Path | None) -> Path | None:
@@ -98,11 +157,18 @@ def _data_dir(data_dir: Path | None) -> Path | None:
 
 # -- run / sweep -------------------------------------------------------------------
 OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default: `results/<spec name>`). Rerunning into it resumes.")]
-JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=-1, help="Parallel worker processes (-1: one per core).")]
+def _check_jobs(value: int) -> int:
+    if value == 0 or value < -1:
+        raise LkmError(f"--jobs {value}: give a number of worker processes >= 1, or -1 for one per core")
+    return value
+
+
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", callback=_check_jobs, help="Parallel worker processes (-1: one per core).")]
 DataDirOpt = Annotated[Path | None, typer.Option("--data-dir", help=DATA_DIR_HELP)]
 FreshOpt = Annotated[bool, typer.Option("--fresh/--resume", help="--fresh discards this run directory's earlier records; --resume (default) computes only what is missing.")]
 DryOpt = Annotated[bool, typer.Option("--dry-run", help="Print the task plan (fits per dataset and method) and exit without fitting.")]
 ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar with ETA.")]
+MaxFitsOpt = Annotated[int | None, typer.Option("--max-fits", min=1, help="Refuse plans with more fits than this (default 100000, or $LKM_MAX_FITS): a typo in a grid cannot start millions of fits.", show_default=False)]
 SmokeOpt = Annotated[bool, typer.Option("--smoke", help="Apply the spec's `smoke:` overrides (few settings, run into `<name>-smoke/`): checks that every output is produced, fast.")]
 
 
@@ -116,6 +182,7 @@ def run(
     dry_run: DryOpt = False,
     progress: ProgressOpt = True,
     smoke: SmokeOpt = False,
+    max_fits: MaxFitsOpt = None,
 ) -> None:
     """Run every dataset x split x method x parameter setting of SPEC, then write tables and figures.
 
@@ -128,7 +195,8 @@ def run(
 
     try:
         _data_dir(data_dir)
-        s = load_spec(spec, smoke=smoke)
+        s = load_spec(spec, smoke=smoke, max_fits=max_fits)
+        _print_notes(s)
         _run_spec(s, str(spec), out, jobs, fresh, dry_run, progress)
     except LkmError as exc:
         raise _fail(exc) from None
@@ -148,6 +216,7 @@ def sweep(
     fresh: FreshOpt = False,
     dry_run: DryOpt = False,
     progress: ProgressOpt = True,
+    max_fits: MaxFitsOpt = None,
 ) -> None:
     """Run SPEC (or an ad-hoc spec) with one or more parameters swept over a grid.
 
@@ -160,7 +229,14 @@ def sweep(
     * `lkm sweep configs/lpl_k_diabetes.yaml --k 5,9,13,17`
     * `lkm sweep -m lpl -d sonar --sigma 0.1:10:9 --k 3,7`
     """
-    from lkm.spec import DEFAULT_GRIDS, default_spec, load_spec, parse_grid, spec_from_dict
+    from lkm.spec import (
+        DEFAULT_GRIDS,
+        default_spec,
+        load_spec,
+        parse_grid,
+        spec_from_dict,
+        validate_run_name,
+    )
 
     try:
         _data_dir(data_dir)
@@ -189,7 +265,7 @@ def sweep(
         if spec is not None:
             if method or dataset:
                 raise SpecError("--method/--dataset are for ad-hoc sweeps without a SPEC; edit the spec instead")
-            base = load_spec(spec)
+            base = load_spec(spec, max_fits=max_fits)
             source = str(spec)
         else:
             base = default_spec(dataset, method, name="sweep")
@@ -200,14 +276,50 @@ def sweep(
             for name in parsed:
                 m["sweep"].pop(name, None)
                 m["params"].pop(name, None)
-        data["name"] = f"{base.name}-sweep-{'-'.join(parsed)}"
-        s = spec_from_dict(data, source)
+        data["name"] = validate_run_name(f"{base.name}-sweep-{'-'.join(parsed)}", "sweep", derived_from=base.name)
+        try:
+            s = spec_from_dict(data, source, max_fits=max_fits)
+        except SpecError as exc:  # a bad swept value: name the option it came from
+            culprit = next((n for n in parsed if f".{n} " in str(exc) or f".{n}:" in str(exc)), None)
+            if culprit is None:
+                raise
+            raise SpecError(f"--{culprit} {grids[culprit]}: {exc}") from None
+        _print_notes(s)
         _run_spec(s, source, out, jobs, fresh, dry_run, progress)
     except LkmError as exc:
         raise _fail(exc) from None
 
 
 def _run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_run: bool, progress: bool) -> None:
+    from lkm.runner import build_plan
+    from lkm.store import RunStore
+
+    run_dir = out or Path("results") / spec.name
+    store = RunStore(run_dir)
+    if not dry_run:
+        store.claim(create=False)  # a file, or a folder lkm did not create: refuse before loading data
+    with console.status("loading data and planning...", spinner="dots"):
+        plan = build_plan(spec, data_dir=os.environ.get("LKM_DATA_DIR"), source=source)
+    if dry_run:
+        _print_plan(plan, store.completed_ids() if not fresh else set(), run_dir)
+        return
+    # Held while this process writes (released on return, on any error, or with the
+    # process on a kill): a second run on this folder stops at once, naming this process.
+    with store.lock():
+        summary, written = _fit_and_report(spec, plan, store, source, jobs=jobs, fresh=fresh, progress=progress)
+    _print_summary(run_dir)
+    if written is None:
+        console.print(f"nothing new to fit; tables and figures in {run_dir}/ are current (`lkm report {run_dir}` rebuilds them)")
+        return
+    console.print(f"{summary.ran} fits in {summary.seconds:.1f} s; {len(written)} files written under {run_dir}/", highlight=False)
+    if summary.failed:
+        raise _fail(LkmError(f"{summary.failed} fit(s) failed (recorded with status 'error'); first: {summary.first_error}"), 1)
+
+
+def _fit_and_report(spec, plan, store, source: str, *, jobs: int, fresh: bool, progress: bool):
+    """Fit what the run folder does not hold yet, write provenance and rebuild the report
+    unless it is current. Returns the execution summary and the files written (None:
+    the report was current)."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -218,30 +330,25 @@ def _run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_r
     )
 
     from lkm.report import build_report
-    from lkm.runner import build_plan, dataset_provenance, execute, write_plan
+    from lkm.runner import dataset_provenance, execute, write_plan
     from lkm.spec import spec_to_yaml
-    from lkm.store import RunStore
 
-    run_dir = out or Path("results") / spec.name
-    store = RunStore(run_dir)
-    with console.status("loading data and planning...", spinner="dots"):
-        plan = build_plan(spec, data_dir=os.environ.get("LKM_DATA_DIR"), source=source)
-    done = store.completed_ids() if (store.records_dir.exists() and not fresh) else set()
-    if dry_run:
-        _print_plan(plan, done, run_dir)
-        return
+    run_dir = store.root
+    done = store.completed_ids() if not fresh else set()
     store.prepare(fresh=fresh)
     store.write_spec(spec_to_yaml(spec))
     write_plan(plan, store)
     for ds, msg in plan.unavailable.items():
-        err_console.print(f"[yellow]skipped[/] {ds}: {msg}", highlight=False)
+        err_console.print(_line(("skipped", "yellow"), f" {ds}: {msg}"))
     todo = len(plan.task_ids - done)
-    console.print(
-        f"[bold]{spec.name}[/]: {len(plan.tasks)} fits ({len(plan.tasks) - todo} already recorded) "
-        f"on {len(plan.datasets)} dataset(s), {spec.describe_protocol()} -> {run_dir}/", highlight=False
-    )
+    console.print(_line(
+        (spec.name, "bold"), f": {len(plan.tasks)} fits ({len(plan.tasks) - todo} already recorded) "
+        f"on {len(plan.datasets)} dataset(s), {spec.describe_protocol()} -> {run_dir}/",
+    ))
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     try:
+        # SIGTERM is handled like Ctrl-C (the command runs under interrupt_on): execute()
+        # kills its workers, then this message.
         with Progress(
             TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console,
@@ -249,8 +356,10 @@ def _run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_r
         ) as bar:
             tid = bar.add_task("fitting", total=todo)
             summary = execute(plan, store, jobs=jobs, on_progress=lambda n: bar.advance(tid, n))
-    except KeyboardInterrupt:
-        raise _fail(LkmError(f"interrupted; every finished fit is recorded in {run_dir}/records — run the same command again to resume"), 130) from None
+    except KeyboardInterrupt as exc:
+        raise _fail(LkmError(
+            f"interrupted ({interrupt_name(exc)}); every finished fit is recorded in {run_dir}/records"
+            " — run the same command again to resume"), interrupt_exit_code(exc)) from None
     store.write_provenance({
         "command": " ".join(shlex.quote(a) for a in ["lkm", *sys.argv[1:]]),
         "spec_source": source, "started_at": started, "seconds": round(summary.seconds, 3),
@@ -260,16 +369,17 @@ def _run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_r
     })
     stamp = store.report_stamp(spec_to_yaml(spec), plan.task_ids)
     if summary.ran == 0 and summary.failed == 0 and store.report_is_current(stamp):
-        _print_summary(run_dir)
-        console.print(f"nothing new to fit; tables and figures in {run_dir}/ are current (`lkm report {run_dir}` rebuilds them)", highlight=False)
-        return
+        return summary, None
     with console.status("writing tables and figures...", spinner="dots"):
         written = build_report(store, spec, plan.task_ids, plan.unavailable)
-    store.mark_report(stamp)
-    _print_summary(run_dir)
-    console.print(f"{summary.ran} fits in {summary.seconds:.1f} s; {len(written)} files written under {run_dir}/", highlight=False)
-    if summary.failed:
-        raise _fail(LkmError(f"{summary.failed} fit(s) failed (recorded with status 'error'); first: {summary.first_error}"), 1)
+    store.mark_report(stamp, written)
+    return summary, written
+
+
+def _print_notes(spec) -> None:
+    """What validation changed in the spec without refusing it (e.g. duplicate grid values removed)."""
+    for note in spec.notes:
+        err_console.print(_line(("note:", "yellow"), f" {note}"))
 
 
 def _print_plan(plan, done: set[str], run_dir: Path) -> None:
@@ -286,7 +396,7 @@ def _print_plan(plan, done: set[str], run_dir: Path) -> None:
     recorded = sum(r["recorded"] for r in rows)
     console.print(f"{total} fits in all, {recorded} already recorded, {total - recorded} to run.")
     for ds, msg in plan.unavailable.items():
-        console.print(f"[yellow]unavailable[/] {ds}: {msg}", highlight=False)
+        console.print(_line(("unavailable", "yellow"), f" {ds}: {msg}"))
 
 
 def _print_summary(run_dir: Path) -> None:
@@ -312,6 +422,7 @@ def reproduce(
     data_dir: DataDirOpt = None,
     smoke: SmokeOpt = False,
     progress: ProgressOpt = True,
+    max_fits: MaxFitsOpt = None,
 ) -> None:
     """Run every experiment of a paper, then check the paper's claims from our numbers.
 
@@ -336,7 +447,8 @@ def reproduce(
         for experiment in module.SPECS:
             if not Path(experiment.spec).is_file():
                 raise LkmError(f"{experiment.spec}: not found; run `lkm reproduce` from the repository root (where configs/ is)")
-            spec = load_spec(experiment.spec, smoke=smoke)
+            spec = load_spec(experiment.spec, smoke=smoke, max_fits=max_fits)
+            _print_notes(spec)
             n_jobs = min(jobs, experiment.jobs) if experiment.jobs else jobs
             try:
                 _run_spec(spec, experiment.spec, results / spec.name, n_jobs, False, False, progress)
@@ -370,7 +482,10 @@ def reproduce(
 # -- report / methods / bench ---------------------------------------------------------
 @app.command()
 def report(run_dir: Annotated[Path, typer.Argument(help="A run directory written by `lkm run` or `lkm sweep`.", show_default=False)]) -> None:
-    """Rebuild tables and figures of RUN_DIR from its stored records, without refitting."""
+    """Rebuild tables and figures of RUN_DIR from its stored records, without refitting.
+
+    Refuses (exit 2) a folder whose spec.yaml changed since the run or that lost its
+    plan.json: the tables would mix records of several spec versions."""
     from lkm.report import build_report
     from lkm.spec import load_spec
     from lkm.store import RunStore
@@ -378,10 +493,16 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A run directory written
     try:
         if not (run_dir / "spec.yaml").is_file():
             raise LkmError(f"{run_dir}: not a run directory (no spec.yaml)")
-        spec = load_spec(run_dir / "spec.yaml")
-        written = build_report(RunStore(run_dir), spec)
-        if not written:
-            raise LkmError(f"{run_dir}: no finished fits recorded yet")
+        store = RunStore(run_dir)
+        with store.lock(claim=False):
+            plan = store.read_plan()  # spec.yaml as the run planned it, before trusting it
+            spec = load_spec(run_dir / "spec.yaml", max_fits=sys.maxsize)  # the run it describes was already allowed
+            written = build_report(store, spec)
+            if not written:
+                raise LkmError(f"{run_dir}: no finished fits recorded yet")
+            if plan.get("task_ids"):
+                spec_yaml = (run_dir / "spec.yaml").read_text(encoding="utf-8")
+                store.mark_report(store.report_stamp(spec_yaml, set(plan["task_ids"])), written)
     except LkmError as exc:
         raise _fail(exc) from None
     _print_summary(run_dir)
@@ -456,7 +577,7 @@ def datasets_info(
         info = dataset_info(name)
     except LkmError as exc:
         raise _fail(exc) from None
-    console.print(f"[bold]{info.name}[/] ({info.source})" + (f", aliases: {', '.join(info.aliases)}" if info.aliases else ""))
+    console.print(_line((info.name, "bold"), f" ({info.source})" + (f", aliases: {', '.join(info.aliases)}" if info.aliases else "")))
     console.print(info.description, highlight=False)
     console.print(f"rows: {info.n_samples}   features: {info.n_features}")
     if info.class_counts:
@@ -482,10 +603,10 @@ def datasets_fetch(
         try:
             paths = fetch(name, data_dir=os.environ.get("LKM_DATA_DIR"))
             for p in paths:
-                console.print(f"[green]ok[/] {name}: {p}", highlight=False)
+                console.print(_line(("ok", "green"), f" {name}: {p}"))
         except LkmError as exc:
             failed += 1
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(_line(("error:", "bold red"), f" {_one_line(exc)}"), soft_wrap=True)
     if failed:
         raise typer.Exit(2)
 
@@ -504,12 +625,18 @@ def datasets_verify(data_dir: DataDirOpt = None) -> None:
     for r in results:
         style = {"ok": "green", "mismatch": "bold red", "missing": "yellow"}.get(r.status, "")
         bad += r.status == "mismatch"
-        t.add_row(r.dataset, r.file, f"[{style}]{r.status}[/]", str(r.path or "–"))
+        t.add_row(r.dataset, r.file, Text(r.status, style=style), str(r.path or "–"))
     console.print(t)
     counts = {s: sum(r.status == s for r in results) for s in ("ok", "missing", "mismatch")}
     console.print(f"{counts['ok']} ok, {counts['missing']} missing, {counts['mismatch']} checksum mismatches")
     if bad:
         raise typer.Exit(1)
+    if not counts["ok"]:
+        from lkm.data.fetch import cache_dir, resolve_data_dir
+
+        where = " or ".join(str(p) for p in (resolve_data_dir(None), cache_dir()) if p is not None)
+        raise _fail(LkmError(f"no registered dataset file found in {where}: nothing was verified "
+                             "(set LKM_DATA_DIR or --data-dir to a mirror, or `lkm datasets fetch NAME`)"), 1)
 
 
 # -- docs -------------------------------------------------------------------------------
@@ -524,15 +651,15 @@ def docs_snapshot(
 
     report = snapshot(results, root)
     for name, n in report.runs.items():
-        console.print(f"[green]snapshot[/] {name}: {n} records", highlight=False)
+        console.print(_line(("snapshot", "green"), f" {name}: {n} records"))
     for name in report.kept:
-        err_console.print(f"[yellow]kept[/] {name}: not in {results}/, the committed snapshot stays", highlight=False)
+        err_console.print(_line(("kept", "yellow"), f" {name}: not in {results}/, the committed snapshot stays"))
     for name in report.absent:
-        err_console.print(f"[yellow]absent[/] {name}: neither in {results}/ nor in {SNAPSHOT}/ (run its reproduction)", highlight=False)
+        err_console.print(_line(("absent", "yellow"), f" {name}: neither in {results}/ nor in {SNAPSHOT}/ (run its reproduction)"))
     for name in report.removed:
         console.print(f"removed {name}: no longer cited", highlight=False)
     for fig in report.missing_figures:
-        err_console.print(f"[yellow]missing figure[/] {fig}: not in the run folder's figures/", highlight=False)
+        err_console.print(_line(("missing figure", "yellow"), f" {fig}: not in the run folder's figures/"))
     console.print(f"{len(report.figures)} figures copied; {root / SNAPSHOT}/ is {report.bytes / 1e6:.2f} MB", highlight=False)
 
 

@@ -390,6 +390,13 @@ class DatasetSpec(_Model):
         None, description="this dataset's own protocol (e.g. its own hold-out sizes); default: the spec's"
     )
 
+    @field_validator("classes")
+    @classmethod
+    def _two_classes_at_least(cls, v: list[int | str] | None) -> list[int | str] | None:
+        if v is not None and len({str(c) for c in v}) < 2:
+            raise ValueError(f"{v!r} keeps fewer than two classes: a classifier needs at least two")
+        return v
+
     @property
     def id(self) -> str:
         if self.label:

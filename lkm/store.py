@@ -279,10 +279,12 @@ class RunStore:
         """The folder carries lkm's marker."""
         return (self.root / MARKER).is_file()
 
-    def claim(self) -> None:
+    def claim(self, *, create: bool = True) -> None:
         """Make sure lkm may write here, else raise (writing nothing): the folder is
         absent, empty, carries lkm's marker, or is a run folder from before markers
-        (only lkm's own names, with spec.yaml or records/). Creates it and its marker."""
+        (only lkm's own names, with spec.yaml or records/). Then, with ``create``, creates
+        it and its marker (``create=False`` only checks: the CLI checks before loading
+        data, so that a bad spec or dataset leaves no folder behind)."""
         root = self.root
         if root.exists() and not root.is_dir():
             raise LkmError(f"{root} is a file, not a folder; choose another --out")
@@ -295,7 +297,7 @@ class RunStore:
                 n in OWN_NAMES or n.startswith(TMP_PREFIX) for n in names)
             if names and not legacy:
                 raise LkmError(f"{root} exists and was not created by lkm (no {MARKER} marker); choose another --out")
-        if not self.is_lkm_folder():
+        if create and not self.is_lkm_folder():
             try:
                 root.mkdir(parents=True, exist_ok=True)
             except OSError as exc:

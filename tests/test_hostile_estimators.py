@@ -92,6 +92,20 @@ def test_tiny_sigma_pl_is_the_nearest_neighbour_rule(data) -> None:
     np.testing.assert_array_equal(predicted, y[nearest])
 
 
+@pytest.mark.parametrize("sigma", [1e-160, 1e160])
+def test_svm_on_libsvms_own_kernel_refuses_a_gamma_outside_float64_in_one_line(data, sigma, monkeypatch) -> None:
+    """Case: above ~5,800 rows SVMClassifier hands LIBSVM gamma = 1/(2σ²) itself, which is
+    inf or 0 for such sigma (NaN or constant kernels). It now refuses, naming sigma."""
+    import lkm.methods.svm as svm_module
+
+    monkeypatch.setattr(svm_module, "PRECOMPUTED_MAX_BYTES", 0)  # force the large-n route
+    X, y, _ = data
+    with pytest.raises(NumericalError) as caught:
+        SVMClassifier(sigma=sigma).fit(X, y)
+    assert "sigma=" in one_line(caught.value)
+    SVMClassifier(sigma=1.0).fit(X, y)  # a normal sigma still takes that route
+
+
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_huge_sigma_gives_finite_outputs(data, family) -> None:
     """Case: sigma=1e160 raised OverflowError for RLS/LRR (sigma**2). Now finite, with the

@@ -31,7 +31,8 @@ from libsvm.svm import PRINT_STRING_FUN, ctypes_print_null, svm_node, svm_parame
 from libsvm.svmutil import svm_train
 from sklearn.utils._param_validation import Interval
 
-from lkm.kernels import DistanceCache, gaussian_from_sq, gaussian_gram, sq_dists
+from lkm.errors import NumericalError
+from lkm.kernels import DistanceCache, exponent_scale, gaussian_from_sq, gaussian_gram, sq_dists
 from lkm.methods.base import LocalKernelClassifier
 
 #: Largest LIBSVM node array (16 bytes per kernel entry) built for the precomputed route.
@@ -158,7 +159,12 @@ class SVMClassifier(LocalKernelClassifier):
             model = svm_train(_precomputed_problem(X, targets, self.sigma, cache), _parameter(options + " -t 4"))
         else:
             route = "rbf"
-            gamma = 1.0 / (2.0 * float(self.sigma) ** 2)
+            gamma = exponent_scale(2.0 * float(self.sigma), float(self.sigma))
+            if isinstance(gamma, tuple):  # LIBSVM takes one double; this one is not a normal float
+                raise NumericalError(
+                    f"SVMClassifier: sigma={self.sigma!r} gives gamma = 1/(2 sigma^2) outside float64's "
+                    f"normal range, which LIBSVM's built-in kernel (used for {n} training rows) "
+                    "cannot evaluate; rescale the features or choose a sigma nearer their scale")
             problem = svm_problem(targets, scipy.sparse.csr_matrix(X))
             model = svm_train(problem, _parameter(options + f" -t 2 -g {gamma!r}"))
 
