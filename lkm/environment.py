@@ -1,8 +1,8 @@
 """The machine and software a run used, for provenance.json and the run's lock file.
 
 - :func:`blas_info`: the BLAS / OpenMP libraries loaded in this process (threadpoolctl),
-  with versions and thread counts, and the same as seen inside joblib workers, which get
-  their own thread limit (``cpu_count // jobs`` under loky).
+  with versions and thread counts, and the same as seen inside lkm's worker processes,
+  which get their own limit (``max(1, cpu_count // jobs)``, :mod:`lkm.workers`).
 - :func:`cpu_info`: CPU model (``/proc/cpuinfo`` "model name", else :mod:`platform`),
   logical CPUs and the CPUs this process may use.
 - :func:`frozen_requirements`: ``pip freeze``-style pins of every installed distribution
@@ -48,10 +48,10 @@ def _worker_threads(jobs: int) -> list[dict[str, Any]]:
 
 def blas_info(jobs: int | None = None) -> dict[str, Any]:
     """BLAS/OpenMP libraries, versions and thread counts in this process and, for
-    ``jobs`` > 1, inside the joblib workers (where the fits ran)."""
+    ``jobs`` given, inside lkm's worker processes (where the fits ran)."""
     main = _pools()
     info: dict[str, Any] = {"libraries": main}
-    if jobs is not None and jobs != 1:
+    if jobs is not None:
         try:
             workers = _worker_threads(jobs if jobs > 0 else os.cpu_count() or 1)
         except Exception as exc:  # noqa: BLE001 - provenance must not fail a finished run
