@@ -1,0 +1,5 @@
+"""`python -m lkm.cli`."""
+
+from lkm.cli import main
+
+main()

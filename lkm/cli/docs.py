@@ -1,0 +1,73 @@
+"""`lkm docs snapshot|build|check`: README's and docs/' generated tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lkm.cli.app import (
+    _fail,
+    _line,
+    console,
+    docs_app,
+    err_console,
+)
+from lkm.errors import LkmError
+
+
+@docs_app.command("snapshot")
+def docs_snapshot(
+    results: Annotated[Path, typer.Option("--results", help="Folder holding the run folders (`lkm reproduce` writes them).")] = Path("results"),
+    root: Annotated[Path, typer.Option("--root", help="Repository root (where README.md and docs/ are).")] = Path("."),
+) -> None:
+    """Copy the runs the docs cite from RESULTS into docs/runs/ (spec, provenance, lock
+    file, the plan's records gzipped) and the figures the docs show into docs/figures/."""
+    from lkm.report.docs import SNAPSHOT, snapshot
+
+    report = snapshot(results, root)
+    for name, n in report.runs.items():
+        console.print(_line(("snapshot", "green"), f" {name}: {n} records"))
+    for name in report.kept:
+        err_console.print(_line(("kept", "yellow"), f" {name}: not in {results}/, the committed snapshot stays"))
+    for name in report.absent:
+        err_console.print(_line(("absent", "yellow"), f" {name}: neither in {results}/ nor in {SNAPSHOT}/ (run its reproduction)"))
+    for name in report.removed:
+        console.print(f"removed {name}: no longer cited", highlight=False)
+    for fig in report.missing_figures:
+        err_console.print(_line(("missing figure", "yellow"), f" {fig}: not in the run folder's figures/"))
+    console.print(f"{len(report.figures)} figures copied; {root / SNAPSHOT}/ is {report.bytes / 1e6:.2f} MB", highlight=False)
+
+
+@docs_app.command("build")
+def docs_build(
+    root: Annotated[Path, typer.Option("--root", help="Repository root (where README.md and docs/ are).")] = Path("."),
+) -> None:
+    """Rewrite every generated table (`<!-- lkm:begin ID -->` blocks) of README.md and
+    docs/reproductions/ from docs/runs/."""
+    from lkm.report.docs import build
+
+    try:
+        changed = build(root)
+    except LkmError as exc:
+        raise _fail(exc, 1) from None
+    console.print(f"rewrote {', '.join(changed)}" if changed else "every generated table is current", highlight=False)
+
+
+@docs_app.command("check")
+def docs_check(
+    root: Annotated[Path, typer.Option("--root", help="Repository root (where README.md and docs/ are).")] = Path("."),
+) -> None:
+    """Exit 1 listing every generated table that differs from what docs/runs/ gives (and
+    every missing figure); `lkm docs build` rewrites them."""
+    from lkm.report.docs import check
+
+    problems = check(root)
+    for p in problems:
+        err_console.print(p, highlight=False, markup=False, soft_wrap=True)
+    if problems:
+        err_console.print(f"{len(problems)} problem(s); `make docs-figures` (or `lkm docs build`) regenerates the tables",
+                          highlight=False)
+        raise typer.Exit(1)
+    console.print("every generated table matches docs/runs/")

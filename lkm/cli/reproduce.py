@@ -1,0 +1,87 @@
+"""`lkm reproduce PAPER`: every experiment of a paper, then its claims table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lkm.cli.app import (
+    DataDirOpt,
+    JobsOpt,
+    MaxFitsOpt,
+    ProgressOpt,
+    SmokeOpt,
+    _data_dir,
+    _fail,
+    app,
+    console,
+)
+from lkm.cli.runs import _print_notes, _run_spec
+from lkm.errors import LkmError, did_you_mean
+
+
+@app.command()
+def reproduce(
+    paper: Annotated[str, typer.Argument(help="Paper key: `lpl` (Tsuji, Kudo, Tanaka, Localized Projection Learning) `npps` (Shin, Cho, NPPS and kNN invariance) or `lrr` (Li, Chen, Tang, local risk regularization).", show_default=False)],
+    results: Annotated[Path, typer.Option("--results", help="Folder holding one run folder per experiment.")] = Path("results"),
+    jobs: JobsOpt = 2,
+    data_dir: DataDirOpt = None,
+    smoke: SmokeOpt = False,
+    progress: ProgressOpt = True,
+    max_fits: MaxFitsOpt = None,
+) -> None:
+    """Run every experiment of a paper, then check the paper's claims from our numbers.
+
+    Each experiment is a spec under configs/ (run into `RESULTS/<spec name>/`, resumable);
+    the runs the claims read are rerun with permuted training rows and another BLAS thread
+    count (`RESULTS/<spec name>-perturbed/`, only the settings the claims read), and a claim
+    whose verdict changes is marked fragile; the claims table and the paper-vs-ours timing
+    table go to `RESULTS/<paper>_claims/`.
+    With everything recorded, a rerun only rebuilds tables and figures.
+
+    Examples: `lkm reproduce lpl` (= `make reproduce-lpl`), `lkm reproduce npps --smoke` (CI).
+    """
+    from lkm.papers import PAPERS
+    from lkm.spec import load_spec
+
+    try:
+        _data_dir(data_dir)
+        if paper not in PAPERS:
+            raise LkmError(f"unknown paper {paper!r}{did_you_mean(paper, PAPERS)}; known: {', '.join(PAPERS)}")
+        module = PAPERS[paper]
+        failed = []
+        for experiment in module.SPECS:
+            if not Path(experiment.spec).is_file():
+                raise LkmError(f"{experiment.spec}: not found; run `lkm reproduce` from the repository root (where configs/ is)")
+            spec = load_spec(experiment.spec, smoke=smoke, max_fits=max_fits)
+            _print_notes(spec)
+            n_jobs = min(jobs, experiment.jobs) if experiment.jobs else jobs
+            try:
+                _run_spec(spec, experiment.spec, results / spec.name, n_jobs, False, False, progress)
+            except typer.Exit as exc:  # a failed fit: report it, go on with the other experiments
+                if exc.exit_code != 1:
+                    raise
+                failed.append(spec.name)
+        # Fragility check (lkm.papers.common): the runs the claims read, rerun with
+        # training rows permuted and another BLAS thread count, at the settings they read.
+        from lkm.papers.common import perturbed_experiments
+
+        for spec, source in perturbed_experiments(module, results, smoke):
+            # workers x BLAS threads within the cores: oversubscribed small solves slow down many-fold
+            threads = (spec.perturb.blas_threads if spec.perturb else None) or 1
+            try:
+                _run_spec(spec, source, results / spec.name, max(1, jobs // threads), False, False, progress)
+            except typer.Exit as exc:
+                if exc.exit_code != 1:
+                    raise
+                failed.append(spec.name)
+        written = module.write_summary(results, smoke)
+        claims = next(p for p in written if p.name == "claims.md")
+        console.print(claims.read_text(), highlight=False, markup=False)
+        console.print(f"claims and timing tables written under {claims.parent}/", highlight=False)
+        if failed:
+            raise LkmError(f"some fits failed in: {', '.join(failed)} (see their records)")
+    except LkmError as exc:
+        raise _fail(exc, 1 if "fits failed" in str(exc) else 2) from None
