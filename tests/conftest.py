@@ -34,3 +34,9 @@ def data_dir() -> Path:
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Never touch the user's download cache from tests."""
     monkeypatch.setenv("LKM_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "lkm-cache"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_registry(tmp_path, monkeypatch):
+    """Never read or write the user's own dataset registry (`lkm datasets add`) from tests."""
+    monkeypatch.setenv("LKM_USER_REGISTRY", str(tmp_path / "lkm-user-registry.yaml"))

@@ -24,11 +24,11 @@ from lkm.data.fetch import (
     resolve_data_dir,
     verify,
 )
-from lkm.data.parsers import Parsed, ParseError, check_finite, parse
+from lkm.data.parsers import Parsed, ParseError, check_finite, display_path, parse
 from lkm.data.realizations import official_realizations
 from lkm.data.registry import DatasetInfo, FileEntry, dataset_info, list_datasets
 from lkm.data.synthetic import generate
-from lkm.errors import DataError
+from lkm.errors import ChecksumError, DataError, DatasetUnavailable
 
 __all__ = [
     "Dataset",
@@ -85,6 +85,49 @@ def _read_files(info: DatasetInfo, data_dir: str | Path | None) -> Parsed:
         raise DataError(
             f"dataset '{info.name}': bad parser options in the registry: {exc}"
         ) from None
+
+
+def _full_path(message: str, path: Path) -> str:
+    """A reader's message with a user's file named by its full path, not ``<dir>/<file>``."""
+    short = display_path(path)
+    for prefix in (f"{short}:", f"could not parse {short}:"):
+        if message.startswith(prefix):
+            return message.replace(short, str(path), 1)
+    return message
+
+
+def _read_user_file(info: DatasetInfo) -> Parsed:
+    """A user's file (:mod:`lkm.data.user`): present, with the pinned sha256, parsed by
+    its format's reader; at least one row and two classes."""
+    from lkm.data.fetch import file_sha256
+    from lkm.data.user import user_file
+
+    path, entry = user_file(info), info.files[0]
+    if info.meta.get("format") != "openml":
+        if not path.is_file():
+            raise DatasetUnavailable(f"dataset '{info.name}': file {path} is missing ({entry.origin})")
+        actual = file_sha256(path)
+        if actual != entry.sha256:
+            raise ChecksumError(
+                f"dataset '{info.name}': {path} has sha256 {actual} but {entry.sha256} is pinned "
+                f"({entry.origin}); the file changed since: restore it, or pin the new sha256"
+            )
+        if path.stat().st_size == 0:
+            raise DataError(f"dataset '{info.name}': {path} is empty")
+    try:
+        parsed = parse(info.reader, {entry.name: path}, info.options)
+    except ParseError as exc:
+        raise DataError(f"dataset '{info.name}': {_full_path(str(exc), path)}") from None
+    label = f"column {info.options['target']!r}" if info.options.get("target") else "the labels"
+    if not len(parsed.y):
+        raise DataError(f"dataset '{info.name}': {path} has no data rows")
+    classes = np.unique(parsed.y)
+    if len(classes) < 2:
+        raise DataError(
+            f"dataset '{info.name}': {path}: {label} holds a single class {classes[0].item()!r} "
+            f"in all {len(parsed.y)} rows; a classifier needs at least two"
+        )
+    return parsed
 
 
 def _load_sklearn(info: DatasetInfo) -> Parsed:
@@ -164,7 +207,8 @@ def load_dataset(
     """Load a registered dataset by name or alias (or a :class:`DatasetInfo` built by hand).
 
     File datasets come from ``data_dir`` / ``$LKM_DATA_DIR`` or the download cache, always
-    sha256-verified; ``classes`` keeps only those labels; ``params`` override a synthetic
+    sha256-verified; user datasets (:mod:`lkm.data.user`, a user-registered name or a
+    file a validated spec named) from their own path, checked against their pinned sha256; ``classes`` keeps only those labels; ``params`` override a synthetic
     generator's defaults (n_samples, noise, random_state, ...).
     """
     info = name if isinstance(name, DatasetInfo) else dataset_info(name)
@@ -179,6 +223,8 @@ def load_dataset(
         parsed = _load_sklearn(info)
     elif info.source == "synthetic":
         parsed = _generate(info, params)
+    elif info.source == "user":
+        parsed = _read_user_file(info)
     else:
         raise DataError(f"dataset '{info.name}': unknown source {info.source!r}")
     X = np.ascontiguousarray(parsed.X, dtype=np.float64)

@@ -25,8 +25,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import pooch
-
 from lkm.data.registry import DatasetInfo, FileEntry, dataset_info, list_datasets
 from lkm.errors import ChecksumError, DataError, DatasetUnavailable
 
@@ -63,7 +61,11 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path | None:
 def cache_dir() -> Path:
     """The download cache: ``$LKM_CACHE_DIR``, else pooch's per-user cache for "lkm"."""
     env = os.environ.get("LKM_CACHE_DIR")
-    return Path(env).expanduser() if env else Path(pooch.os_cache("lkm")).expanduser()
+    if env:
+        return Path(env).expanduser()
+    import pooch  # imported late: listings and loads from the mirror need no pooch
+
+    return Path(pooch.os_cache("lkm")).expanduser()
 
 
 def downloads_allowed() -> bool:
@@ -155,7 +157,8 @@ def fetch_file(
         raise _unavailable(
             entry, dataset, data_root, cache, f"downloads disabled by LKM_OFFLINE{stale}"
         )
-    import requests  # pooch's own dependency; imported late, only when downloading
+    import pooch  # with requests, pooch's own dependency: imported late, only when downloading
+    import requests
 
     try:
         path = pooch.retrieve(
@@ -213,3 +216,58 @@ def verify(*, data_dir: str | Path | None = None) -> list[VerifyResult]:
             status = "missing" if path is None else "ok" if actual == form.sha256 else "mismatch"
             results.append(VerifyResult(info.name, form.name, status, path, form.sha256, actual))
     return results
+
+
+@dataclass(frozen=True)
+class FileStatus:
+    """Where one file of a dataset is, without reading it: ``where`` is ``mirror``,
+    ``cache``, ``user`` (a user's own file) or ``missing``; ``path`` the file found, or
+    where a download would put it."""
+
+    file: str
+    where: str
+    path: Path
+    url: str | None
+
+
+def file_status(info: DatasetInfo, data_dir: str | Path | None = None) -> list[FileStatus]:
+    """Where each file of ``info`` is (mirror, cache, a user's path, or missing), by file
+    existence only (``lkm datasets verify`` checks the sha256s)."""
+    if info.source == "user":
+        from lkm.data.user import user_file
+
+        path = user_file(info)
+        return [FileStatus(info.files[0].name, "user" if path.exists() else "missing", path, None)]
+    try:
+        data_root = resolve_data_dir(data_dir)
+    except DataError:
+        data_root = None
+    cache = cache_dir()
+    out = []
+    for entry in info.files:
+        roots = [("mirror", data_root)] if data_root is not None else []
+        found = next(
+            ((where, root / form.relpath) for where, root in [*roots, ("cache", cache)]
+             for form in entry.forms() if (root / form.relpath).is_file()),
+            ("missing", cache / entry.relpath),
+        )
+        out.append(FileStatus(entry.name, found[0], found[1], entry.url))
+    return out
+
+
+def availability(info: DatasetInfo, data_dir: str | Path | None = None) -> str:
+    """One word or two on whether a dataset can be loaded now: ``generated`` (seeded
+    generator), ``bundled`` (ships with scikit-learn), ``mirror`` / ``cache`` / ``mirror+cache``
+    (files present), ``needs download`` (some file missing, all missing ones downloadable),
+    ``missing`` (a missing file has no download URL), ``user: present`` / ``user: missing``."""
+    if info.source == "synthetic":
+        return "generated"
+    if info.source == "sklearn":
+        return "bundled"
+    statuses = file_status(info, data_dir)
+    if info.source == "user":
+        return "user: present" if statuses[0].where == "user" else "user: missing"
+    missing = [s for s in statuses if s.where == "missing"]
+    if missing:
+        return "needs download" if all(s.url for s in missing) else "missing"
+    return "+".join(sorted({s.where for s in statuses}, key=["mirror", "cache"].index))

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from lkm.errors import did_you_mean
+
 
 class ParseError(Exception):
     """A file could not be turned into features and labels (message names the file)."""
@@ -108,18 +110,98 @@ def _stack(tables: Sequence[Table]) -> Table:
     )
 
 
-def _bad_cell(cells: np.ndarray, path: Path) -> ParseError:
+#: Values of a user dataset's ``impute`` option: fill a missing or non-finite feature
+#: value with its column's mean or median over the file, or drop the row.
+IMPUTE = ("mean", "median", "drop")
+_IMPUTE_HINT = "set impute: mean, median or drop to fill or drop such rows"
+
+
+def _cell_where(path: Path, r: int, c: int, names: Sequence[str] | None, rows: np.ndarray | None) -> str:
+    """``<file>: row N, column 'name'`` (N the line in the file, when known; else the
+    data row), the place of one cell in an error message."""
+    row = f"row {int(rows[r])}" if rows is not None else f"data row {r + 1}"
+    column = f"column {names[c]!r}" if names is not None else f"feature {c + 1}"
+    return f"{display_path(path)}: {row}, {column}"
+
+
+def _bad_cell(
+    cells: np.ndarray, path: Path, names: Sequence[str] | None = None, rows: np.ndarray | None = None
+) -> ParseError:
     """Locate the first cell that is not a number (called only once conversion failed)."""
     for r, row in enumerate(cells):
         for c, value in enumerate(row):
             try:
                 float(value)
             except (TypeError, ValueError):
-                return ParseError(
-                    f"{display_path(path)}: data row {r + 1}, feature {c + 1}: "
-                    f"{str(value)!r} is not a number"
-                )
+                what = "empty cell" if str(value) == "" else f"{str(value)!r} is not a number"
+                hint = f" ({_IMPUTE_HINT})" if str(value) == "" else ""
+                return ParseError(f"{_cell_where(path, r, c, names, rows)}: {what}{hint}")
     return ParseError(f"{display_path(path)}: features are not numbers")  # pragma: no cover
+
+
+def _impute(X: np.ndarray, y: np.ndarray, missing: np.ndarray, how: str, path: Path,
+            names: Sequence[str] | None) -> tuple[np.ndarray, np.ndarray]:
+    """``X`` and ``y`` with every ``missing`` cell filled by its column's mean or median
+    over the finite values of the file (``how``), or with those rows dropped."""
+    if how == "drop":
+        keep = ~missing.any(axis=1)
+        if not keep.any():
+            raise ParseError(f"{display_path(path)}: every row has a missing value (impute: drop keeps none)")
+        return X[keep], y[keep]
+    X = X.copy()
+    for c in np.flatnonzero(missing.any(axis=0)):
+        finite = X[~missing[:, c], c]
+        if not len(finite):
+            column = f"column {names[c]!r}" if names is not None else f"feature {c + 1}"
+            raise ParseError(f"{display_path(path)}: {column} has no finite value to impute from")
+        X[missing[:, c], c] = np.mean(finite) if how == "mean" else np.median(finite)
+    return X, y
+
+
+def _user_table(X: np.ndarray, y: np.ndarray, path: Path, names: Sequence[str] | None,
+                rows: np.ndarray | None, impute: str | None) -> Table:
+    """:func:`_table` for a user's file: a NaN or infinite feature value is refused with
+    its row and column unless ``impute`` (one of :data:`IMPUTE`) says what to do."""
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y).ravel()
+    if impute is not None and impute not in IMPUTE:
+        raise ParseError(f"impute must be one of {', '.join(IMPUTE)}, got {impute!r}")
+    if X.ndim == 2:
+        missing = ~np.isfinite(X)
+        if missing.any():
+            if impute is None:
+                r, c = (int(i[0]) for i in np.nonzero(missing))
+                value = "NaN (a missing value)" if np.isnan(X[r, c]) else f"{X[r, c]} (infinite)"
+                raise ParseError(f"{_cell_where(path, r, c, names, rows)}: {value}; {_IMPUTE_HINT}")
+            X, y = _impute(X, y, missing, impute, path, names)
+    return _table(X, y, path, list(names) if names is not None else None)
+
+
+def _header_cells(line: str, delimiter: str) -> list[str]:
+    """The cells of a header line, split like the data rows (quotes honoured)."""
+    import csv as csv_module
+
+    if delimiter == "whitespace":
+        return line.split()
+    return [cell.strip() for cell in next(csv_module.reader([line], delimiter=delimiter), [])]
+
+
+def _data_line_numbers(path: Path, skip: int) -> list[int]:
+    """1-based line numbers in ``path`` of the rows a reader sees after ``skip`` lines
+    (blank lines are not rows); only computed to name a bad row."""
+    with open(path, encoding="utf-8") as fh:
+        return [i + 1 for i, line in enumerate(fh) if i >= skip and line.strip()]
+
+
+def _feature_names(header: list[str], n_columns: int, keep: list[int], path: Path) -> list[str]:
+    """Feature names from a header that names every column or only the features."""
+    if len(header) == n_columns:
+        return [header[c] for c in keep]
+    if len(header) == len(keep):
+        return header
+    raise ParseError(
+        f"{display_path(path)}: the header names {len(header)} columns but the rows have {n_columns}"
+    )
 
 
 def csv(
@@ -133,51 +215,99 @@ def csv(
     drop_columns: Sequence[int] = (),
     drop_rows_with: str | None = None,
     feature_names: Sequence[str] | None = None,
+    target: str | None = None,
+    impute: str | None = None,
 ) -> Table:
-    """Delimited text (UCI ``.data`` files): one row per sample, no header.
+    """Delimited text: one row per sample (UCI ``.data`` files, or a user's CSV/TSV).
 
     ``delimiter`` is a character or ``whitespace``; ``skip_lines`` leading lines are
-    ignored (``feature_names_line``, 0-based, may name the features, comma-separated);
-    ``label_column`` and ``drop_columns`` index the original columns (negative from the
-    end); rows containing the token ``drop_rows_with`` (e.g. ``?``) are dropped; blank
-    lines are ignored.
+    ignored; ``feature_names_line`` (0-based) is a header line split like the rows — it
+    is never read as data, and it may name every column (the label's name is dropped) or
+    only the features; ``label_column`` and ``drop_columns`` index the original columns
+    (negative from the end); ``target`` names the label column in the header instead
+    (a user's file: bad cells are then reported by file line and column name, and
+    missing values follow ``impute``, see :func:`_user_table`); rows containing the
+    token ``drop_rows_with`` (e.g. ``?``) are dropped; blank lines are ignored.
     """
     import pandas as pd
 
+    if target is not None and feature_names_line is None:
+        raise ParseError("the target column is named, so the file needs a header (feature_names_line)")
+    skip = skip_lines if feature_names_line is None else max(skip_lines, feature_names_line + 1)
     tables = []
     for path in paths:
         with reading(path):
-            names = list(feature_names) if feature_names else None
+            header: list[str] | None = None
             if feature_names_line is not None:
                 with open(path, encoding="utf-8") as fh:
-                    lines = [next(fh) for _ in range(feature_names_line + 1)]
-                names = [n.strip() for n in lines[feature_names_line].split(",")]
-            frame = pd.read_csv(
-                path,
-                header=None,
-                skiprows=skip_lines,
-                dtype=str,
-                keep_default_na=False,
-                na_filter=False,
-                skip_blank_lines=True,
-                sep=r"\s+" if delimiter == "whitespace" else delimiter,
-            )
+                    lines = [line for _, line in zip(range(feature_names_line + 1), fh, strict=False)]
+                if len(lines) <= feature_names_line:
+                    raise ParseError(f"{display_path(path)}: no header line (the file is empty)")
+                header = _header_cells(lines[feature_names_line].removeprefix("\ufeff"), delimiter)
+            try:
+                frame = pd.read_csv(
+                    path,
+                    header=None,
+                    skiprows=skip,
+                    dtype=str,
+                    keep_default_na=False,
+                    na_filter=False,
+                    skip_blank_lines=True,
+                    sep=r"\s+" if delimiter == "whitespace" else delimiter,
+                )
+            except pd.errors.EmptyDataError:
+                raise ParseError(f"{display_path(path)}: no data rows") from None
             cells = np.char.strip(frame.to_numpy(dtype=str))
             n_columns = cells.shape[1]
-            label_at = label_column % n_columns
+            if target is not None:
+                assert header is not None
+                if target not in header:
+                    raise ParseError(
+                        f"{display_path(path)}: no column {target!r} in the header{did_you_mean(target, header)}"
+                    )
+                if len(header) != n_columns:
+                    raise ParseError(
+                        f"{display_path(path)}: the header names {len(header)} columns but the rows have {n_columns}"
+                    )
+                label_at = header.index(target)
+            else:
+                label_at = label_column % n_columns
             dropped = {c % n_columns for c in drop_columns} | {label_at}
             keep = [c for c in range(n_columns) if c not in dropped]
+            names = list(feature_names) if feature_names else None
+            if header is not None:
+                names = _feature_names(header, n_columns, keep, path)
+            rows = np.arange(len(cells))
             if drop_rows_with is not None:
-                cells = cells[~np.any(cells[:, keep] == drop_rows_with, axis=1)]
+                kept = ~np.any(cells[:, keep] == drop_rows_with, axis=1)
+                cells, rows = cells[kept], rows[kept]
+            if target is None:
+                try:
+                    X = cells[:, keep].astype(np.float64)
+                except ValueError:
+                    raise _bad_cell(cells[:, keep], path) from None
+                if names is not None and len(names) != X.shape[1]:
+                    raise ParseError(
+                        f"{display_path(path)}: {len(names)} feature names for {X.shape[1]} features"
+                    )
+                tables.append(_table(X, cells[:, label_at], path, names))
+                continue
+            assert names is not None
+            line_of = _data_line_numbers(path, skip)
+            file_rows = np.asarray([line_of[r] for r in rows], dtype=np.int64)
+            features = cells[:, keep]
+            if impute is not None:
+                features = np.where(features == "", "nan", features)
             try:
-                X = cells[:, keep].astype(np.float64)
+                X = features.astype(np.float64)
             except ValueError:
-                raise _bad_cell(cells[:, keep], path) from None
-            if names is not None and len(names) != X.shape[1]:
+                raise _bad_cell(features, path, names, file_rows) from None
+            empty = np.flatnonzero(cells[:, label_at] == "")
+            if len(empty):
                 raise ParseError(
-                    f"{display_path(path)}: {len(names)} feature names for {X.shape[1]} features"
+                    f"{display_path(path)}: row {file_rows[empty[0]]}, column {target!r}: the label is empty"
                 )
-            tables.append(_table(X, cells[:, label_at], path, names))
+            tables.append(_user_table(X, cells[:, label_at], path, names, file_rows, impute))
     return _stack(tables)
 
 
@@ -285,9 +415,134 @@ def idx(paths: Sequence[Path], *, part: str | None = None, label_map: str | None
     return _table(images.reshape(len(images), -1), labels, images_path)
 
 
+def svmlight(paths: Sequence[Path], *, part: str | None = None, impute: str | None = None) -> Table:
+    """svmlight / LIBSVM text (``label index:value ...``) read with
+    :func:`sklearn.datasets.load_svmlight_file`; absent entries are 0, features are named
+    ``x1``, ``x2``, ... by index (0- or 1-based as the file is)."""
+    from sklearn.datasets import load_svmlight_file
+
+    tables = []
+    for path in paths:
+        with reading(path):
+            X, y = load_svmlight_file(str(path))
+            X = X.toarray()
+            tables.append(_user_table(X, y, path, None, None, impute))
+    return _stack(tables)
+
+
+def arff(paths: Sequence[Path], *, part: str | None = None, target: str | None = None,
+         impute: str | None = None) -> Table:
+    """ARFF (Weka) read with :func:`scipy.io.arff.loadarff`: numeric attributes are the
+    features, ``target`` (default: the last attribute, Weka's convention) the labels;
+    ``?`` is a missing value (see ``impute``). A nominal or string feature is refused."""
+    from scipy.io import arff as scipy_arff
+
+    tables = []
+    for path in paths:
+        with reading(path):
+            data, meta = scipy_arff.loadarff(str(path))
+            names = list(meta.names())
+            label = target if target is not None else names[-1]
+            if label not in names:
+                raise ParseError(f"{display_path(path)}: no attribute {label!r}{did_you_mean(label, names)}")
+            features = [n for n in names if n != label]
+            for n in features:
+                kind = meta[n][0]
+                if kind != "numeric":
+                    raise ParseError(
+                        f"{display_path(path)}: attribute {n!r} is {kind}, not numeric; "
+                        "convert it to numbers or remove it"
+                    )
+            X = np.column_stack([data[n].astype(np.float64) for n in features]) if features else np.empty((len(data), 0))
+            y = data[label]
+            if y.dtype.kind == "S":
+                y = np.char.decode(y, "utf-8")
+            if y.dtype.kind == "U" and np.any(y == "?"):
+                r = int(np.flatnonzero(y == "?")[0])
+                raise ParseError(f"{display_path(path)}: data row {r + 1}, attribute {label!r}: the label is missing ('?')")
+            if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+                r = int(np.flatnonzero(~np.isfinite(y))[0])
+                raise ParseError(f"{display_path(path)}: data row {r + 1}, attribute {label!r}: the label is missing")
+            tables.append(_user_table(X, y, path, features, None, impute))
+    return _stack(tables)
+
+
+def npz(paths: Sequence[Path], *, part: str | None = None, target: str | None = None,
+        features: str | None = None, impute: str | None = None) -> Table:
+    """NumPy ``.npz`` archives (no pickles): the labels are the array ``target`` (default
+    ``y``), the features the array ``features`` (default ``X``, or the only other array),
+    one row per sample."""
+    tables = []
+    for path in paths:
+        with reading(path), np.load(path, allow_pickle=False) as archive:
+            keys = list(archive.files)
+            label = target or "y"
+            if label not in keys:
+                raise ParseError(f"{display_path(path)}: no array {label!r} for the labels{did_you_mean(label, keys)}")
+            others = [k for k in keys if k != label]
+            data = features or ("X" if "X" in others or len(others) != 1 else others[0])
+            if data not in others:
+                raise ParseError(f"{display_path(path)}: no array {data!r} for the features{did_you_mean(data, others)}")
+            X, y = archive[data], archive[label]
+            if X.ndim != 2 or y.ndim != 1 or len(X) != len(y):
+                raise ParseError(
+                    f"{display_path(path)}: expected features {data!r} of shape (n, p) and labels "
+                    f"{label!r} of shape (n,), got {X.shape} and {y.shape}"
+                )
+            if X.dtype.kind not in "iufb":
+                raise ParseError(f"{display_path(path)}: array {data!r} holds {X.dtype}, not numbers")
+            tables.append(_user_table(X, y, path, None, None, impute))
+    return _stack(tables)
+
+
+def openml(paths: Sequence[Path], *, part: str | None = None, dataset: str | int = "",
+           version: int | str = "active", target: str | None = None, impute: str | None = None) -> Table:
+    """An OpenML dataset from the cache :func:`sklearn.datasets.fetch_openml` leaves in
+    its ``data_home`` (the one path given). Offline: scikit-learn's ``urlopen`` is
+    replaced by a refusal while reading, so a file missing from the cache is an error,
+    never a download. ``dataset`` is the OpenML name or numeric id; ``target`` defaults
+    to OpenML's default target."""
+    import warnings
+    from unittest import mock
+
+    import sklearn.datasets._openml as sklearn_openml
+
+    def offline(*args: object, **kwargs: object) -> None:
+        raise OSError("not in the cache (lkm reads OpenML caches offline)")
+
+    (home,) = paths
+    by_id = isinstance(dataset, int) or str(dataset).isdigit()
+    try:
+        with mock.patch.object(sklearn_openml, "urlopen", offline), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "multiple active versions", "invalid cache"
+            bunch = sklearn_openml.fetch_openml(
+                name=None if by_id else str(dataset), data_id=int(dataset) if by_id else None,
+                version=version if not by_id else "active", data_home=str(home),
+                target_column=target or "default-target", as_frame=True, parser="auto",
+            )
+    except Exception as exc:  # noqa: BLE001 - sklearn raises OSError, ValueError, URLError...
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        raise ParseError(
+            f"{home}: OpenML dataset {dataset!r} is not in this fetch_openml cache ({detail}); "
+            f"fetch it once online with sklearn.datasets.fetch_openml(..., data_home={str(home)!r})"
+        ) from None
+    frame = bunch.data
+    non_numeric = [str(c) for c in frame.columns if frame[c].dtype.kind not in "iufb"]
+    if non_numeric:
+        raise ParseError(f"{home}: OpenML dataset {dataset!r}: feature {non_numeric[0]!r} is not numeric")
+    y = np.asarray(bunch.target).ravel()
+    if y.dtype.kind == "O":
+        y = y.astype(str)
+    return _user_table(frame.to_numpy(dtype=np.float64), y, Path(home) / str(dataset),
+                       [str(c) for c in frame.columns], None, impute)
+
+
 Reader = Callable[..., Table]
 #: Parser name in the registry -> reader.
-PARSERS: dict[str, Reader] = {"csv": csv, "mat": mat, "hdf5": hdf5, "idx": idx}
+PARSERS: dict[str, Reader] = {
+    "csv": csv, "mat": mat, "hdf5": hdf5, "idx": idx,
+    "svmlight": svmlight, "arff": arff, "npz": npz, "openml": openml,
+}
 
 
 def _seeded_split(y: np.ndarray, how: Mapping) -> dict[str, np.ndarray]:

@@ -234,14 +234,48 @@ def _lookup_keys() -> dict[str, str]:
 
 
 def list_datasets() -> list[DatasetInfo]:
-    """Every registered dataset, in registry order."""
+    """Every packaged dataset, in registry order (user datasets: :func:`lkm.data.user.read_user_registry`)."""
     return list(load_registry().values())
 
 
+def packaged_owner(name: str) -> str | None:
+    """The packaged dataset whose name or alias ``name`` is, else None."""
+    return _lookup_keys().get(normalize_name(str(name)))
+
+
+#: Files named by a spec's ``datasets: [{path: ...}]``, registered for this process when
+#: the spec is validated (:func:`register_spec_file`), by normalized name.
+_spec_files: dict[str, DatasetInfo] = {}
+
+
+def register_spec_file(info: DatasetInfo) -> None:
+    """Make a spec's file dataset loadable by name in this process. Its name may not be
+    a packaged or user-registered one: an identifier in tables names one dataset."""
+    from lkm.data.user import read_user_registry
+
+    owner = packaged_owner(info.name)
+    if owner is None:
+        owner = next((n for n in read_user_registry() if normalize_name(n) == normalize_name(info.name)), None)
+    if owner is not None:
+        raise DataError(
+            f"name {info.name!r} of {info.meta.get('path')} is already the registered dataset {owner!r}; "
+            "give the entry a name: of its own"
+        )
+    _spec_files[normalize_name(info.name)] = info
+
+
 def dataset_info(name: str) -> DatasetInfo:
-    """The registry entry of ``name`` or one of its aliases ('_' and '-' and case ignored)."""
-    registered = _lookup_keys().get(normalize_name(str(name)))
-    if registered is None:
-        choices = [key for info in list_datasets() for key in (info.name, *info.aliases)]
+    """The entry of ``name`` or one of its aliases ('_' and '-' and case ignored): a
+    packaged dataset, a user dataset, or a file named by a spec validated in this process."""
+    from lkm.data.user import read_user_registry
+
+    key = normalize_name(str(name))
+    registered = _lookup_keys().get(key)
+    if registered is not None:
+        return load_registry()[registered]
+    user = read_user_registry()
+    found = next((info for n, info in user.items() if normalize_name(n) == key), _spec_files.get(key))
+    if found is None:
+        choices = [k for info in list_datasets() for k in (info.name, *info.aliases)] + list(user)
         raise DataError(f"unknown dataset {name!r}{did_you_mean(str(name), choices)}")
-    return load_registry()[registered]
+    return found
