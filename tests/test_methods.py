@@ -321,8 +321,10 @@ def test_bench_runs_on_a_subset(data_dir: Path) -> None:
 
     results = run_bench(data_dir=data_dir, repeats=1, max_rows=300, sigma_grid=np.array([1.0, 5.0]))
     assert [r["name"] for r in results] == [
-        "lpl_vs_knn", "pl_vs_kernel_ridge", "svm_vs_svc", "pl_sweep_vs_kernel_ridge"
+        "lpl_vs_knn", "pl_vs_kernel_ridge", "svm_vs_svc", "pl_sweep_vs_kernel_ridge", "svm_small_vs_svc"
     ]
+    small = results[-1]  # SVMClassifier() and SVC() fit the same model on 455 breast-cancer rows
+    assert small["ours_accuracy"] == small["reference_accuracy"]
     for r in results:
         assert r["ours_seconds"] > 0 and r["reference_seconds"] > 0
         assert r["ratio"] == pytest.approx(r["ours_seconds"] / r["reference_seconds"])

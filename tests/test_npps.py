@@ -321,6 +321,6 @@ def _expected_failed_checks(estimator) -> dict[str, str]:
     }
 
 
-@parametrize_with_checks([NPPSSVM(k=3)], expected_failed_checks=_expected_failed_checks)
+@parametrize_with_checks([NPPSSVM(k=3, sigma=1.0)], expected_failed_checks=_expected_failed_checks)
 def test_sklearn_estimator_checks(estimator, check) -> None:
     check(estimator)

@@ -8,13 +8,16 @@ and -1 for the other. With more than two classes every method here uses one-vs-r
 from __future__ import annotations
 
 import functools
+import inspect
 import math
+import types
 from collections.abc import Callable
+from numbers import Real
 from typing import Any, TypeVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils._param_validation import Interval, InvalidParameterError
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -51,6 +54,26 @@ def check_feature_scale(X: np.ndarray, owner: str, role: str = "training") -> No
         )
 
 
+#: ``sigma="scale"``: the kernel width scikit-learn's ``gamma="scale"`` gives (see :func:`scaled_sigma`).
+SCALE = "scale"
+#: The parameter constraint of a Gaussian width: a positive number or ``"scale"``.
+SIGMA_CONSTRAINT: list = [Interval(Real, 0, None, closed="neither"), StrOptions({SCALE})]
+
+
+def scaled_sigma(X: np.ndarray) -> float:
+    """The Gaussian width matching scikit-learn's ``gamma="scale"``: gamma = 1/(p·Var(X))
+    over all entries of X (1 when that variance is 0), and with gamma = 1/(2σ²),
+    σ = sqrt(p·Var(X)/2)."""
+    variance = float(X.var()) if X.size else 0.0
+    gamma = 1.0 / (X.shape[1] * variance) if variance > 0.0 else 1.0
+    return math.sqrt(1.0 / (2.0 * gamma))
+
+
+def resolve_sigma(sigma: float | str, X: np.ndarray) -> float:
+    """``sigma`` as a float: ``"scale"`` becomes :func:`scaled_sigma` of the training data X."""
+    return scaled_sigma(X) if isinstance(sigma, str) and sigma == SCALE else float(sigma)
+
+
 def _checked_decision(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     """``fn`` (a ``decision_function``) followed by :meth:`LocalKernelClassifier._check_finite`."""
 
@@ -62,9 +85,51 @@ def _checked_decision(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray
     return decision_function
 
 
+@functools.cache
+def _accepts_cache(cls: type, method: str) -> bool:
+    """Whether ``cls.<method>`` takes a ``cache`` keyword (inspected once per class)."""
+    try:
+        parameters = inspect.signature(getattr(cls, method)).parameters
+    except (AttributeError, TypeError, ValueError):
+        return False
+    return "cache" in parameters and parameters["cache"].kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY
+    )
+
+
+def cache_kwargs(estimator: Any, method: str, cache: DistanceCache | None) -> dict[str, Any]:
+    """``{"cache": cache}`` when ``estimator.<method>`` (``"fit"``, ``"predict"``, ...)
+    accepts a ``cache`` keyword, as lkm's estimators do; ``{}`` for any other estimator
+    (e.g. scikit-learn's own), so the runner can call both the same way."""
+    return {"cache": cache} if cache is not None and _accepts_cache(type(estimator), method) else {}
+
+
 def memoized(cache: DistanceCache | None, key: Any, compute: Callable[[], T], *arrays: np.ndarray) -> T:
     """``compute()``, memoized in ``cache`` under ``key`` and the arrays' identities if given."""
     return compute() if cache is None else cache.memo(key, compute, *arrays)
+
+
+class available_unless:  # noqa: N801 (a decorator, named like sklearn's available_if)
+    """Like scikit-learn's ``available_if``: the decorated method exists on an instance
+    only when ``reason(instance)`` returns None; otherwise reading it raises
+    AttributeError with that reason as its message (so ``hasattr`` is False and the
+    user reads why)."""
+
+    def __init__(self, reason: Callable[[Any], str | None]) -> None:
+        self.reason = reason
+
+    def __call__(self, fn: Callable[..., Any]) -> available_unless:
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+        return self
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self.fn
+        why = self.reason(obj)
+        if why is not None:
+            raise AttributeError(why)
+        return types.MethodType(self.fn, obj)
 
 
 class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
@@ -95,6 +160,10 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
     def _numerical_context(self) -> str:
         """``"sigma=1e-160, lam=0.5"``: the values of ``_numerical_params``."""
         params = self.get_params(deep=False)
+        if params.get("sigma") == SCALE and hasattr(self, "sigma_"):
+            params["sigma"] = f"'scale' ({self.sigma_:.6g})"
+            return ", ".join(f"{p}={params[p]}" if p == "sigma" else f"{p}={params[p]!r}"
+                             for p in self._numerical_params if p in params)
         return ", ".join(f"{p}={params[p]!r}" for p in self._numerical_params if p in params)
 
     def _check_finite(self, decision: np.ndarray) -> np.ndarray:
@@ -114,7 +183,9 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
         """Validate parameters and data; set ``classes_`` and ``n_features_in_``.
 
         Returns X as float64 (the caller's array object when it already is one, so a
-        :class:`DistanceCache` recognizes it) and y as indices into ``classes_``.
+        :class:`DistanceCache` recognizes it) and y as indices into ``classes_``. An
+        estimator with a ``sigma`` parameter gets ``sigma_``, the width in use
+        (``"scale"`` resolved from X by :func:`scaled_sigma`).
         """
         self._validate_params()
         self._reject_boolean_numbers()
@@ -127,6 +198,8 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
                 f"{type(self).__name__} needs samples of at least two classes; got 1 class"
             )
         self.class_count_ = np.bincount(y_index, minlength=self.classes_.size)
+        if "sigma" in self._get_param_names():
+            self.sigma_ = resolve_sigma(self.sigma, X)  # what fit and predict use
         return X, y_index
 
     def _reject_boolean_numbers(self) -> None:
@@ -199,6 +272,19 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
         raise NotImplementedError
+
+    def _no_calibrated_probabilities(self) -> str:
+        return (
+            f"{type(self).__name__} has no predict_proba: its outputs are not calibrated "
+            "probabilities and lkm has no calibrated route for it; use decision_function, "
+            "SVMClassifier(probability=True), or wrap it in sklearn.calibration.CalibratedClassifierCV"
+        )
+
+    @available_unless(_no_calibrated_probabilities)
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        """Never available here (reading it raises AttributeError naming the reason, and
+        ``hasattr`` is False); estimators with a calibrated route override it."""
+        raise AttributeError(self._no_calibrated_probabilities())  # not reached: __get__ raises
 
     def predict(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
         """Class labels: sign of the output for two classes, else the largest output,

@@ -34,7 +34,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from lkm.kernels import DistanceCache
-from lkm.methods.base import LocalKernelClassifier, check_feature_scale
+from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier, check_feature_scale
 from lkm.methods.svm import SVMClassifier
 from lkm.neighbors import NEIGHBOR_BACKENDS, make_neighbors
 
@@ -407,13 +407,18 @@ class NPPSSVM(LocalKernelClassifier):
 
     ``info_``: selection_seconds, svm_seconds (LIBSVM fit only), n_train, n_selected,
     n_evaluated, n_rounds, n_support, k (effective), k_requested, k_clipped, method,
-    neighbors, fallback, fallback_reason, selection_cached, svm_route.
+    neighbors, fallback, fallback_reason, selection_cached, svm_route, sigma.
+
+    Shin and Cho choose C and sigma per data set by validation and fix no value, so
+    sigma defaults to ``"scale"`` (scikit-learn's ``gamma="scale"`` width,
+    :func:`lkm.methods.base.scaled_sigma`), computed from all training patterns before
+    the selection and kept in ``sigma_``.
     """
 
     _parameter_constraints: dict = {
         **_NPPS_CONSTRAINTS,
         "C": [Interval(Real, 0, None, closed="neither")],
-        "sigma": [Interval(Real, 0, None, closed="neither")],
+        "sigma": SIGMA_CONSTRAINT,
     }
 
     def __init__(
@@ -427,7 +432,7 @@ class NPPSSVM(LocalKernelClassifier):
         search_k: int = -1,
         random_state: Any = None,
         C: float = 1.0,
-        sigma: float = 1.0,
+        sigma: float | str = SCALE,
     ) -> None:
         self.k = k
         self.beta = beta
@@ -484,7 +489,7 @@ class NPPSSVM(LocalKernelClassifier):
         # The SVM's distances are worth caching only between arrays that recur: X itself,
         # or a memoized selection (a fresh X_sel would only fill the cache).
         self.svm_uses_cache_ = cache is not None and (fallback_reason is not None or key is not None)
-        svm = SVMClassifier(C=self.C, sigma=self.sigma)
+        svm = SVMClassifier(C=self.C, sigma=self.sigma_)  # "scale": from all of X, not the selection
         t1 = time.perf_counter()
         svm.fit(X_svm, y_svm, cache=cache if self.svm_uses_cache_ else None)
         svm_seconds = time.perf_counter() - t1
@@ -497,6 +502,7 @@ class NPPSSVM(LocalKernelClassifier):
             svm_seconds=svm_seconds,
             n_support=svm.info_["n_support"],
             svm_route=svm.info_["route"],
+            sigma=self.sigma_,
             fallback=None if fallback_reason is None else FALLBACK_ALL,
             fallback_reason=fallback_reason,
         )

@@ -10,6 +10,8 @@ numerically whenever they nearly do), so both methods solve pseudo-inverse syste
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -33,7 +35,7 @@ from lkm.kernels import (
     sq_dists,
     underflow_share,
 )
-from lkm.methods.base import LocalKernelClassifier, memoized
+from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier, memoized
 from lkm.neighbors import NEIGHBOR_BACKENDS, make_neighbors, neighbor_recall
 
 EPS = float(np.finfo(np.float64).eps)
@@ -304,6 +306,11 @@ class ProjectionLearning(LocalKernelClassifier):
     kernel value underflows (tiny sigma, far points). ``decision_function`` returns the
     unscaled f, which is then 0; ``predict`` never reads it.
 
+    ``sigma="scale"`` (the default; the paper sweeps sigma and fixes no value) is the
+    width scikit-learn's ``gamma="scale"`` gives, sqrt(p·Var(X)/2) of the training data
+    (:func:`lkm.methods.base.scaled_sigma`); the width in use is ``sigma_`` and
+    ``info_['sigma']``.
+
     Attributes: ``X_unique_`` (distinct training rows, sorted), ``unique_coef_`` (their
     coefficients: ``f(x) = K(x, X_unique_) unique_coef_``), ``dual_coef_`` (G⁺ y per
     training row). ``info_``: rank of G, route ("inverse", "pseudo-inverse" or "eigen"),
@@ -313,12 +320,12 @@ class ProjectionLearning(LocalKernelClassifier):
     """
 
     _parameter_constraints: dict = {
-        "sigma": [Interval(Real, 0, None, closed="neither")],
+        "sigma": SIGMA_CONSTRAINT,
         "rcond": [Interval(Real, 0, 1, closed="left")],
         "solver": [StrOptions({"auto", "eigh", "cholesky"})],
     }
 
-    def __init__(self, sigma: float = 1.0, rcond: float = DEFAULT_RCOND, solver: str = "auto") -> None:
+    def __init__(self, sigma: float | str = SCALE, rcond: float = DEFAULT_RCOND, solver: str = "auto") -> None:
         self.sigma = sigma
         self.rcond = rcond
         self.solver = solver
@@ -335,7 +342,7 @@ class ProjectionLearning(LocalKernelClassifier):
         Y = self._dummy_outputs(y_index)
         X_u, inverse, counts = memoized(cache, ("pl_unique_rows",), lambda: _unique_rows(X), X)
         D = sq_dists(X_u, X_u, cache)
-        blocks = _gram_blocks(D, self.sigma, cache, X_u)
+        blocks = _gram_blocks(D, self.sigma_, cache, X_u)
         # With C = diag(multiplicities), A = C^½ G_u C^½ and b = C^-½ Mᵀ y give
         # G⁺ y = M C^-½ A⁺ b exactly, and f(x) = K(x, X_u) C^½ A⁺ b.
         root = np.sqrt(counts)
@@ -344,10 +351,10 @@ class ProjectionLearning(LocalKernelClassifier):
             """A, or its block on ``index``, as a writable array (computed in D's place
             when D is not shared through a cache)."""
             if index is None:
-                A = gaussian_from_sq(D, self.sigma, out=None if cache is not None else D)
+                A = gaussian_from_sq(D, self.sigma_, out=None if cache is not None else D)
                 index = np.arange(counts.size)
             else:
-                A = gaussian_from_sq(D[np.ix_(index, index)], self.sigma)
+                A = gaussian_from_sq(D[np.ix_(index, index)], self.sigma_)
             repeated = np.flatnonzero(counts[index] > 1)
             A[repeated, :] *= root[index[repeated], None]
             A[:, repeated] *= root[index[repeated]]
@@ -362,7 +369,7 @@ class ProjectionLearning(LocalKernelClassifier):
         if blocks is None:
             beta, rank, route = solve(gram(), b, rcond=self.rcond, overwrite_g=True)
         else:
-            diag = gaussian_from_sq(np.diagonal(D), self.sigma) * counts
+            diag = gaussian_from_sq(np.diagonal(D), self.sigma_) * counts
             beta, rank, route = _blockwise_pinv_solve(gram, diag, b, blocks, self.rcond, solve)
         self.X_unique_ = X_u
         self.unique_coef_ = beta * root.reshape(column)
@@ -377,6 +384,7 @@ class ProjectionLearning(LocalKernelClassifier):
             "n_blocks": 1 if blocks is None else len(blocks),
             "rcond": float(self.rcond),
             "solver": solver,
+            "sigma": self.sigma_,
         }
         return self
 
@@ -384,14 +392,14 @@ class ProjectionLearning(LocalKernelClassifier):
         """``K(x, X_train) G⁺ y`` (eq. (4)); (n,) for two classes, else (n, n_classes).
         Exactly 0 where every kernel value underflows; :meth:`predict` does not use it."""
         X = self._validate_query(X)
-        return gaussian_gram(X, self.X_unique_, self.sigma, cache) @ self.unique_coef_
+        return gaussian_gram(X, self.X_unique_, self.sigma_, cache) @ self.unique_coef_
 
     def _scaled_decision(
         self, X: np.ndarray, cache: DistanceCache | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         X = self._validate_query(X)
         D = sq_dists(X, self.X_unique_, cache)
-        scale = exponent_scale(2.0 * self.sigma, self.sigma)
+        scale = exponent_scale(2.0 * self.sigma_, self.sigma_)
         rows, row_min = exp_rows_scaled(D, scale)
         self.info_["underflow_share"] = underflow_share(row_min, scale)
         nearest = self.unique_class_[np.argmin(D, axis=1)]
@@ -411,6 +419,9 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
     neighbour lists and local squared distances are memoized, so a sigma sweep only
     recomputes the exponentials and the eigendecompositions.
 
+    ``sigma="scale"`` (the default; the paper sweeps sigma) is resolved at fit as for
+    :class:`ProjectionLearning` into ``sigma_`` and ``info_['sigma']``.
+
     ``neighbors`` is ``"exact"`` or ``"annoy"`` (approximate, Sec. 7: "suboptimal k
     nearest neighbors are acceptable"); ``n_trees``, ``search_k`` and ``random_state``
     configure annoy. ``measure_recall=True`` also runs an exact query and stores the
@@ -427,7 +438,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
     """
 
     _parameter_constraints: dict = {
-        "sigma": [Interval(Real, 0, None, closed="neither")],
+        "sigma": SIGMA_CONSTRAINT,
         "k": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "neighbors": [StrOptions(set(NEIGHBOR_BACKENDS))],
         "n_trees": [Interval(Integral, 1, None, closed="left")],
@@ -438,7 +449,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
 
     def __init__(
         self,
-        sigma: float = 1.0,
+        sigma: float | str = SCALE,
         k: int | str = "auto",
         neighbors: str = "exact",
         n_trees: int = 10,
@@ -453,6 +464,25 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         self.search_k = search_k
         self.random_state = random_state
         self.measure_recall = measure_recall
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle support: an annoy index is a C object, so its forest is stored as the
+        bytes of annoy's own file format (:func:`_annoy_to_bytes`) and loaded back by
+        :meth:`__setstate__`: the same trees, hence the same neighbours and predictions."""
+        state = dict(super().__getstate__())  # a copy: object.__getstate__ gives __dict__ itself
+        backend = state.get("neighbors_")
+        if getattr(backend, "name", None) == "annoy" and hasattr(backend, "index_"):
+            backend = backend.__class__.__new__(backend.__class__)
+            backend.__dict__.update(state["neighbors_"].__dict__)
+            backend.index_ = _annoy_to_bytes(backend.index_)
+            state["neighbors_"] = backend
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        backend = state.get("neighbors_")
+        if getattr(backend, "name", None) == "annoy" and isinstance(getattr(backend, "index_", None), bytes):
+            backend.index_ = _annoy_from_bytes(backend.index_, backend.X_.shape[1], backend.metric)
+        super().__setstate__(state)
 
     def _backend_key(self) -> tuple | None:
         """What identifies the neighbour lists in a cache; None when they cannot be shared
@@ -494,6 +524,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
             self.neighbors_ = cache.memo(key, lambda: self._make_backend(X), X)
         self.info_: dict[str, Any] = {
             "k": self.k_,
+            "sigma": self.sigma_,
             "neighbors": self.neighbors,
             "singular_local_systems": None,  # counted by each decision_function call
             "neighbor_seconds": None,  # these four are set by each decision_function call
@@ -514,7 +545,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         function the per-query systems give (each is G with its rows permuted), at the cost
         of one ℓ×ℓ eigendecomposition instead of one per query."""
         D = sq_dists(X, X, cache)
-        G = gaussian_from_sq(D, self.sigma, out=None if cache is not None else D)
+        G = gaussian_from_sq(D, self.sigma_, out=None if cache is not None else D)
         w, V = np.linalg.eigh(G)
         keep = w > X.shape[0] * EPS * w[-1:]
         Vk = V[:, keep]
@@ -575,13 +606,13 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         else:
             key = ("lpl_local_geometry", self.k_, *backend_key)
             sq, idx, local = cache.memo(key, lambda: self._local_geometry(X, cache, timing), X, self.X_fit_)
-        G = gaussian_from_sq(local, self.sigma)
-        scale = exponent_scale(2.0 * self.sigma, self.sigma)
+        G = gaussian_from_sq(local, self.sigma_)
+        scale = exponent_scale(2.0 * self.sigma_, self.sigma_)
         if scaled:
             k_x, row_min = exp_rows_scaled(sq, scale)
             self.info_["underflow_share"] = underflow_share(row_min, scale)
         else:
-            k_x = gaussian_from_sq(sq, self.sigma)
+            k_x = gaussian_from_sq(sq, self.sigma_)
         values, singular = batched_pinv_forms(G, k_x, self.dummy_outputs_[idx])
         self.info_["singular_local_systems"] = int(singular.sum())
         self.info_["neighbor_cached"] = "neighbor_seconds" not in timing
@@ -599,11 +630,11 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         index among ties, as the exact neighbour lists order them."""
         D = sq_dists(X, self.X_fit_, cache)
         if scaled:
-            scale = exponent_scale(2.0 * self.sigma, self.sigma)
+            scale = exponent_scale(2.0 * self.sigma_, self.sigma_)
             k_x, row_min = exp_rows_scaled(D, scale)
             self.info_["underflow_share"] = underflow_share(row_min, scale)
         else:
-            k_x = gaussian_from_sq(D, self.sigma)
+            k_x = gaussian_from_sq(D, self.sigma_)
         values = k_x @ self.global_coef_
         self.info_.update(
             singular_local_systems=X.shape[0] if self.global_singular_ else 0,
@@ -647,3 +678,26 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
             value = cache.memo(("lpl_neighbor_recall", self.k_, *backend_key), recall, X, self.X_fit_)
         self.info_["neighbor_recall"] = value
         self.info_["recall_seconds"] = spent["seconds"]
+
+
+def _annoy_to_bytes(index: Any) -> bytes:
+    """The bytes of annoy's index file (annoy writes only to files; the index afterwards
+    maps that file, which POSIX keeps alive after it is removed)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "index.ann")
+        index.save(path)
+        with open(path, "rb") as f:
+            return f.read()
+
+
+def _annoy_from_bytes(data: bytes, n_features: int, metric: str) -> Any:
+    """An annoy index loaded from :func:`_annoy_to_bytes`'s bytes (fully read into memory)."""
+    from annoy import AnnoyIndex
+
+    index = AnnoyIndex(n_features, metric)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "index.ann")
+        with open(path, "wb") as f:
+            f.write(data)
+        index.load(path, prefault=True)
+    return index

@@ -28,7 +28,7 @@ from lkm.kernels import (
     times_scale,
     underflow_share,
 )
-from lkm.methods.base import LocalKernelClassifier
+from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
 
 _TINY = float(np.finfo(np.float64).tiny)
 
@@ -104,7 +104,7 @@ def solve_local_risk(
 _KERNEL_CONSTRAINTS: dict = {
     "kernel": [StrOptions({"heat", "gaussian"})],
     "t": [Interval(Real, 0, None, closed="neither")],
-    "sigma": [Interval(Real, 0, None, closed="neither")],
+    "sigma": SIGMA_CONSTRAINT,
     "lam": [Interval(Real, 0, None, closed="neither")],
     "unit_diagonal": ["boolean"],
 }
@@ -115,7 +115,7 @@ class _KernelRidgeBase(LocalKernelClassifier):
 
     def _gram(self, A: np.ndarray, B: np.ndarray, cache: DistanceCache | None) -> np.ndarray:
         if self.kernel == "gaussian":
-            return gaussian_gram(A, B, self.sigma, cache)
+            return gaussian_gram(A, B, self.sigma_, cache)
         return heat_gram(A, B, self.t, cache, normalized=not self.unit_diagonal)
 
     def _kernel_info(self, n: int) -> dict[str, Any]:
@@ -123,7 +123,7 @@ class _KernelRidgeBase(LocalKernelClassifier):
         if self.kernel == "heat":
             info.update(t=float(self.t), unit_diagonal=bool(self.unit_diagonal))
         else:
-            info.update(sigma=float(self.sigma))
+            info.update(sigma=self.sigma_)
         return info
 
     def _numerical_context(self) -> str:
@@ -153,7 +153,7 @@ class _KernelRidgeBase(LocalKernelClassifier):
         """Kernel rows ``K(x, X_train)`` each divided by its largest entry (exact signs
         where the rows underflow; the heat kernel's constant is a positive factor too)."""
         if self.kernel == "gaussian":
-            scale = exponent_scale(2.0 * self.sigma, self.sigma)
+            scale = exponent_scale(2.0 * self.sigma_, self.sigma_)
         else:
             scale = exponent_scale(4.0 * self.t)
         rows, row_min = exp_rows_scaled(sq_dists(X, self.X_fit_, cache), scale)
@@ -181,7 +181,10 @@ class RegularizedLeastSquares(_KernelRidgeBase):
     convention amounts to a d-dependent rescaling of lam. The constant raises
     ``FloatingPointError`` when it underflows (high dimension). ``kernel="gaussian"``:
     ``exp(-||x - y||²/2σ²)`` (``t`` and ``unit_diagonal`` are then unused; ``sigma`` is
-    unused for the heat kernel). Several classes: one-vs-rest ±1 columns.
+    unused for the heat kernel). The paper has no Gaussian kernel, so sigma defaults to
+    ``"scale"``: sqrt(p·Var(X)/2) of the training data, scikit-learn's ``gamma="scale"``
+    (:func:`lkm.methods.base.scaled_sigma`), kept in ``sigma_``. Several classes:
+    one-vs-rest ±1 columns.
 
     ``info_``: n_train, kernel, lam, ridge (= lam·ℓ), t and unit_diagonal or sigma.
     """
@@ -192,7 +195,7 @@ class RegularizedLeastSquares(_KernelRidgeBase):
         self,
         kernel: str = "heat",
         t: float = 1.0,
-        sigma: float = 1.0,
+        sigma: float | str = SCALE,
         lam: float = 0.5,
         unit_diagonal: bool = False,
     ) -> None:
@@ -267,7 +270,7 @@ class LocalRiskRegularization(_KernelRidgeBase):
         self,
         kernel: str = "heat",
         t: float = 1.0,
-        sigma: float = 1.0,
+        sigma: float | str = SCALE,
         beta: float = 6.0,
         vicinity: str = "soft",
         lam: float = 1.0,
@@ -368,7 +371,7 @@ class LocalRiskPair(_KernelRidgeBase):
         self,
         kernel: str = "heat",
         t: float = 1.0,
-        sigma: float = 1.0,
+        sigma: float | str = SCALE,
         beta: float = 6.0,
         vicinity: str = "soft",
         lam: float = 1.0,
