@@ -9,7 +9,7 @@ export LKM_DATA_DIR ?= $(abspath ../shared/datasets)
 LOCK   := requirements.lock
 ENV    := $(if $(LOCKED),install-locked,install)
 
-.PHONY: help install install-locked lock docs-figures docs-check demo test lint bench reproduce reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke clean
+.PHONY: help install install-locked lock docs-figures docs-check demo test lint bench bench-cli reproduce reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -47,6 +47,9 @@ lint: install  ## static checks
 
 bench: install  ## speed ratios against reference libraries (one spambase fold)
 	$(LKM) bench --out results/bench.json
+
+bench-cli: install  ## wall time of everyday commands (help, methods, datasets list, a sonar sweep, lkm report): median of 5
+	$(BIN)/python scripts/bench_cli.py -n 5
 
 reproduce: reproduce-lpl reproduce-npps reproduce-lrr  ## every reproduction that exists so far
 

@@ -54,11 +54,12 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from lkm.errors import LkmError
+
+if TYPE_CHECKING:  # pandas is imported where tables are made, not by every command
+    import pandas as pd
 
 try:  # POSIX only; elsewhere a run folder is not locked
     import fcntl
@@ -267,6 +268,34 @@ def _command_line() -> str:
     return " ".join(shlex.quote(a) for a in ["lkm", *sys.argv[1:]])[:300]
 
 
+class RecordTally:
+    """Counts the record lines appended to a run folder's part files since it was made:
+    the fits workers have finished so far (progress per fit while a job's other fits
+    run). Reads only the bytes appended since the last :meth:`update`."""
+
+    def __init__(self, records_dir: Path) -> None:
+        self.records_dir = records_dir
+        self._offsets = {p: p.stat().st_size for p in self._parts()}
+        self.count = 0
+
+    def _parts(self) -> list[Path]:
+        return list(self.records_dir.glob("part-*.jsonl")) if self.records_dir.is_dir() else []
+
+    def update(self) -> int:
+        """Lines completed since the tally was made (a line being written counts once done)."""
+        for path in self._parts():
+            start = self._offsets.get(path, 0)
+            try:
+                with open(path, "rb") as fh:
+                    fh.seek(start)
+                    chunk = fh.read()
+            except OSError:
+                continue
+            self._offsets[path] = start + len(chunk)
+            self.count += chunk.count(b"\n")
+        return self.count
+
+
 class RunStore:
     """Reads and appends the records of one run directory."""
 
@@ -416,6 +445,8 @@ class RunStore:
 
     def records_frame(self, task_ids: set[str] | None = None) -> pd.DataFrame:
         """Records as a tidy DataFrame (one row per task), optionally restricted to a plan."""
+        import pandas as pd
+
         recs = [r for r in self.iter_records() if task_ids is None or r["task_id"] in task_ids]
         if not recs:
             return pd.DataFrame()
@@ -456,6 +487,39 @@ class RunStore:
                 raise LkmError(f"{spec_file} changed since the run{f' ({what})' if what else ''}: "
                                f"{rerun} to refit, or restore it")
         return plan
+
+    def check_same_run(self, spec_yaml: str, task_ids: set[str]) -> None:
+        """Refuse (one :class:`LkmError` line, nothing changed) to run a spec here when
+        the folder holds the run of a different spec, so that a run never merges into or
+        overwrites another's records, tables and spec.yaml.
+
+        The same run: plan.json's ``spec_sha256`` is that of ``spec_yaml``, or its task
+        ids are ``task_ids`` (the same fits: only how they are reported differs, e.g.
+        ``outputs``, or a newer lkm writes the same spec with new defaults). Without a
+        plan.json (a run killed before writing it, or older than plans), the same run is
+        one whose spec.yaml is ``spec_yaml`` or whose completed records all belong to
+        ``task_ids``. An empty or absent folder holds no run."""
+        plan_file, spec_file = self.root / "plan.json", self.root / "spec.yaml"
+        recorded_yaml: str | None = None
+        try:
+            plan = json.loads(plan_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            plan = None
+        if isinstance(plan, dict) and isinstance(plan.get("task_ids"), list):
+            if plan.get("spec_sha256") == text_sha256(spec_yaml) or set(plan["task_ids"]) == task_ids:
+                return
+            recorded_yaml = plan.get("spec_yaml")
+        else:
+            try:
+                recorded_yaml = spec_file.read_text(encoding="utf-8")
+            except (OSError, UnicodeError):
+                recorded_yaml = None
+            if recorded_yaml == spec_yaml or self.completed_ids() <= task_ids:
+                return
+        what = _spec_change(recorded_yaml, spec_yaml) or "other fits"
+        raise LkmError(
+            f"{self.root} holds the run of a different spec ({what}); nothing was changed: "
+            f"--fresh discards its records and runs this spec there, --out DIR runs it elsewhere")
 
     # -- derived files ----------------------------------------------------------
     def write_results(self, df: pd.DataFrame) -> list[Path]:
@@ -583,6 +647,10 @@ def _spec_change(planned: Any, current: str) -> str:
         show = lambda v: json.dumps(v, default=str) if not isinstance(v, (dict, list)) else "…"  # noqa: E731
         return f"{path or 'spec'} {show(x)}→{show(y)}"[:200]
 
+    if isinstance(a, dict) and isinstance(b, dict):  # a derived name (sweeps) differs whenever the rest does
+        unnamed = first_diff({k: v for k, v in a.items() if k != "name"}, {k: v for k, v in b.items() if k != "name"}, "")
+        if unnamed:
+            return unnamed
     return first_diff(a, b, "") or ""
 
 

@@ -173,23 +173,20 @@ def run_calls(
     *,
     jobs: int,
     on_result: Callable[[Any], None],
+    on_wait: Callable[[], None] | None = None,
 ) -> None:
     """Run ``fn(*args)`` for every call in ``jobs`` worker processes, calling
-    ``on_result`` in the main process with each result as it arrives (any order).
+    ``on_result`` in the main process with each result as it arrives (any order), and
+    ``on_wait`` after every wait of at most :data:`POLL_SECONDS` (progress between results).
 
     At most ``2 * jobs`` calls are queued at a time. On any exception in the main
     process (KeyboardInterrupt, :class:`Interrupted`) or a call's exception, the
     workers are killed before the exception propagates; a call in flight is lost.
     """
-    from joblib.executor import get_memmapping_executor
-
     jobs = effective_jobs(jobs)
     threads = threads_per_worker(jobs)
     context = uuid.uuid4().hex
-    executor = get_memmapping_executor(
-        jobs, timeout=IDLE_SECONDS, env=worker_env(threads), initializer=_init_worker,
-        initargs=(os.getpid(),), context_id=context,
-    )
+    executor = _executor(jobs, context)
     todo = iter(calls)
     pending: set[Any] = set()
     finished = False
@@ -208,12 +205,55 @@ def run_calls(
             done, pending = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
             for future in done:
                 on_result(future.result())
+            if on_wait is not None:
+                on_wait()
         finished = True
     finally:
         if finished:
             _release_memmaps(executor, context)
         else:
             executor.terminate(kill_workers=True)  # also removes the shared memmaps
+
+
+def _executor(jobs: int, context: str | None = None) -> Any:
+    """The reusable pool of ``jobs`` workers (joblib's memmapping executor: the same pool
+    for the same settings, so workers started by :func:`warm_workers` run the fits)."""
+    from joblib.executor import get_memmapping_executor
+
+    return get_memmapping_executor(
+        jobs, timeout=IDLE_SECONDS, env=worker_env(threads_per_worker(jobs)), initializer=_init_worker,
+        initargs=(os.getpid(),), context_id=context,
+    )
+
+
+def preload(modules: list[str]) -> None:
+    """In a worker: import ``modules`` (what its first job would import)."""
+    import importlib
+
+    for name in modules:
+        importlib.import_module(name)
+
+
+@contextlib.contextmanager
+def warm_workers(jobs: int, modules: list[str]) -> Iterator[None]:
+    """Start ``jobs`` workers now, each importing ``modules``, so that their start-up
+    (a new interpreter importing numpy, scikit-learn and the estimators: about a second)
+    overlaps the main process's own work (loading the spec and data, planning) instead
+    of following it. :func:`run_calls` with the same ``jobs`` then reuses them. An
+    exception (Ctrl-C included) inside the block kills them before it propagates."""
+    jobs = effective_jobs(jobs)
+    executor = _executor(jobs)
+    futures = [executor.submit(preload, modules) for _ in range(jobs)]
+    try:
+        yield
+    except BaseException:
+        # Killing the pool before its manager thread has queued the calls makes loky's
+        # thread fail (KeyError, printed as a traceback): wait for that first (milliseconds).
+        deadline = time.monotonic() + 1.0
+        while not all(f.running() or f.done() for f in futures) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        executor.terminate(kill_workers=True)
+        raise
 
 
 def _release_memmaps(executor: Any, context: str) -> None:

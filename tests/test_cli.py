@@ -41,9 +41,11 @@ def test_sweep_k_and_unknown_named_parameter_become_grids(tmp_path):
     res = invoke("sweep", "-m", "lpl", "-d", "moons", "--k", "3,5", "--sigma", "1,2", "--dry-run")
     assert res.exit_code == 0, res.output
     assert "40 fits in all" in res.output
-    res = invoke("sweep", "-m", "lpl", "-d", "moons", "--n_trees", "5,10", "--dry-run")
+    # The command-line grids are the whole sweep (the default 5 sigmas go), and n_trees
+    # counts only with annoy neighbours (alone it is refused: tests/test_sweep_cli.py).
+    res = invoke("sweep", "-m", "lpl", "-d", "moons", "--n_trees", "5,10", "--neighbors", "annoy", "--dry-run")
     assert res.exit_code == 0, res.output
-    assert "100 fits in all" in res.output  # 10 folds x 2 n_trees x the default 5 sigmas
+    assert "20 fits in all" in res.output  # 10 folds x 2 n_trees
 
 
 def test_sweep_of_a_spec_saves_the_spec_it_used(tmp_path):
@@ -63,12 +65,12 @@ def test_sweep_of_a_spec_saves_the_spec_it_used(tmp_path):
 @pytest.mark.parametrize(
     "args, pattern",
     [
-        (("sweep", "--k", "--dry-run"), "--k: give a grid"),
+        (("sweep", "-m", "lrr", "--beta", "--dry-run"), "--beta: give a grid"),  # bare --k is the paper's k grid now
         (("sweep", "--dry-run", "-m", "lpl"), "name at least one parameter"),
         (("sweep", "--sigma", "0,1", "--dry-run"), "params.sigma = 0"),
         (("sweep", "--sigma", "-m", "lpx", "--dry-run"), "did you mean 'lpl'"),
         (("sweep", "--sigma", "-d", "sonr", "--dry-run"), "did you mean 'sonar'"),
-        (("sweep", "--sigmaa", "1", "--dry-run"), "sweep.sigmaa: no method has a parameter 'sigmaa' (did you mean 'sigma'?)"),
+        (("sweep", "--sigmaa", "1", "--dry-run"), "--sigmaa: not an option of `lkm sweep` and no method of this sweep has a parameter 'sigmaa' (did you mean 'sigma'?)"),
         (("run", "nope.yaml"), "nope.yaml: no such spec file"),
         (("report", "."), "not a run directory"),
         (("datasets", "info", "sonr"), "did you mean 'sonar'"),

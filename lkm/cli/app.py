@@ -7,14 +7,20 @@ non-zero exit code (2); records already written are never touched by an error.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.text import Text
-from typer.core import TyperGroup
+from typer._click.parser import (  # private: typer vendors click (see _GridOptionParser)
+    _normalize_opt,
+    _OptionParser,
+)
+from typer.core import TyperCommand, TyperGroup
 from typer.exceptions import Abort, TyperException
 
 from lkm.errors import LkmError
@@ -22,8 +28,8 @@ from lkm.workers import interrupt_exit_code, interrupt_on
 
 # Markup off: user text (spec paths, dataset names, messages) is printed as written; styled
 # words go through `_line`.
-console = Console(markup=False, highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
+console = Console(markup=False, emoji=False, highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, markup=False, emoji=False, highlight=False, soft_wrap=True)
 
 DATA_DIR_HELP = "Read-only dataset mirror laid out `<dataset>/<file>` (default: $LKM_DATA_DIR); files are still sha256-verified."
 
@@ -33,17 +39,17 @@ DATA_DIR_HELP = "Read-only dataset mirror laid out `<dataset>/<file>` (default: 
 USER_ERRORS: tuple[type[BaseException], ...] = (LkmError, OSError, UnicodeError, RecursionError, MemoryError)
 
 
-class _SweepArgs(TyperGroup):
-    """The `lkm` command group: the error boundary, and `lkm sweep`'s grid options.
+class LkmGroup(TyperGroup):
+    """The `lkm` command group: the error boundary, and help text printed as written.
 
     Every command runs inside :meth:`invoke`: an error a user can cause
     (:data:`USER_ERRORS`) ends as one line and exit 2; anything else is a bug in lkm and
     ends as one line and exit 1, with the traceback under `lkm --debug`.
-
-    Click cannot give an option an optional value, so `lkm sweep`'s arguments are
-    rewritten before parsing: a bare `--sigma`/`--k` gets the value 'default', and an
-    unknown `--beta 0.1:10:5` becomes `--param beta=0.1:10:5`.
     """
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        with _emoji_codes_off():
+            return super().main(*args, **kwargs)
 
     def invoke(self, ctx):  # type: ignore[override]
         try:
@@ -64,43 +70,91 @@ class _SweepArgs(TyperGroup):
                 f"internal error (a bug in lkm; please report it): {type(exc).__name__}: {exc} "
                 "— `lkm --debug ...` shows the traceback"), 1) from None
 
-    KNOWN = {"--method", "-m", "--dataset", "-d", "--out", "-o", "--jobs", "-j", "--data-dir",
-             "--fresh", "--dry-run", "--param", "--help", "--no-progress"}
-    GRID_OPTIONS = {"--sigma", "--k"}
 
-    def parse_args(self, ctx, args):  # type: ignore[override]
-        if args and args[0] == "sweep":
-            args = [args[0], *self._rewrite(args[1:])]
-        return super().parse_args(ctx, args)
+@contextlib.contextmanager
+def _emoji_codes_off() -> Iterator[None]:
+    """Typer's Markdown help replaces `:name:` emoji codes before rendering, so the grid
+    `0.01:100:39` printed as `0.01💯39`. Within the block :class:`rich.emoji.Emoji` leaves
+    text as written (help, usage errors); lkm's own consoles have emoji off anyway."""
+    from rich.emoji import Emoji  # already imported by rich.console: no cost
 
-    def _rewrite(self, args: list[str]) -> list[str]:
-        out: list[str] = []
-        i = 0
-        while i < len(args):
-            a = args[i]
-            nxt = args[i + 1] if i + 1 < len(args) else None
-            has_value = nxt is not None and not (nxt.startswith("--") or (nxt.startswith("-") and nxt[1:2].isalpha()))
-            if a in self.GRID_OPTIONS:
-                out += [a, nxt if has_value else "default"]
-                i += 2 if has_value else 1
-            elif a.startswith("--") and "=" not in a and a not in self.KNOWN:
-                out += ["--param", f"{a[2:]}={nxt if has_value else 'default'}"]
-                i += 2 if has_value else 1
-            else:
-                out.append(a)
-                i += 1
-        return out
+    original = Emoji.__dict__["replace"]
+    Emoji.replace = classmethod(lambda cls, text: text)  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        Emoji.replace = original  # type: ignore[method-assign]
+
+
+# -- options that take an optional value, and ad-hoc `--NAME GRID` options ------------------
+#: Value a grid option gets when written bare (`--sigma` alone): the paper's grid (spec.DEFAULT_GRIDS).
+BARE_GRID = "default"
+
+
+def _looks_like_option(token: str) -> bool:
+    """`--x` or `-m`, not a value such as `-1,0,1` or `-0.5`."""
+    return token.startswith("--") or (token.startswith("-") and token[1:2].isalpha())
+
+
+class _GridOptionParser(_OptionParser):
+    """Click's parser, plus two things `lkm sweep` needs and Click does not have:
+
+    * an option named in ``bare_values`` takes an optional value: written bare (end of
+      the line, or followed by another option) it gets its bare value;
+    * an unknown long option ``--NAME [GRID]`` (or ``--NAME=GRID``) is an ad-hoc grid: it
+      is appended to the ``--param`` option as ``NAME=GRID`` (bare: ``NAME=default``), so
+      it never lands in the positional SPEC.
+    """
+
+    def __init__(self, ctx: Any, bare_values: dict[str, str], adhoc_dest: str) -> None:
+        super().__init__(ctx)
+        self.bare_values, self.adhoc_dest = bare_values, adhoc_dest
+
+    def _get_value_from_state(self, option_name: str, option: Any, state: Any) -> Any:
+        bare = self.bare_values.get(option.dest)
+        if bare is not None and (not state.rargs or _looks_like_option(state.rargs[0])):
+            return bare
+        return super()._get_value_from_state(option_name, option, state)
+
+    def _process_opts(self, arg: str, state: Any) -> None:
+        name, sep, explicit = arg.partition("=")
+        if not name.startswith("--") or len(name) < 3 or _normalize_opt(name, self.ctx) in self._long_opt:
+            return super()._process_opts(arg, state)
+        if sep:
+            value = explicit
+        elif state.rargs and not _looks_like_option(state.rargs[0]):
+            value = state.rargs.pop(0)
+        else:
+            value = BARE_GRID
+        target = next(o for o in self._long_opt.values() if o.dest == self.adhoc_dest)
+        target.process(f"{name[2:]}={value}", state)
+
+
+class GridCommand(TyperCommand):
+    """A command whose options listed in ``bare_values`` (dest -> value) take an optional
+    value, and whose unknown ``--NAME GRID`` options go to its ``--param`` list (see
+    :class:`_GridOptionParser`)."""
+
+    bare_values: dict[str, str] = {"sigma": BARE_GRID, "k": BARE_GRID}
+    adhoc_dest = "param"
+
+    def make_parser(self, ctx: Any) -> _OptionParser:
+        parser = _GridOptionParser(ctx, self.bare_values, self.adhoc_dest)
+        for param in self.get_params(ctx):
+            param.add_to_parser(parser, ctx)
+        return parser
 
 
 app = typer.Typer(
-    cls=_SweepArgs,
+    cls=LkmGroup,
     help=(
         "lkm — local kernel machines: rerun the experiments of five papers on local kernel "
         "methods from YAML specs, and compare the methods fairly.\n\n"
         "Start with `lkm run configs/quickstart.yaml` (offline data, under a minute), then "
-        "`lkm sweep --sigma` for an ad-hoc sigma sweep. Results go to `results/<spec name>/`: "
-        "tables/ (Markdown, CSV, LaTeX, with the paper's numbers beside ours), figures/ "
-        "(PNG, PDF), results.csv/.parquet and provenance.json."
+        "`lkm sweep --sigma` for an ad-hoc sigma sweep. Results go to `results/<spec name>/` "
+        "(a sweep: a folder named after its methods, datasets, parameters and a hash of its spec): "
+        "tables/ (Markdown, CSV, LaTeX, with the paper's numbers beside ours), figures/, "
+        "results.csv/.parquet and provenance.json; every run ends by printing their paths."
     ),
     no_args_is_help=True,
     rich_markup_mode="markdown",
@@ -152,7 +206,7 @@ def _data_dir(data_dir: Path | None) -> Path | None:
 
 
 # -- run / sweep -------------------------------------------------------------------
-OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default: `results/<spec name>`). Rerunning into it resumes.")]
+OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default: `results/<spec name>`). Rerunning the same spec into it resumes; a different spec is refused (see --fresh).")]
 def _check_jobs(value: int) -> int:
     if value == 0 or value < -1:
         raise LkmError(f"--jobs {value}: give a number of worker processes >= 1, or -1 for one per core")
@@ -161,7 +215,7 @@ def _check_jobs(value: int) -> int:
 
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", callback=_check_jobs, help="Parallel worker processes (-1: one per core).")]
 DataDirOpt = Annotated[Path | None, typer.Option("--data-dir", help=DATA_DIR_HELP)]
-FreshOpt = Annotated[bool, typer.Option("--fresh/--resume", help="--fresh discards this run directory's earlier records; --resume (default) computes only what is missing.")]
+FreshOpt = Annotated[bool, typer.Option("--fresh/--resume", help="--fresh discards this run directory's earlier records (also those of a different spec); --resume (default) computes only what is missing.")]
 DryOpt = Annotated[bool, typer.Option("--dry-run", help="Print the task plan (fits per dataset and method) and exit without fitting.")]
 ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar with ETA.")]
 MaxFitsOpt = Annotated[int | None, typer.Option("--max-fits", min=1, help="Refuse plans with more fits than this (default 100000, or $LKM_MAX_FITS): a typo in a grid cannot start millions of fits.", show_default=False)]
