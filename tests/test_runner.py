@@ -60,7 +60,8 @@ def test_run_writes_records_tables_figures(tmp_path):
             assert (tmp_path / "tables" / f"{name}.{ext}").is_file()
     assert (tmp_path / "results.parquet").is_file()
     assert (tmp_path / "figures" / "sweep_sigma.png").stat().st_size > 5000
-    assert (tmp_path / "figures" / "best.pdf").is_file()
+    assert (tmp_path / "figures" / "best.png").is_file()
+    assert not (tmp_path / "figures" / "best.pdf").exists()  # PNG only unless the spec asks for pdf
     summary_md = (tmp_path / "tables" / "summary.md").read_text()
     assert "accuracy % (paper)" in summary_md and "90.00" in summary_md
 

@@ -79,9 +79,39 @@ def reproduce(
                 failed.append(spec.name)
         written = module.write_summary(results, smoke)
         claims = next(p for p in written if p.name == "claims.md")
-        console.print(claims.read_text(), highlight=False, markup=False)
-        console.print(f"claims and timing tables written under {claims.parent}/", highlight=False)
+        print_claims(claims.with_suffix(".csv"), smoke)
+        console.print(f"claims table (with our measures) and timing tables written under {claims.parent}/", highlight=False)
         if failed:
             raise LkmError(f"some fits failed in: {', '.join(failed)} (see their records)")
     except LkmError as exc:
         raise _fail(exc, 1 if "fits failed" in str(exc) else 2) from None
+
+
+#: Below this many columns a claims table is printed as plain lines, not as a table.
+MIN_TABLE_WIDTH = 70
+
+
+def print_claims(csv: Path, smoke: bool) -> None:
+    """The claims table's claim and verdict columns: a Rich table wrapped to the terminal
+    (never truncated), or one plain line per claim when stdout is not a terminal or is
+    narrower than :data:`MIN_TABLE_WIDTH`. The measures are in the written claims.md."""
+    import pandas as pd
+    from rich.table import Table
+
+    from lkm.papers.common import SMOKE_LABEL
+
+    df = pd.read_csv(csv, dtype=str, keep_default_na=False)
+    columns = [c for c in df.columns if c in ("#", "the paper's claim") or c.startswith("verdict")]
+    title = f"{csv.parent.name}: the paper's claims" + (f" — smoke run, every verdict: {SMOKE_LABEL}" if smoke else "")
+    if not console.is_terminal or console.width < MIN_TABLE_WIDTH:
+        console.print(title, highlight=False)
+        for _, row in df.iterrows():
+            verdicts = "; ".join(f"{c}: {row[c]}" for c in columns[2:] if row[c] not in ("–", ""))
+            console.print(f"{row['#']}  {row[columns[1]]} — {verdicts}", highlight=False, soft_wrap=True)
+        return
+    table = Table(title=title, show_lines=True)
+    for col in columns:
+        table.add_column(col, overflow="fold", no_wrap=col == "#", ratio=None if col == "#" else 1)
+    for _, row in df.iterrows():
+        table.add_row(*(row[c] for c in columns))
+    console.print(table)

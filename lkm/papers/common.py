@@ -129,6 +129,26 @@ def load_run(root: Path, name: str, smoke: bool = False, perturbed: bool = False
     return Run(path.name, spec, records, agg, best, store)
 
 
+#: What every verdict of a smoke run (``--smoke``: few datasets and settings) is labelled:
+#: its numbers exercise the code, they are not evidence for or against a claim.
+SMOKE_LABEL = "smoke: not evidence"
+
+
+def smoke_labelled(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (a claims table) with every verdict cell (columns ``verdict...``) reading
+    ``smoke: not evidence (<verdict>)``; cells with no verdict ("–") stay as they are."""
+    out = table.copy()
+    for col in (c for c in out.columns if str(c).startswith("verdict")):
+        out[col] = out[col].map(lambda v: v if v in ("–", "", None) else f"{SMOKE_LABEL} ({v})")
+    return out
+
+
+def claims_caption(title: str, smoke: bool) -> str:
+    """The caption of a paper's claims table; a smoke run's says its verdicts are not evidence."""
+    caption = f"{title}: the paper's claims checked from our numbers"
+    return caption + (f" — SMOKE RUN (few datasets and settings): every verdict is {SMOKE_LABEL}" if smoke else "")
+
+
 def verdict(ok: bool | str | None) -> str:
     """None: not evaluated; True / False; or "partly" for a claim with two parts of which one holds."""
     if isinstance(ok, str):

@@ -15,7 +15,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lkm.papers.common import Experiment, Perturbed, Run, better_claim, claim_row, run_loader
+from lkm.papers.common import (
+    Experiment,
+    Perturbed,
+    Run,
+    better_claim,
+    claim_row,
+    claims_caption,
+    run_loader,
+    smoke_labelled,
+)
 from lkm.report.core import RATE, write_table
 from lkm.report.lrr import _classes, _record, _test_counts, combined_accuracy
 from lkm.stats import paired_test
@@ -123,12 +132,13 @@ CLAIMS = [
 def evaluate_claims(root: Path, smoke: bool = False) -> pd.DataFrame:
     """The claims table from the run folders under ``root`` (written by ``lkm reproduce lrr``)."""
     load = run_loader(root, smoke)
-    return pd.DataFrame([claim_row(number, claim, where, evaluate, [name], load, set(PERTURBED))
-                         for number, claim, where, evaluate, name in CLAIMS])
+    table = pd.DataFrame([claim_row(number, claim, where, evaluate, [name], load, set(PERTURBED))
+                          for number, claim, where, evaluate, name in CLAIMS])
+    return smoke_labelled(table) if smoke else table
 
 
 def write_summary(root: Path, smoke: bool = False) -> list[Path]:
     """Write ``root/lrr_claims[-smoke]/claims`` after the runs."""
     out = root / ("lrr_claims-smoke" if smoke else "lrr_claims")
     return write_table(evaluate_claims(root, smoke), out / "claims",
-                       f"{TITLE}: the paper's claims checked from our numbers")
+                       claims_caption(TITLE, smoke))

@@ -18,9 +18,11 @@ from lkm.papers.common import (
     Perturbed,
     Run,
     claim_row,
+    claims_caption,
     noninferior_claim,
     paired_over,
     run_loader,
+    smoke_labelled,
 )
 from lkm.report.core import RATE, loglog_fit, write_table
 from lkm.report.npps import _records, _stats, selection_time_table
@@ -163,12 +165,13 @@ CLAIMS = [
 def evaluate_claims(root: Path, smoke: bool = False) -> pd.DataFrame:
     """The claims table from the run folders under ``root`` (written by ``lkm reproduce npps``)."""
     load = run_loader(root, smoke)
-    return pd.DataFrame([claim_row(number, claim, where, evaluate, names, load, set(PERTURBED))
-                         for number, claim, where, evaluate, names in CLAIMS])
+    table = pd.DataFrame([claim_row(number, claim, where, evaluate, names, load, set(PERTURBED))
+                          for number, claim, where, evaluate, names in CLAIMS])
+    return smoke_labelled(table) if smoke else table
 
 
 def write_summary(root: Path, smoke: bool = False) -> list[Path]:
     """Write ``root/npps_claims[-smoke]/claims`` after the runs."""
     out = root / ("npps_claims-smoke" if smoke else "npps_claims")
     return write_table(evaluate_claims(root, smoke), out / "claims",
-                       f"{TITLE}: the paper's claims checked from our numbers")
+                       claims_caption(TITLE, smoke))

@@ -19,11 +19,13 @@ from lkm.papers.common import (
     Run,
     better_claim,
     claim_row,
+    claims_caption,
     comparable_claim,
     load_run,
     noninferior_claim,
     paired_over,
     run_loader,
+    smoke_labelled,
     verdict,
 )
 from lkm.report.core import RATE, write_table
@@ -270,7 +272,8 @@ def evaluate_claims(root: Path, smoke: bool = False) -> pd.DataFrame:
         else:
             row["verdict on the variant"] = row["measure on the variant"] = "–"
         rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    return smoke_labelled(table) if smoke else table
 
 
 def timing_ratios(run: Run | None) -> pd.DataFrame | None:
@@ -298,7 +301,7 @@ def write_summary(root: Path, smoke: bool = False) -> list[Path]:
     """Write ``root/lpl_claims[-smoke]/`` (claims and timing tables) after the runs."""
     out = root / ("lpl_claims-smoke" if smoke else "lpl_claims")
     written = write_table(evaluate_claims(root, smoke), out / "claims",
-                          f"{TITLE}: the paper's claims checked from our numbers")
+                          claims_caption(TITLE, smoke))
     timing = timing_ratios(load_run(root, "lpl_timing_spambase", smoke))
     if timing is not None:
         written += write_table(timing, out / "spambase_timing",

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from lkm.metrics import SCORE_LABELS, SCORES
 from lkm.report.registry import ReportContext, figure, table
 from lkm.spec import Spec
 
@@ -39,9 +40,12 @@ def aggregate(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     if ok.empty or "accuracy" not in ok.columns:
         return pd.DataFrame()
     ok["setting"] = ok["params"].map(lambda p: json.dumps(p, sort_keys=True, default=str))
+    for score in SCORES:  # records from before lkm.metrics carry accuracy only: the others are NaN
+        ok[score] = pd.to_numeric(ok[score], errors="coerce") if score in ok.columns else np.nan
     grouped = ok.groupby(["dataset", "method", "setting"], sort=False)
+    spreads = {f"{score}_std": (score, _std) for score in SCORES}
     agg = grouped.agg(
-        accuracy=("accuracy", "mean"), accuracy_std=("accuracy", lambda a: float(np.std(a, ddof=1)) if len(a) > 1 else 0.0),
+        **{score: (score, "mean") for score in SCORES}, **spreads,
         splits=("accuracy", "size"), fit_seconds=("fit_seconds", "mean"), predict_seconds=("predict_seconds", "mean"),
         n_train=("n_train", "mean"),
     ).reset_index()
@@ -55,6 +59,12 @@ def aggregate(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     return agg.sort_values(["_ds", "_m", "_order"]).reset_index(drop=True)
 
 
+def _std(values: pd.Series) -> float:
+    """Sample standard deviation over splits (0 for a single split; NaN values left out)."""
+    n = values.count()
+    return float(values.std(ddof=1)) if n > 1 else (0.0 if n else math.nan)
+
+
 def _grid_order(spec: Spec) -> dict[tuple[str, str], int]:
     from lkm.runner import _with_seed
 
@@ -66,14 +76,18 @@ def _grid_order(spec: Spec) -> dict[tuple[str, str], int]:
 
 
 def select_best(agg: pd.DataFrame, spec: Spec) -> pd.DataFrame:
-    """The selected setting per dataset and method: highest mean accuracy; ties go to the
-    lower standard deviation, then to the earlier setting in grid order.
+    """The selected setting per dataset and method: highest mean of ``selection.metric``
+    (default accuracy); ties go to the lower standard deviation, then to the earlier
+    setting in grid order. Where the metric is missing for every setting of a method
+    (ROC AUC without decision values, records from before lkm.metrics), accuracy decides;
+    the ``selected_by`` column says which metric did.
 
     With ``selection.over`` naming a subset of the swept parameters, selection is done
     separately for each value of the other swept parameters.
     """
     if agg.empty:
         return agg
+    metric = spec.selection.metric
     rows = []
     for (_ds, method), g in agg.groupby(["dataset", "method"], sort=False):
         mspec = next(m for m in spec.methods if m.name == method)
@@ -82,7 +96,9 @@ def select_best(agg: pd.DataFrame, spec: Spec) -> pd.DataFrame:
         fixed = [p for p in swept if p not in over]
         keys = g["params"].map(lambda p, fixed=fixed: json.dumps({k: p.get(k) for k in fixed}, default=str))
         for _, sub in g.groupby(keys, sort=False):
-            best = sub.sort_values(["accuracy", "accuracy_std", "_order"], ascending=[False, True, True]).iloc[0]
+            by = metric if metric in sub.columns and sub[metric].notna().any() else "accuracy"
+            best = sub.sort_values([by, f"{by}_std", "_order"], ascending=[False, True, True]).iloc[0].copy()
+            best["selected_by"] = by
             rows.append(best)
     return pd.DataFrame(rows).reset_index(drop=True)
 
@@ -124,44 +140,165 @@ def _paper_lookup(spec: Spec) -> dict[tuple[str, str], float]:
     }
 
 
-def summary_table(best: pd.DataFrame, spec: Spec, unavailable: dict[str, str]) -> pd.DataFrame:
+#: Swept parameters whose values are not on a scale (``x0``: the index of a training
+#: point), so a selected value at the end of the grid says nothing of values beyond it.
+UNORDERED_PARAMS = frozenset({"x0"})
+
+#: The mark a summary cell gets when its selected value is at the edge of its grid.
+EDGE_MARK = "†"
+
+
+def grid_edges(best: pd.DataFrame, spec: Spec) -> list[tuple[int, str, Any, str, tuple[Any, Any]]]:
+    """``(row position in best, parameter, selected value, "smallest" | "largest", (low,
+    high))`` for every selected value that is the end of its grid: a parameter selected
+    over (``selection.over``), with at least three numeric values; then the best value
+    may lie outside the grid (e.g. sigma* = 100 on a grid ending at 100)."""
+    out = []
+    grids: dict[str, dict[str, list[float]]] = {}
+    for m in spec.methods:
+        values: dict[str, set[float]] = {}
+        for setting in spec.method_grid(m):
+            for k, v in setting.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    values.setdefault(k, set()).add(float(v))
+        grids[m.name] = {k: sorted(v) for k, v in values.items()}
+    for pos, r in enumerate(best.itertuples()):
+        mspec = next((m for m in spec.methods if m.name == r.method), None)
+        if mspec is None:
+            continue
+        swept = spec.swept_params(mspec)
+        for k in [p for p in (spec.selection.over or swept) if p in swept and p not in UNORDERED_PARAMS]:
+            grid, v = grids[r.method].get(k, []), r.params.get(k)
+            if len(grid) < 3 or not isinstance(v, (int, float)) or isinstance(v, bool):
+                continue
+            if float(v) in (grid[0], grid[-1]):
+                out.append((pos, k, v, "smallest" if float(v) == grid[0] else "largest", (grid[0], grid[-1])))
+    return out
+
+
+def _fmt_selected(p: dict[str, Any], keys: list[str], at_edge: set[str]) -> str:
+    """The selected setting, each value at the edge of its grid followed by :data:`EDGE_MARK`."""
+    if not keys:
+        return "–"
+    return ", ".join(f"{k}={_fmt_value(p.get(k))}" + (f" {EDGE_MARK}" if k in at_edge else "") for k in keys)
+
+
+def _edges_by_row(best: pd.DataFrame, spec: Spec) -> dict[int, set[str]]:
+    out: dict[int, set[str]] = {}
+    for pos, k, *_ in grid_edges(best, spec):
+        out.setdefault(pos, set()).add(k)
+    return out
+
+
+def edge_warnings(best: pd.DataFrame, spec: Spec) -> list[str]:
+    """One line per swept parameter whose selected value is at the edge of its grid on
+    some dataset and method (see :func:`grid_edges`)."""
+    by_param: dict[str, list[str]] = {}
+    bounds: dict[str, tuple[Any, Any]] = {}
+    for pos, k, v, _end, (lo, hi) in grid_edges(best, spec):
+        r = best.iloc[pos]
+        mspec = next(m for m in spec.methods if m.name == r["method"])
+        others = [o for o in spec.swept_params(mspec) if o != k]
+        method = f"{r['method']} ({_fmt_params(r['params'], others)})" if others else r["method"]
+        by_param.setdefault(k, []).append(f"{method} on {r['dataset']} ({_fmt_value(v)})")
+        bounds[k] = (lo, hi)
+    return [f"{spec.name}: selected {k} at the edge of its grid [{_fmt_value(bounds[k][0])}, "
+            f"{_fmt_value(bounds[k][1])}] for {', '.join(where)}: the best value may lie outside the grid "
+            f"(marked {EDGE_MARK} in tables/summary)" for k, where in by_param.items()]
+
+
+def failed_fits(records: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, method) with failed fits: ``failed`` and ``total`` fit counts and the
+    first error, in record order (study records left out)."""
+    columns = ["dataset", "method", "failed", "total", "error"]
+    fits = records[records["kind"] != "study"] if "kind" in records.columns else records
+    if fits.empty or not {"status", "dataset", "method"} <= set(fits.columns):
+        return pd.DataFrame(columns=columns)  # no fits (a studies-only run)
+    rows = []
+    for (ds, method), g in fits.groupby(["dataset", "method"], sort=False):
+        errors = g[g["status"] == "error"]
+        if not errors.empty:
+            first = " ".join(str(errors["error"].iloc[0]).split()) if "error" in errors.columns else "error"
+            rows.append({"dataset": ds, "method": method, "failed": len(errors), "total": len(g), "error": first})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def failure_warnings(records: pd.DataFrame) -> list[str]:
+    """One line per dataset and method with failed fits, with its first error."""
+    return [f"{r.method} on {r.dataset}: {r.failed} of {r.total} fits failed; first: {r.error}"
+            for r in failed_fits(records).itertuples()]
+
+
+def summary_table(best: pd.DataFrame, spec: Spec, unavailable: dict[str, str],
+                  records: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """The summary table and its notes: per dataset and method the selected setting
+    (marked :data:`EDGE_MARK` at the edge of its grid), accuracy at it (and the
+    selection metric when it is not accuracy), the paper's value; a method whose every
+    fit on a dataset failed is a row saying so with its first error."""
     paper = _paper_lookup(spec)
     has_paper = bool(paper)
+    metric = spec.selection.metric
+    edges = _edges_by_row(best, spec)
     rows = []
-    for r in best.itertuples():
+    for pos, r in enumerate(best.itertuples()):
         mspec = next(m for m in spec.methods if m.name == r.method)
         row = {
             "dataset": r.dataset, "method": r.method,
-            "selected": _fmt_params(r.params, spec.swept_params(mspec)),
+            "selected": _fmt_selected(r.params, spec.swept_params(mspec), edges.get(pos, set())),
             "accuracy % (ours)": _fmt_rate(r.accuracy, r.accuracy_std),
-            "splits": int(r.splits),
         }
+        if metric != "accuracy":
+            value = getattr(r, metric)
+            by = getattr(r, "selected_by", metric)
+            row[f"{SCORE_LABELS[metric]} % (ours)"] = (
+                _fmt_rate(value, getattr(r, f"{metric}_std")) if by == metric else "– (selected by accuracy)")
+        row["splits"] = int(r.splits)
         if has_paper:
             pv = paper.get((r.dataset, r.method))
             row["accuracy % (paper)"] = _fmt_rate(pv) if pv is not None else "–"
             row["ours − paper"] = f"{RATE * (r.accuracy - pv):+.2f}" if pv is not None else "–"
         rows.append(row)
+    shown = {(r["dataset"], r["method"]) for r in rows}
+    failed = failed_fits(records) if records is not None else failed_fits(pd.DataFrame())
+    for f in failed.itertuples():
+        if (f.dataset, f.method) not in shown:
+            rows.append({"dataset": f.dataset, "method": f.method, "selected": "–",
+                         "accuracy % (ours)": f"failed ({f.failed} of {f.total} fits): {f.error}", "splits": 0})
     for ds in unavailable:
         for m in (m for m in spec.methods if m.runs_on(ds)):
             rows.append({"dataset": ds, "method": m.name, "selected": "–",
                          "accuracy % (ours)": "data unavailable", "splits": 0})
-    return pd.DataFrame(rows)
+    notes = []
+    if edges:
+        notes.append(f"{EDGE_MARK} at the edge of its grid: the best value may lie outside it.")
+    partly = failed[failed.apply(lambda f: (f["dataset"], f["method"]) in shown, axis=1)] if not failed.empty else failed
+    notes += [f"{f.method} on {f.dataset}: {f.failed} of {f.total} fits failed, first: {f.error}"
+              for f in partly.itertuples()]
+    return pd.DataFrame(rows), notes
 
 
 def sweep_table(agg: pd.DataFrame, spec: Spec) -> pd.DataFrame:
+    """Every setting: its swept parameters, accuracy (and the selection metric when it is
+    another score), mean and std over splits in %."""
+    swept = {m.name: spec.swept_params(m) for m in spec.methods}
+    metric = spec.selection.metric
     rows = []
     for r in agg.itertuples():
-        mspec = next(m for m in spec.methods if m.name == r.method)
         row = {"dataset": r.dataset, "method": r.method}
-        for k in spec.swept_params(mspec):
+        for k in swept[r.method]:
             row[k] = r.params.get(k)
-        row.update({"accuracy %": round(RATE * r.accuracy, 2), "std %": round(RATE * r.accuracy_std, 2), "splits": int(r.splits)})
+        row.update({"accuracy %": round(RATE * r.accuracy, 2), "std %": round(RATE * r.accuracy_std, 2)})
+        if metric != "accuracy":
+            row[f"{SCORE_LABELS[metric]} %"] = round(RATE * getattr(r, metric), 2)
+            row[f"{SCORE_LABELS[metric]} std %"] = round(RATE * getattr(r, f"{metric}_std"), 2)
+        row["splits"] = int(r.splits)
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def timing_table(agg: pd.DataFrame, spec: Spec) -> pd.DataFrame:
-    t = sweep_table(agg, spec).drop(columns=["accuracy %", "std %"])
+    t = sweep_table(agg, spec)
+    t = t.drop(columns=[c for c in t.columns if c.endswith("%")])
     t["n_train"] = agg["n_train"].round(0).astype(int).to_numpy()
     t["fit s"] = agg["fit_seconds"].map(lambda v: f"{v:.4g}").to_numpy()
     t["predict s"] = agg["predict_seconds"].map(lambda v: f"{v:.4g}").to_numpy()
@@ -221,14 +358,65 @@ def markdown_table(df: pd.DataFrame) -> str:
     return cells.to_markdown(index=False, disable_numparse=True, colalign=align)
 
 
-def write_table(df: pd.DataFrame, base: Path, caption: str) -> list[Path]:
-    """Write ``df`` as ``base.md``, ``base.csv`` and ``base.tex``."""
+#: LaTeX's special characters and what stands for each in text mode.
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "%": r"\%", "_": r"\_", "&": r"\&", "#": r"\#", "$": r"\$",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+}
+#: Characters pdflatex's UTF-8 input does not know (math and Greek), as LaTeX commands.
+_LATEX_UNICODE = {
+    "±": r"$\pm$", "−": r"$-$", "×": r"$\times$", "→": r"$\rightarrow$", "←": r"$\leftarrow$",
+    "≤": r"$\leq$", "≥": r"$\geq$", "≈": r"$\approx$", "≠": r"$\neq$", "∞": r"$\infty$", "·": r"$\cdot$",
+    "√": r"$\surd$", "⌊": r"$\lfloor$", "⌋": r"$\rfloor$", "σ": r"$\sigma$", "λ": r"$\lambda$",
+    "β": r"$\beta$", "μ": r"$\mu$", "α": r"$\alpha$", "ℓ": r"$\ell$", "²": r"$^2$", "³": r"$^3$",
+    "¹": r"$^1$", "†": r"\dag{}", "‡": r"\ddag{}", "…": r"\dots{}",
+    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
+}
+_LATEX_ESCAPES = str.maketrans({**_LATEX_SPECIAL, **_LATEX_UNICODE})
+
+
+def latex_escape(text: Any) -> str:
+    """``text`` as LaTeX text-mode source that compiles with pdflatex: the ten special
+    characters (``% _ & # $ { } ~ ^ \\``) escaped, math symbols and Greek letters as
+    commands. The one escaping function of every ``.tex`` file lkm writes."""
+    return " ".join(str(text).split("\n")).translate(_LATEX_ESCAPES)  # a blank line would end the row
+
+
+def latex_table(df: pd.DataFrame, caption: str, notes: list[str] | tuple[str, ...] = ()) -> str:
+    """``df`` as a LaTeX ``table`` (booktabs rules, numbers right-aligned) with its
+    caption and notes below it; every cell, header, caption and note escaped with
+    :func:`latex_escape`. ``\\input`` it in a document with ``\\usepackage{booktabs}``."""
+    align, body = [], []
+    for col in df.columns:
+        values = df[col]
+        numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+        align.append("r" if numeric else "l")
+        if pd.api.types.is_float_dtype(values):
+            values = values.map(lambda v: f"{v:g}")
+        body.append([latex_escape("" if v is None else v) for v in values])
+    lines = [
+        "% written by lkm; \\input{} it with \\usepackage{booktabs}",
+        "\\begin{table}", "\\centering", f"\\caption{{{latex_escape(caption)}}}",
+        f"\\begin{{tabular}}{{{''.join(align)}}}", "\\toprule",
+        " & ".join(latex_escape(c) for c in df.columns) + " \\\\", "\\midrule",
+        *(" & ".join(cells) + " \\\\" for cells in zip(*body, strict=True)),
+        "\\bottomrule", "\\end{tabular}",
+        *(f"\\par\\footnotesize {latex_escape(n)}" for n in notes),
+        "\\end{table}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_table(df: pd.DataFrame, base: Path, caption: str, notes: list[str] | tuple[str, ...] = ()) -> list[Path]:
+    """Write ``df`` as ``base.md``, ``base.csv`` and ``base.tex``; ``notes`` (footnotes
+    such as what a mark means) go below the Markdown and LaTeX tables."""
     from lkm.store import atomic_save, atomic_write
 
     md, csv, tex = base.with_suffix(".md"), base.with_suffix(".csv"), base.with_suffix(".tex")
-    atomic_write(md, f"**{caption}**\n\n" + markdown_table(df) + "\n")
+    below = "".join(f"\n{n}\n" for n in notes)
+    atomic_write(md, f"**{caption}**\n\n" + markdown_table(df) + "\n" + below)
     atomic_save(csv, lambda tmp: df.to_csv(tmp, index=False))
-    atomic_write(tex, df.to_latex(index=False, caption=caption, escape=True))
+    atomic_write(tex, latex_table(df, caption, notes))
     return [md, csv, tex]
 
 
@@ -243,9 +431,37 @@ def _plt():
     return plt
 
 
+def _method_colors(spec: Spec) -> dict[str, str]:
+    """One colour per method, the same in every figure of a run."""
+    return {m.name: f"C{i % 10}" for i, m in enumerate(spec.methods)}
+
+
+def _score_axis(spec: Spec) -> tuple[str, str]:
+    """The score a run's figures plot (its selection metric) and the axis label for it."""
+    metric = spec.selection.metric
+    return metric, f"{SCORE_LABELS[metric]} (%)"
+
+
+def _paper_points(spec: Spec, dataset: str, method: str) -> tuple[float | None, list[tuple[dict[str, Any], float]]]:
+    """The paper's accuracy for ``method`` on ``dataset``: at its selected setting (or
+    None) and at given parameter values ``[(params, value)]``."""
+    at_best, at_params = None, []
+    for p in spec.paper.results:
+        if p.metric == "accuracy" and p.dataset == dataset and p.method == method:
+            if p.params:
+                at_params.append((p.params, p.value))
+            else:
+                at_best = p.value
+    return at_best, at_params
+
+
 def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, base: Path, formats: list[str]) -> list[Path]:
-    """Accuracy against ``param`` (mean ± std band over splits), one panel per dataset."""
+    """The selection metric (accuracy by default) against ``param``, mean ± std band over
+    splits, one panel per dataset; each curve's selected value (sigma*) is circled with a
+    dotted vertical line, and the paper's values are black diamonds (at a given value)
+    or dashed horizontal lines (at the paper's own selected setting)."""
     plt = _plt()
+    metric, ylabel = _score_axis(spec)
     # Only datasets on which some method actually varies the parameter get a panel.
     varied = agg[agg["params"].map(lambda p: isinstance(p.get(param), (int, float)))]
     counts = varied.groupby(["dataset", "method"])["params"].agg(lambda ps: len({p[param] for p in ps}))
@@ -254,64 +470,162 @@ def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, 
         return []
     ncol = min(3, len(datasets))
     nrow = math.ceil(len(datasets) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.2 * nrow), squeeze=False)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(max(5.5, 4.2 * ncol), 3.2 * nrow + 0.6), squeeze=False)
     values = [p.get(param) for p in agg["params"] if isinstance(p.get(param), (int, float))]
     logx = bool(values) and min(values) > 0 and max(values) / min(values) > 20
+    paper_handles: dict[str, Any] = {}
+    # One colour per method, unless some method has several curves (one per value of its other parameters).
+    method_colors = _method_colors(spec) if all(
+        len([k for k in spec.swept_params(m) if k != param]) == 0 for m in spec.methods) else None
     for ax, ds in zip(axes.flat, datasets, strict=False):
         sub = agg[(agg["dataset"] == ds) & agg["params"].map(lambda p: isinstance(p.get(param), (int, float)))]
+        n_lines = 0
         for method, g in sub.groupby("method", sort=False):
             mspec = next(m for m in spec.methods if m.name == method)
-            others = [k for k in spec.swept_params(mspec) if k != param]
+            swept = spec.swept_params(mspec)
+            others = [k for k in swept if k != param]
+            selected_over = param in (spec.selection.over or swept)
             for key, line in g.groupby(g["params"].map(lambda p, others=others: _fmt_params(p, others)), sort=False):
                 x = line["params"].map(lambda p: p[param]).to_numpy(float)
                 o = np.argsort(x)
-                y, s = RATE * line["accuracy"].to_numpy()[o], RATE * line["accuracy_std"].to_numpy()[o]
+                y, s = RATE * line[metric].to_numpy(float)[o], RATE * line[f"{metric}_std"].to_numpy(float)[o]
                 label = method if not others else f"{method} ({key})"
-                (ln,) = ax.plot(x[o], y, marker="o", ms=3, lw=1.4, label=label)
+                color = method_colors[method] if method_colors else f"C{n_lines % 10}"
+                n_lines += 1
+                (ln,) = ax.plot(x[o], y, marker="o", ms=3, lw=1.4, label=label, color=color)
                 ax.fill_between(x[o], y - s, y + s, color=ln.get_color(), alpha=0.12, lw=0)
+                chosen = best[(best["dataset"] == ds) & (best["method"] == method)] if selected_over else best.iloc[:0]
+                chosen = chosen[chosen["setting"].isin(line["setting"])]
+                for r in chosen.itertuples():
+                    star = float(r.params[param])
+                    ax.axvline(star, color=ln.get_color(), ls=":", lw=1.1, alpha=0.9)
+                    ax.plot([star], [RATE * getattr(r, metric)], marker="o", ms=8, mfc="none", mec=ln.get_color(), mew=1.6)
+            at_best, at_params = _paper_points(spec, ds, method) if metric == "accuracy" else (None, [])
+            color = method_colors[method] if method_colors else "black"
+            if at_best is not None:
+                paper_handles["paper (its selected setting)"] = ax.axhline(RATE * at_best, color=color, ls="--", lw=1.0)
+            for params, value in at_params:
+                if isinstance(params.get(param), (int, float)):
+                    (h,) = ax.plot([params[param]], [RATE * value], marker="D", ms=5, color="black", ls="none", zorder=4)
+                    paper_handles["paper"] = h
         if logx:
-            ax.set_xscale("log")
+            _log_axis(ax)
         ax.set_title(ds)
         ax.set_xlabel(param)
-        ax.set_ylabel("accuracy (%)")
+        ax.set_ylabel(ylabel)
     for ax in list(axes.flat)[len(datasets):]:
         ax.set_visible(False)
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), frameon=False)
-    fig.suptitle(f"{spec.name}: accuracy against {param} ({spec.describe_protocol(short=True)}; band = ±1 std over splits)", fontsize=10)
-    fig.tight_layout(rect=(0, 0.06, 1, 0.95))
-    return _save(fig, base, formats)
+    from matplotlib.lines import Line2D
+
+    handles.append(Line2D([], [], marker="o", ms=8, mfc="none", mec="grey", ls=":", color="grey"))
+    labels.append(f"selected {param}")
+    handles += list(paper_handles.values())
+    labels += list(paper_handles)
+    # as many legend columns as fit the figure's width (the figure is not cropped to its contents)
+    width = max(len(label) for label in labels) * 0.06 + 0.45
+    legend_cols = max(1, min(len(labels), int(fig.get_size_inches()[0] / width)))
+    rows_of_legend = math.ceil(len(labels) / legend_cols)
+    fig.legend(handles, labels, loc="lower center", ncol=legend_cols, frameon=False)
+    title_lines = _suptitle(fig, f"{spec.name}: {SCORE_LABELS[metric]} against {param} "
+                            f"({spec.describe_protocol(short=True)}; band = ±1 std over splits)")
+    _grid_layout(fig, bottom=0.55 + 0.22 * rows_of_legend, top=0.45 + 0.2 * title_lines)
+    return _save(fig, base, formats, tight=False)
 
 
 def best_figure(best: pd.DataFrame, spec: Spec, base: Path, formats: list[str]) -> list[Path]:
-    """Grouped bars: accuracy at the selected setting per dataset and method; paper values as markers."""
+    """Bars from zero: the selection metric (accuracy by default) at each method's
+    selected setting, ±1 std over splits, one panel per dataset in a grid of at most four
+    columns; the selected setting under each bar, the paper's values as black diamonds."""
     plt = _plt()
+    metric, ylabel = _score_axis(spec)
     datasets = list(dict.fromkeys(best["dataset"]))
-    methods = [m.name for m in spec.methods if m.name in set(best["method"])]
-    paper = _paper_lookup(spec)
-    width = 0.8 / max(1, len(methods))
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(datasets) * max(1, len(methods)) / 2 + 2), 3.6))
-    x = np.arange(len(datasets))
-    for j, m in enumerate(methods):
-        sel = best[best["method"] == m].drop_duplicates(["dataset"]).set_index("dataset")
-        y = [RATE * sel["accuracy"].get(d, np.nan) for d in datasets]
-        e = [RATE * sel["accuracy_std"].get(d, np.nan) for d in datasets]
-        ax.bar(x + (j - (len(methods) - 1) / 2) * width, y, width, yerr=e, capsize=2, label=m, alpha=0.85)
-        py = [RATE * paper[(d, m)] if (d, m) in paper else np.nan for d in datasets]
-        if not np.all(np.isnan(py)):
-            ax.scatter(x + (j - (len(methods) - 1) / 2) * width, py, marker="D", s=18, color="black",
-                       zorder=3, label="paper" if j == 0 else None)
-    lo = np.nanmin(RATE * (best["accuracy"] - best["accuracy_std"]).to_numpy()) if not best.empty else 0
-    ax.set_ylim(max(0, lo - 5), 100)
-    ax.set_xticks(x, datasets, rotation=20, ha="right")
-    ax.set_ylabel("accuracy (%) at selected setting")
-    ax.set_title(f"{spec.name}: best setting per dataset and method (error bar = ±1 std over splits)", fontsize=10)
-    ax.legend(ncol=1, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    fig.tight_layout()
-    return _save(fig, base, formats)
+    method_names = [m.name for m in spec.methods]
+    colors = _method_colors(spec)
+    ncol = min(4, len(datasets))
+    nrow = math.ceil(len(datasets) / ncol)
+    most = max(len(best[best["dataset"] == d]) for d in datasets)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(max(3.0, 0.75 * most + 1.0) * ncol, 3.3 * nrow + 0.4),
+                             squeeze=False, sharey=True)
+    paper_shown = any_edge = False
+    for ax, ds in zip(axes.flat, datasets, strict=False):
+        rows = best[best["dataset"] == ds].copy()
+        rows["_m"] = rows["method"].map({m: i for i, m in enumerate(method_names)})
+        rows = rows.sort_values(["_m", "_order"], kind="stable")
+        x = np.arange(len(rows))
+        y = RATE * rows[metric].to_numpy(float)
+        e = RATE * rows[f"{metric}_std"].to_numpy(float)
+        ax.bar(x, y, 0.7, yerr=e, capsize=2, color=[colors.get(m, "C0") for m in rows["method"]], alpha=0.85,
+               error_kw={"lw": 0.9})
+        for xi, yi in zip(x, y, strict=True):
+            if np.isfinite(yi):
+                ax.text(xi, yi / 2, f"{yi:.1f}", ha="center", va="center", fontsize=7, color="white", rotation=90)
+        labels = []
+        edges = _edges_by_row(rows, spec)
+        any_edge = any_edge or bool(edges)
+        for i, r in enumerate(rows.itertuples()):
+            mspec = next(m for m in spec.methods if m.name == r.method)
+            setting = _fmt_selected(r.params, spec.swept_params(mspec), edges.get(i, set()))
+            labels.append(r.method if setting == "–" else f"{r.method}\n{setting.replace(', ', chr(10))}")
+            at_best, _ = _paper_points(spec, ds, r.method)
+            if at_best is not None and metric == "accuracy":
+                ax.plot([len(labels) - 1], [RATE * at_best], marker="D", ms=5, color="black", ls="none", zorder=4)
+                paper_shown = True
+        ax.set_xticks(x, labels, fontsize=7)
+        ax.set_ylim(0, 105)
+        ax.set_title(ds, fontsize=9)
+        ax.grid(axis="x", visible=False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel)
+    for ax in list(axes.flat)[len(datasets):]:
+        ax.set_visible(False)
+    if paper_shown:
+        from matplotlib.lines import Line2D
+
+        fig.legend([Line2D([], [], marker="D", ms=5, color="black", ls="none")], ["paper"], loc="lower center",
+                   frameon=False)
+    edge_note = f"; {EDGE_MARK} = at the edge of its grid" if any_edge else ""
+    title_lines = _suptitle(fig, f"{spec.name}: {SCORE_LABELS[metric]} at the selected setting "
+                            f"(error bar = ±1 std over splits{edge_note})")
+    most_params = max(len(spec.swept_params(m)) for m in spec.methods) if spec.methods else 0
+    _grid_layout(fig, bottom=0.3 + 0.14 * (1 + most_params) + (0.25 if paper_shown else 0), hspace=0.55,
+                 top=0.45 + 0.2 * title_lines)
+    return _save(fig, base, formats, tight=False)
 
 
-def _save(fig, base: Path, formats: list[str]) -> list[Path]:
+def _suptitle(fig: Any, text: str) -> int:
+    """Set ``text`` as the figure's title, wrapped to the figure's width (a figure saved
+    without cropping to its contents would cut a longer line); returns its line count."""
+    import textwrap
+
+    lines = textwrap.wrap(text, width=max(30, int(fig.get_size_inches()[0] * 13)))
+    fig.suptitle("\n".join(lines), fontsize=10, y=1 - 0.12 / fig.get_size_inches()[1], va="top")
+    return len(lines)
+
+
+def _log_axis(ax: Any) -> None:
+    """A log x axis with minor ticks at 2 and 5 only (the default 8 per decade cost a
+    tenth of a second per panel to lay out and add nothing a reader needs)."""
+    from matplotlib.ticker import LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _grid_layout(fig: Any, bottom: float, top: float = 0.75, left: float = 0.6, right: float = 0.2,
+                 hspace: float = 0.45, wspace: float = 0.28) -> None:
+    """Margins in inches for a grid of panels with a suptitle (``top``) and a figure
+    legend or tick labels below (``bottom``): much cheaper than ``tight_layout``, which
+    measures every tick label of every log axis (seconds for a 6-panel sweep)."""
+    w, h = fig.get_size_inches()
+    fig.subplots_adjust(left=left / w, right=1 - right / w, top=1 - top / h, bottom=min(0.45, bottom / h),
+                        hspace=hspace, wspace=wspace)
+
+
+def _save(fig, base: Path, formats: list[str], tight: bool = True) -> list[Path]:
+    """Save ``fig`` as ``base.<fmt>`` for every format, atomically, and close it;
+    ``tight``: crop to what is drawn (needed for legends outside the axes; costs a draw)."""
     import matplotlib.pyplot as plt
 
     from lkm.store import atomic_save
@@ -321,7 +635,7 @@ def _save(fig, base: Path, formats: list[str]) -> list[Path]:
         for fmt in formats:
             meta = {"CreationDate": None} if fmt == "pdf" else None
             out.append(atomic_save(base.with_suffix(f".{fmt}"), lambda tmp, fmt=fmt, meta=meta: fig.savefig(
-                tmp, format=fmt, bbox_inches="tight", metadata=meta)))
+                tmp, format=fmt, bbox_inches="tight" if tight else None, metadata=meta)))
     finally:
         plt.close(fig)
     return out
@@ -330,8 +644,28 @@ def _save(fig, base: Path, formats: list[str]) -> list[Path]:
 # -- registered outputs -----------------------------------------------------------------
 @table("summary")
 def _summary(ctx: ReportContext) -> list[Path]:
-    return ctx.write_table(summary_table(ctx.best, ctx.spec, ctx.unavailable), "summary",
-                           f"{ctx.spec.name}: accuracy (%) at the selected setting, {ctx.spec.describe_protocol()}")
+    df, notes = summary_table(ctx.best, ctx.spec, ctx.unavailable, ctx.records)
+    metric = ctx.spec.selection.metric
+    by = "" if metric == "accuracy" else f" (selected by {SCORE_LABELS[metric]})"
+    return ctx.write_table(df, "summary", f"{ctx.spec.name}: accuracy (%) at the selected setting{by}, "
+                           f"{ctx.spec.describe_protocol()}", notes)
+
+
+@table("metrics")
+def _metrics(ctx: ReportContext) -> list[Path]:
+    """Every score of :data:`lkm.metrics.SCORES` at the selected setting, mean ± std over splits."""
+    rows = []
+    for r in ctx.best.itertuples():
+        mspec = next(m for m in ctx.spec.methods if m.name == r.method)
+        row = {"dataset": r.dataset, "method": r.method, "selected": _fmt_params(r.params, ctx.spec.swept_params(mspec))}
+        for score in SCORES:
+            row[f"{SCORE_LABELS[score]} %"] = _fmt_rate(getattr(r, score), getattr(r, f"{score}_std"))
+        row["splits"] = int(r.splits)
+        rows.append(row)
+    metric = SCORE_LABELS[ctx.spec.selection.metric]
+    return ctx.write_table(pd.DataFrame(rows), "metrics", (
+        f"{ctx.spec.name}: scores (%) at the setting selected by {metric}, mean ± std over splits; "
+        f"ROC AUC from decision values, – where the method has none"))
 
 
 @table("sweep")
@@ -345,7 +679,13 @@ def _timing(ctx: ReportContext) -> list[Path]:
                            f"{ctx.spec.name}: mean seconds per fit and prediction")
 
 
-@figure("sweep")
+def _aggregates_drawn(ctx: ReportContext) -> list[pd.DataFrame]:
+    """What the sweep and best figures read: the aggregated scores and the selection."""
+    cols = ["dataset", "method", "setting", "splits", *SCORES, *(f"{s}_std" for s in SCORES)]
+    return [ctx.agg[cols], ctx.best[[*cols, "selected_by"]] if not ctx.best.empty else ctx.best]
+
+
+@figure("sweep", inputs=_aggregates_drawn)
 def _sweep_figures(ctx: ReportContext) -> list[Path]:
     written: list[Path] = []
     swept = dict.fromkeys(p for m in ctx.spec.methods for p in ctx.spec.swept_params(m))
@@ -356,7 +696,7 @@ def _sweep_figures(ctx: ReportContext) -> list[Path]:
     return written
 
 
-@figure("best")
+@figure("best", inputs=_aggregates_drawn)
 def _best_figure(ctx: ReportContext) -> list[Path]:
     return best_figure(ctx.best, ctx.spec, ctx.figures_dir / "best", ctx.spec.outputs.formats)
 

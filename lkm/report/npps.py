@@ -533,7 +533,7 @@ def _npps_selection_time(ctx: ReportContext) -> list[Path]:
     ax2.set_ylabel("patterns evaluated (k-NN queries)")
     ax2.set_title("patterns whose neighbours were evaluated", fontsize=9)
     for a in (ax, ax2):
-        a.legend(fontsize=8)
+        a.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)  # below: never on the data
         for x, label in zip(v, df["dataset"], strict=True):
             a.annotate(str(label), (x, a.get_ylim()[0]), fontsize=6, rotation=90, va="bottom", ha="center", color="0.4")
     fig.suptitle(f"{ctx.spec.name}: naive vs fast NPPS as the class overlap grows (Shin and Cho, Fig. 3). "

@@ -25,6 +25,10 @@ OutputBuilder = Callable[["ReportContext"], list[Path]]
 TABLES: dict[str, OutputBuilder] = {}
 #: Figure builders by the name a spec's ``outputs.figures`` uses.
 FIGURES: dict[str, OutputBuilder] = {}
+#: What a figure is drawn from, for figures that declare it (``@figure(name, inputs=...)``):
+#: ``inputs(ctx)`` returns the data frames (or a list of frames and strings) the figure
+#: reads; a report redraws the figure only when they change. Without it: all the records.
+FIGURE_INPUTS: dict[str, Callable[[ReportContext], Any]] = {}
 
 
 def table(name: str) -> Callable[[OutputBuilder], OutputBuilder]:
@@ -37,11 +41,14 @@ def table(name: str) -> Callable[[OutputBuilder], OutputBuilder]:
     return register
 
 
-def figure(name: str) -> Callable[[OutputBuilder], OutputBuilder]:
-    """Register a figure builder under ``name``."""
+def figure(name: str, inputs: Callable[[ReportContext], Any] | None = None) -> Callable[[OutputBuilder], OutputBuilder]:
+    """Register a figure builder under ``name``; ``inputs`` (see :data:`FIGURE_INPUTS`)
+    narrows what makes it stale."""
 
     def register(fn: OutputBuilder) -> OutputBuilder:
         FIGURES[name] = fn
+        if inputs is not None:
+            FIGURE_INPUTS[name] = inputs
         return fn
 
     return register
@@ -75,10 +82,10 @@ class ReportContext:
         """``outputs.options[name]`` of the spec (empty if not given)."""
         return dict(self.spec.outputs.options.get(name, {}))
 
-    def write_table(self, df: pd.DataFrame, name: str, caption: str) -> list[Path]:
+    def write_table(self, df: pd.DataFrame, name: str, caption: str, notes: list[str] | tuple[str, ...] = ()) -> list[Path]:
         from lkm.report.core import write_table
 
-        return write_table(df, self.tables_dir / name, caption)
+        return write_table(df, self.tables_dir / name, caption, notes)
 
     def save_figure(self, fig: Any, name: str) -> list[Path]:
         from lkm.report.core import _save

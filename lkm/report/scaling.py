@@ -221,7 +221,7 @@ def time_vs_size_figure(ctx: ReportContext) -> Any:
             if lo < MIN_SECONDS * 1.5:
                 ax.text(ax.get_xlim()[0] * 1.05, MIN_SECONDS * 1.15, f"{MIN_SECONDS:g} s: below, left out of the fit",
                         color="grey", fontsize=7, va="bottom")
-            ax.legend(fontsize=8, loc="upper left", framealpha=0.85)
+            ax.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)  # below the axes
     reps = int(means["repeats"].max()) if not means.empty else 0
     sigmas = {p.get("sigma") for p in ctx.ok["params"]}
     at = f" at sigma = {next(iter(sigmas)):g}" if len(sigmas) == 1 and None not in sigmas else ""
