@@ -32,7 +32,9 @@ from lkm import __version__
 from lkm.data import Dataset, load_dataset
 from lkm.errors import DataError, DatasetUnavailable, LkmError
 from lkm.kernels import DistanceCache
-from lkm.methods import METHODS
+from lkm.methods import estimator_param_names, resolve_estimator
+from lkm.methods.base import cache_kwargs
+from lkm.metrics import decision_values, fit_scores
 from lkm.preprocessing import preprocess
 from lkm.protocols import Split
 from lkm.spec import MethodSpec, Spec
@@ -161,7 +163,7 @@ def _dataset_payload(ds_spec: Any) -> dict[str, Any]:
 
 def _with_seed(method: MethodSpec, params: dict[str, Any], spec: Spec) -> dict[str, Any]:
     """Give randomized estimators the protocol's seed, so the same spec gives the same numbers."""
-    if "random_state" in METHODS[method.estimator]().get_params() and params.get("random_state") is None:
+    if "random_state" in estimator_param_names(resolve_estimator(method.estimator)) and params.get("random_state") is None:
         params = {**params, "random_state": getattr(spec.protocol, "seed", 0)}
     return params
 
@@ -193,8 +195,10 @@ def execute(
     ``in_process=True`` runs the jobs here instead, one after the other (debuggers,
     profilers; an interrupt then waits for the C call in progress).
 
-    ``on_progress(n)`` is called with the number of tasks each finished job covered.
+    ``on_progress(n)`` is called with the number of tasks finished since its last call,
+    as their records reach the store (counted while jobs run, so per fit, not per job).
     """
+    from lkm.store import RecordTally
     from lkm.workers import effective_jobs, run_calls, run_in_process
 
     done = store.completed_ids()
@@ -208,9 +212,20 @@ def execute(
         else:
             groups.setdefault((t.dataset, t.split.id, t.method), []).append(t)
     skipped = len(plan.tasks) - sum(len(g) for g in groups.values()) - len(studies)
+    todo = len(plan.tasks) - skipped
     start = time.perf_counter()
-    counts = {"ran": 0, "failed": 0}
+    counts = {"ran": 0, "failed": 0, "reported": 0}
     errors: list[str] = []
+    tally = RecordTally(store.records_dir)
+
+    def report_progress() -> None:
+        """Tasks finished: records written so far, at least those of finished jobs."""
+        if on_progress is None:
+            return
+        finished = min(todo, max(counts["ran"] + counts["failed"], tally.update()))
+        if finished > counts["reported"]:
+            on_progress(finished - counts["reported"])
+            counts["reported"] = finished
 
     def collect(result: tuple[int, int, str | None]) -> None:
         n_ok, n_failed, err = result
@@ -218,17 +233,17 @@ def execute(
         counts["failed"] += n_failed
         if err:
             errors.append(err)
-        if on_progress:
-            on_progress(n_ok + n_failed)
+        report_progress()
 
     if groups or studies:
         prep = plan.spec.preprocessing
+        root = str(store.root.absolute())  # a reused worker may have started in another working directory
         calls: list[tuple[Callable[..., Any], tuple[Any, ...]]] = [
-            (run_job, (str(store.root), plan.datasets[ds].X, plan.datasets[ds].y, tasks, prep,
+            (run_job, (root, plan.datasets[ds].X, plan.datasets[ds].y, tasks, prep,
                        plan.spec.score_train))
             for (ds, _, _), tasks in groups.items()
         ] + [
-            (run_study, (str(store.root), plan.datasets[t.dataset].X, plan.datasets[t.dataset].y, t, prep))
+            (run_study, (root, plan.datasets[t.dataset].X, plan.datasets[t.dataset].y, t, prep))
             for t in studies
         ]
         # Largest jobs first keeps both workers busy to the end (a study costs about one fit per row).
@@ -239,7 +254,7 @@ def execute(
         if in_process:
             run_in_process(ordered, on_result=collect)
         else:
-            run_calls(ordered, jobs=min(effective_jobs(jobs), len(calls)), on_result=collect)
+            run_calls(ordered, jobs=min(effective_jobs(jobs), len(calls)), on_result=collect, on_wait=report_progress)
     return RunSummary(len(plan.tasks), skipped, counts["ran"], counts["failed"], time.perf_counter() - start,
                       errors[0] if errors else None)
 
@@ -293,19 +308,19 @@ def _run_job(
         }
         tune_info: dict[str, Any] = {}
         try:
-            est = METHODS[task.estimator](**task.params)
+            est = resolve_estimator(task.estimator)(**task.params)
             t0 = time.perf_counter()
             if task.tune:
                 est, tune_info = fit_tuned(est, task.tune, X_train, y_train)
             else:
-                est.fit(X_train, y_train, cache=cache)
+                est.fit(X_train, y_train, **cache_kwargs(est, "fit", cache))
             t1 = time.perf_counter()
-            y_pred = est.predict(X_test) if task.tune else est.predict(X_test, cache=cache)
+            y_pred = est.predict(X_test, **cache_kwargs(est, "predict", None if task.tune else cache))
             t2 = time.perf_counter()
             info = dict(getattr(est, "info_", {}))  # as the test prediction left it
             train_score = {}
             if score_train:
-                y_fit = est.predict(X_train) if task.tune else est.predict(X_train, cache=cache)
+                y_fit = est.predict(X_train, **cache_kwargs(est, "predict", None if task.tune else cache))
                 train_score = {"train_accuracy": float(np.mean(y_fit == y_train))}
         except Exception as exc:  # a failing task is recorded, the run goes on
             n_failed += 1
@@ -315,8 +330,11 @@ def _run_job(
             continue
         correct = y_pred == y_test
         per_class = {str(c): float(correct[y_test == c].mean()) for c in np.unique(y_test)}
+        # Scores beyond accuracy (lkm.metrics); decision values are an extra pass, after the timing.
+        decision = decision_values(est, X_test, None if task.tune else cache)
+        scores = fit_scores(y_test, y_pred, decision, getattr(est, "classes_", np.unique(y_train)))
         store.append([{
-            **base, "status": "ok", "accuracy": float(correct.mean()), "per_class_accuracy": per_class,
+            **base, "status": "ok", "accuracy": float(correct.mean()), **scores, "per_class_accuracy": per_class,
             "fit_seconds": t1 - t0, "predict_seconds": t2 - t1, **train_score,
             "info": {**info, **tune_info},
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),

@@ -29,6 +29,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 from yaml.composer import Composer
@@ -48,8 +49,20 @@ from lkm.protocols import (
 #: The paper's sigma grid (Tsuji et al., Sec. 9.2): 39 log-spaced values in [0.01, 100].
 PAPER_SIGMA_GRID = "0.01:100:39"
 
-#: Grids a bare ``--NAME`` on ``lkm sweep`` stands for.
-DEFAULT_GRIDS: dict[str, str] = {"sigma": PAPER_SIGMA_GRID}
+#: Grids a bare ``--NAME`` on ``lkm sweep`` stands for: the paper's sigma grid, and the
+#: neighbour counts of its Fig. 8 (``auto`` = ⌊log₁₀ ℓ + 1⌋).
+DEFAULT_GRIDS: dict[str, str] = {"sigma": PAPER_SIGMA_GRID, "k": "auto,5,9,13,17"}
+
+_HEAT_OR_GAUSSIAN = {"sigma": ("kernel", ("gaussian",)), "t": ("kernel", ("heat",)), "unit_diagonal": ("kernel", ("heat",))}
+_ANNOY_ONLY = {"n_trees": ("neighbors", ("annoy",)), "search_k": ("neighbors", ("annoy",))}
+#: Parameters a registered estimator uses only when another parameter has one of some
+#: values: estimator key -> {parameter: (other parameter, values)}. RLS and LRR use sigma
+#: with the Gaussian kernel only (t with the heat kernel); LPL and NPPS read the annoy
+#: settings only with ``neighbors="annoy"``. :func:`unused_parameter` reads it.
+CONDITIONAL_PARAMS: dict[str, dict[str, tuple[str, tuple[Any, ...]]]] = {
+    "rls": _HEAT_OR_GAUSSIAN, "lrr": _HEAT_OR_GAUSSIAN, "lrr_pair": _HEAT_OR_GAUSSIAN,
+    "lpl": _ANNOY_ONLY, "npps_svm": _ANNOY_ONLY,
+}
 
 #: Datasets and methods of the embedded default (configs/quickstart.yaml, ad-hoc sweeps).
 QUICKSTART_DATASETS = ["moons", "sklearn-breast-cancer", "sklearn-iris"]
@@ -379,8 +392,15 @@ ProtocolField = Annotated[
 ]
 
 
+#: DatasetSpec keys of a user's file; left out of its dump when unset, so the task ids of
+#: registered datasets stay what they were.
+_FILE_KEYS = ("path", "target", "format", "sha256", "impute")
+
+
 class DatasetSpec(_Model):
-    """A dataset, optionally restricted to some classes or given generator parameters."""
+    """A dataset, optionally restricted to some classes or given generator parameters:
+    a registered name (packaged or added with ``lkm datasets add``), or a user's file
+    (``path``, read with :mod:`lkm.data.user`) named after its stem unless ``name`` is given."""
 
     name: str
     label: str | None = Field(None, description="name shown in tables (default: name, plus classes)")
@@ -389,6 +409,72 @@ class DatasetSpec(_Model):
     protocol: ProtocolField | None = Field(
         None, description="this dataset's own protocol (e.g. its own hold-out sizes); default: the spec's"
     )
+    path: str | None = Field(
+        None, description="a user's data file (or fetch_openml data_home), relative to the spec file's folder"
+    )
+    target: str | None = Field(None, description="the label column (CSV/TSV/ARFF) or label array (.npz)")
+    format: Literal["csv", "tsv", "svmlight", "arff", "npz", "openml"] | None = Field(
+        None, description="default: from the file's suffix"
+    )
+    sha256: str | None = Field(
+        None, description="the file's pinned sha256 (default: computed when the spec is read)"
+    )
+    impute: Literal["mean", "median", "drop"] | None = Field(
+        None, description="NaN/empty/infinite feature cells: column mean, median, or drop the row (default: refuse)"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_from_path(cls, v: Any) -> Any:
+        if isinstance(v, dict) and isinstance(v.get("path"), str) and v["path"] and "name" not in v:
+            v = {**v, "name": Path(v["path"]).stem}
+        return v
+
+    @field_validator("sha256", mode="before")
+    @classmethod
+    def _hex_string(cls, v: Any) -> Any:
+        if v is not None and not isinstance(v, str):  # YAML reads an all-digit hash as a number
+            raise ValueError("give the 64 hex digits as a quoted string")
+        return v
+
+    @model_validator(mode="after")
+    def _resolve_file(self, info: ValidationInfo) -> DatasetSpec:
+        """A file entry's path made absolute (against the spec's folder, ``spec_dir`` in
+        the validation context), its format named and its sha256 pinned."""
+        from lkm.errors import DataError
+
+        if self.path is None:
+            given = [k for k in ("target", "format", "impute") if getattr(self, k) is not None]
+            if given:
+                raise ValueError(f"{given[0]}: applies to a user's file only (give path:)")
+            return self
+        if self.params:
+            raise ValueError("params: a user's file takes no generator parameters")
+        path = Path(self.path).expanduser()
+        if not path.is_absolute():
+            path = Path((info.context or {}).get("spec_dir") or Path.cwd()) / path
+        try:
+            ds = self.file_info(path)
+        except DataError as exc:
+            raise ValueError(f"path: {exc}") from None
+        self.path, self.format = str(path.absolute()), ds.meta["format"]
+        self.sha256 = ds.files[0].sha256 or None
+        return self
+
+    def file_info(self, path: Path | None = None) -> Any:
+        """The :class:`~lkm.data.registry.DatasetInfo` of a file entry (see :func:`lkm.data.user.user_dataset`)."""
+        from lkm.data.user import user_dataset
+
+        return user_dataset(self.name, path or Path(str(self.path)), target=self.target, fmt=self.format,
+                            impute=self.impute, sha256=self.sha256)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_file_keys(self, handler: Any) -> dict[str, Any]:
+        dump = handler(self)
+        for key in _FILE_KEYS:
+            if dump.get(key) is None:
+                dump.pop(key, None)
+        return dump
 
     @field_validator("classes")
     @classmethod
@@ -467,9 +553,11 @@ class StudySpec(_Model):
 
 
 class SelectionSpec(_Model):
-    """How the best parameters (the paper's sigma*) are chosen per dataset and method."""
+    """How the best parameters (the paper's sigma*) are chosen per dataset and method:
+    the highest mean over splits of ``metric`` (a score every record carries, see
+    :mod:`lkm.metrics`)."""
 
-    metric: Literal["accuracy"] = "accuracy"
+    metric: Literal["accuracy", "balanced_accuracy", "macro_f1", "roc_auc"] = "accuracy"
     over: list[str] | None = Field(None, description="parameters to select over (default: all swept)")
 
 
@@ -497,7 +585,9 @@ class OutputsSpec(_Model):
     tables: list[str] = Field(default_factory=lambda: ["summary", "sweep"])
     figures: list[str] = Field(default_factory=lambda: ["sweep", "best"])
     options: dict[str, dict[str, Any]] = Field(default_factory=dict, description="per-output settings")
-    formats: list[Literal["png", "pdf"]] = Field(default_factory=lambda: ["png", "pdf"])
+    formats: list[Literal["png", "pdf"]] = Field(
+        default_factory=lambda: ["png"], description="figure files (the reproductions' specs add pdf)"
+    )
 
 
 class PerturbSpec(_Model):
@@ -607,9 +697,9 @@ class Spec(_Model):
 
     def method_grid(self, method: MethodSpec) -> list[dict[str, Any]]:
         """Every parameter combination of ``method``: fixed params x global sweeps x own sweeps."""
-        from lkm.methods import METHODS
+        from lkm.methods import estimator_param_names, resolve_estimator
 
-        names = set(METHODS[method.estimator]().get_params())
+        names = estimator_param_names(resolve_estimator(method.estimator))
         tuned = set(method.tune.grid) if method.tune else set()
         # A tuned parameter is chosen by CV, so the spec-wide sweep leaves it alone.
         axes = {k: g for k, g in self.sweep.items() if k in names and k not in tuned}
@@ -640,9 +730,9 @@ class Spec(_Model):
         return combos
 
     def swept_params(self, method: MethodSpec) -> list[str]:
-        from lkm.methods import METHODS
+        from lkm.methods import estimator_param_names, resolve_estimator
 
-        names = set(METHODS[method.estimator]().get_params())
+        names = estimator_param_names(resolve_estimator(method.estimator))
         tuned = set(method.tune.grid) if method.tune else set()
         return [k for k in self.sweep if k in names and k not in tuned] + [k for k in method.sweep if k not in self.sweep]
 
@@ -663,7 +753,8 @@ def _loc(loc: tuple[Any, ...]) -> str:
 
 
 def spec_from_dict(
-    data: Any, source: str = "<spec>", smoke: bool = False, max_fits: int | None = None
+    data: Any, source: str = "<spec>", smoke: bool = False, max_fits: int | None = None,
+    spec_dir: Path | None = None,
 ) -> Spec:
     """Validate a spec given as a mapping; errors name ``source`` and the key path.
 
@@ -672,13 +763,15 @@ def spec_from_dict(
     spec as written and its smoke variant are both validated either way, so a mistake
     under ``smoke:`` is found before the full run, not after it. ``max_fits``: the
     plan-size limit (default: ``LKM_MAX_FITS`` or :data:`MAX_FITS`; see :func:`check_plan_size`).
+    ``spec_dir``: the folder a dataset's relative ``path`` is resolved against (default:
+    the working directory).
     """
     if not isinstance(data, dict):
         raise SpecError(f"{source}: the spec must be a mapping of keys (name, datasets, methods, ...)")
     overrides = data.get("smoke")
     if overrides is not None and not isinstance(overrides, dict):
         raise SpecError(f"{source}: smoke: expected a mapping of keys to replace")
-    full = _validated(data, source, max_fits)
+    full = _validated(data, source, max_fits, spec_dir=spec_dir)
     if not smoke and overrides is None:
         return full
     merged = _merged(data, overrides or {})
@@ -686,18 +779,20 @@ def spec_from_dict(
         # never mixes with the full run's folder
         merged["name"] = validate_run_name(f"{data['name']}-smoke", f"{source}: name", derived_from=data["name"])
     where = source if smoke else f"{source}: smoke"
-    smoke_spec = _validated(merged, where, max_fits, paper_of=full if "paper" not in (overrides or {}) else None)
+    smoke_spec = _validated(merged, where, max_fits, paper_of=full if "paper" not in (overrides or {}) else None,
+                            spec_dir=spec_dir)
     return smoke_spec if smoke else full
 
 
-def _validated(data: dict[str, Any], source: str, max_fits: int | None, paper_of: Spec | None = None) -> Spec:
+def _validated(data: dict[str, Any], source: str, max_fits: int | None, paper_of: Spec | None = None,
+               spec_dir: Path | None = None) -> Spec:
     """One spec mapping through pydantic and :func:`validate_semantics`. ``paper_of``: the
     full spec whose ``paper.results`` a smoke variant inherits; results for datasets or
     methods the variant leaves out are dropped (they were checked against the full spec)."""
     _check_raw(data, source)
     notes: list[str] = []
     try:
-        spec = Spec.model_validate(data, context={"notes": notes})
+        spec = Spec.model_validate(data, context={"notes": notes, "spec_dir": spec_dir})
     except ValidationError as exc:
         err = exc.errors()[0]
         msg = err["msg"].removeprefix("Value error, ")
@@ -764,7 +859,7 @@ def load_spec(path: str | Path, smoke: bool = False, max_fits: int | None = None
     path = Path(path)
     data = _load_yaml(_read_spec_text(path), str(path))
     data = _resolve_extends(data, path, seen=(path.resolve(),))
-    return spec_from_dict(data, str(path), smoke=smoke, max_fits=max_fits)
+    return spec_from_dict(data, str(path), smoke=smoke, max_fits=max_fits, spec_dir=path.parent)
 
 
 def _resolve_extends(data: Any, path: Path, seen: tuple[Path, ...]) -> Any:
@@ -837,11 +932,11 @@ def _official_realizations(name: str) -> int | None:
 
 def method_grid_size(spec: Spec, method: MethodSpec) -> int:
     """``len(spec.method_grid(method))``, computed without listing the combinations."""
-    from lkm.methods import METHODS
+    from lkm.methods import estimator_param_names, resolve_estimator
 
-    if method.estimator in METHODS:
-        names = set(METHODS[method.estimator]().get_params())
-    else:
+    try:
+        names = estimator_param_names(resolve_estimator(method.estimator))
+    except LkmError:  # reported by validate_semantics
         names = set(spec.sweep)
     tuned = set(method.tune.grid) if method.tune else set()
     axes = {k: len(g) for k, g in spec.sweep.items() if k in names and k not in tuned}
@@ -886,28 +981,42 @@ def validate_semantics(spec: Spec, source: str, max_fits: int | None = None) -> 
     """Check names against the registries, seeds, the plan size (before any grid is
     listed) and every parameter value against its estimator."""
     from lkm.data import dataset_info
-    from lkm.methods import METHODS
+    from lkm.data.registry import register_spec_file
+    from lkm.methods import estimator_param_names, resolve_estimator
 
     for i, d in enumerate(spec.datasets):
         try:
-            dataset_info(d.name)
+            if d.path is not None:  # loadable by its name from here on (lkm.data.registry)
+                register_spec_file(d.file_info())
+                continue
+            info = dataset_info(d.name)
         except LkmError as exc:
             raise SpecError(f"{source}: datasets[{i}].name: {exc}") from None
+        if info.source == "user":  # a user-registered file: its sha256 joins the task ids
+            if d.sha256 is not None and d.sha256.lower() != info.files[0].sha256:
+                raise SpecError(f"{source}: datasets[{i}].sha256: {d.name!r} is registered with sha256 "
+                                f"{info.files[0].sha256}, not {d.sha256}")
+            d.sha256 = info.files[0].sha256 or None
+        elif d.sha256 is not None:
+            raise SpecError(f"{source}: datasets[{i}].sha256: {d.name!r} is a packaged dataset; "
+                            "its files' sha256s are in its registry entry")
     all_params: set[str] = set()
     if not spec.methods and spec.sweep:
         key = next(iter(spec.sweep))
         raise SpecError(f"{source}: sweep.{key}: the top-level sweep applies to methods only; put it under studies[].sweep")
     for i, m in enumerate(spec.methods):
-        if m.estimator not in METHODS:
-            raise SpecError(f"{source}: methods[{i}].estimator: unknown estimator {m.estimator!r}{did_you_mean(m.estimator, METHODS)}")
-        names = set(METHODS[m.estimator]().get_params())
+        try:
+            estimator = resolve_estimator(m.estimator)
+        except LkmError as exc:
+            raise SpecError(f"{source}: methods[{i}].estimator: {exc}") from None
+        names = estimator_param_names(estimator)
         all_params |= names
         for key, where in [(k, "params") for k in m.params] + [(k, "sweep") for k in m.sweep]:
             if key not in names:
                 raise SpecError(
                     f"{source}: methods[{i}].{where}.{key}: {m.estimator!r} has no parameter {key!r}{did_you_mean(key, names)}"
                 )
-        constraints = getattr(METHODS[m.estimator], "_parameter_constraints", {})
+        constraints = getattr(estimator, "_parameter_constraints", {})
         for key, value in m.params.items():  # also those a sweep replaces: a bad value is a mistake either way
             _check_value(key, value, constraints.get(key, []), f"{source}: methods[{i}] ({m.name})")
     _validate_seeds(spec, source)
@@ -916,7 +1025,7 @@ def validate_semantics(spec: Spec, source: str, max_fits: int | None = None) -> 
         for params in spec.method_grid(m):
             _check_params(m.estimator, params, f"{source}: methods[{i}] ({m.name})")
         if m.tune:
-            _validate_tune(spec, i, m, names, source)
+            _validate_tune(spec, i, m, estimator_param_names(resolve_estimator(m.estimator)), source)
     _validate_studies(spec, source)
     dataset_ids = [d.id for d in spec.datasets]
     for i, m in enumerate(spec.methods):
@@ -1063,14 +1172,16 @@ def _validate_tune(spec: Spec, i: int, m: MethodSpec, names: set[str], source: s
 
 
 def _check_params(estimator: str, params: dict[str, Any], where: str) -> None:
-    from lkm.methods import METHODS
+    from lkm.methods import resolve_estimator
 
-    constraints = getattr(METHODS[estimator], "_parameter_constraints", {})
+    cls = resolve_estimator(estimator)
+    constraints = getattr(cls, "_parameter_constraints", {})
     for key, value in params.items():
         _check_value(key, value, constraints.get(key, []), where)
-    est = METHODS[estimator](**params)
     try:
-        est._validate_params()
+        est = cls(**params)
+        if hasattr(cls, "_parameter_constraints") and callable(getattr(est, "_validate_params", None)):
+            est._validate_params()  # scikit-learn's checks of its _parameter_constraints
     except (ValueError, TypeError) as exc:
         key = next((k for k in params if f"'{k}'" in str(exc)), None)
         value = f" = {params[key]!r}" if key else ""
@@ -1098,29 +1209,61 @@ def _check_value(key: str, value: Any, constraints: list[Any], where: str) -> No
                             f"to 0 (use {key} <= {hi:g})")
 
 
+def unused_parameter(spec: Spec, method: MethodSpec, name: str) -> str | None:
+    """Why ``method`` ignores its parameter ``name`` in every parameter setting ``spec``
+    gives it (e.g. ``"kernel='heat' in every setting; sigma is used only with
+    kernel='gaussian'"``), or None when some setting uses it (see :data:`CONDITIONAL_PARAMS`;
+    a tuning grid over the other parameter counts as using it)."""
+    condition = CONDITIONAL_PARAMS.get(method.estimator, {}).get(name)
+    if condition is None:
+        return None
+    other, values = condition
+    if method.tune is not None and any(v in values for v in method.tune.grid.get(other, [])):
+        return None
+    from lkm.methods import resolve_estimator
+
+    default = resolve_estimator(method.estimator)().get_params().get(other)
+    seen = unique_values([params.get(other, default) for params in spec.method_grid(method)])
+    if any(v in values for v in seen):
+        return None
+    wanted = " or ".join(f"{other}={v!r}" for v in values)
+    return f"{other}={'/'.join(repr(v) for v in seen)} in every setting; {name} is used only with {wanted}"
+
+
 def default_spec(
     datasets: list[str] | None = None, methods: list[str] | None = None, name: str = "quickstart"
 ) -> Spec:
     """The embedded default: PL, LPL and SVM on offline data under 10-fold CV."""
-    from lkm.methods import METHODS
+    return spec_from_dict(default_spec_data(datasets, methods, name), "<default spec>")
+
+
+def default_spec_data(
+    datasets: list[str] | None = None, methods: list[str] | None = None, name: str = "quickstart",
+    sweep: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The embedded default as a mapping (not validated): ``methods`` are registry keys
+    (any case) or estimators' dotted paths, ``sweep`` replaces its ``{sigma: 0.1:10:5}``."""
+    from lkm.methods import METHOD_PATHS
 
     keys = {k for _, k in QUICKSTART_METHODS}
     chosen = []
     for m in methods or [n for n, _ in QUICKSTART_METHODS]:
         key = m.lower()
-        if key not in METHODS:
-            raise SpecError(f"--method: unknown method {m!r}{did_you_mean(key, METHODS)}")
-        chosen.append({"name": m.upper() if key in keys else m, "estimator": key})
-    data = {
+        if key in METHOD_PATHS:
+            chosen.append({"name": m.upper() if key in keys else m, "estimator": key})
+        elif "." in m.strip("."):  # a dotted path: checked with the spec
+            chosen.append({"name": m.rsplit(".", 1)[1], "estimator": m})
+        else:
+            raise SpecError(f"--method: unknown method {m!r}{did_you_mean(key, METHOD_PATHS)}")
+    return {
         "name": name,
         "description": "Embedded default: offline data, 10-fold CV.",
         "datasets": datasets or QUICKSTART_DATASETS,
         "preprocessing": "standardize",
         "protocol": {"kind": "kfold", "folds": 10, "seed": 0},
         "methods": chosen,
-        "sweep": {"sigma": "0.1:10:5"},
+        "sweep": {"sigma": "0.1:10:5"} if sweep is None else sweep,
     }
-    return spec_from_dict(data, "<default spec>")
 
 
 def spec_to_yaml(spec: Spec) -> str:
