@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from lkm import __version__
-from lkm.data import Dataset, load_dataset
+from lkm.data import Dataset
 from lkm.errors import DataError, DatasetUnavailable, LkmError
 from lkm.kernels import DistanceCache
 from lkm.methods import estimator_param_names, resolve_estimator
@@ -95,7 +95,7 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
     unavailable: dict[str, str] = {}
     for i, d in enumerate(spec.datasets):
         try:
-            datasets[d.id] = load_dataset(d.name, data_dir=data_dir, classes=d.classes, **d.params)
+            datasets[d.id] = d.load(data_dir)
         except DatasetUnavailable as exc:
             if spec.missing_data == "skip":
                 unavailable[d.id] = str(exc)

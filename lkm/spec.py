@@ -468,6 +468,14 @@ class DatasetSpec(_Model):
         return user_dataset(self.name, path or Path(str(self.path)), target=self.target, fmt=self.format,
                             impute=self.impute, sha256=self.sha256)
 
+    def load(self, data_dir: str | Path | None = None) -> Any:
+        """The :class:`~lkm.data.Dataset` this entry names: a registered dataset by name, or
+        the user's file (``path:``) with its pinned sha256 checked."""
+        from lkm.data import load_dataset
+
+        source = self.file_info() if self.path is not None else self.name
+        return load_dataset(source, data_dir=data_dir, classes=self.classes, **self.params)
+
     @model_serializer(mode="wrap")
     def _without_unset_file_keys(self, handler: Any) -> dict[str, Any]:
         dump = handler(self)
@@ -981,13 +989,13 @@ def validate_semantics(spec: Spec, source: str, max_fits: int | None = None) -> 
     """Check names against the registries, seeds, the plan size (before any grid is
     listed) and every parameter value against its estimator."""
     from lkm.data import dataset_info
-    from lkm.data.registry import register_spec_file
+    from lkm.data.registry import check_spec_file_name
     from lkm.methods import estimator_param_names, resolve_estimator
 
     for i, d in enumerate(spec.datasets):
         try:
-            if d.path is not None:  # loadable by its name from here on (lkm.data.registry)
-                register_spec_file(d.file_info())
+            if d.path is not None:  # loaded from its path (DatasetSpec.load); its name must be free
+                check_spec_file_name(d.name, d.path)
                 continue
             info = dataset_info(d.name)
         except LkmError as exc:

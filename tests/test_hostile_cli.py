@@ -139,7 +139,7 @@ def test_an_os_error_while_loading_names_the_file(workdir, monkeypatch):
     def unreadable(*args, **kwargs):
         raise PermissionError(13, "Permission denied", "/mirror/sonar/sonar.all-data")
 
-    monkeypatch.setattr("lkm.runner.load_dataset", unreadable)
+    monkeypatch.setattr("lkm.data.load_dataset", unreadable)  # DatasetSpec.load imports it when called
     spec = write_spec(workdir / "s.yaml", "name: x\ndatasets: [sonar]\nmethods: [{name: S, estimator: svm}]\n")
     res = invoke("run", str(spec))
     assert res.exit_code == 2

@@ -215,7 +215,7 @@ def test_a_method_whose_every_fit_failed_is_in_the_summary_as_failed(tmp_path: P
     row = summary[summary["method"] == "SVM"].iloc[0]
     assert row["accuracy % (ours)"].startswith("failed (2 of 2 fits): ")
     assert "unexpected keyword argument 'cache'" in row["accuracy % (ours)"]
-    assert any(w.startswith("SVM on moons: 2 of 2 fits failed; first: ") for w in result.warnings)
+    assert any(w.startswith("SVM on moons: 2 of 2 fits failed; first: ") for w in result.failures)
 
 
 def test_a_selected_value_at_the_edge_of_its_grid_is_marked_and_warned(tmp_path: Path) -> None:

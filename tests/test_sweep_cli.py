@@ -265,6 +265,7 @@ def test_the_end_of_a_run_shows_a_failed_method_with_its_first_error(workdir):
                     "  - {name: KNN, estimator: sklearn.neighbors.KNeighborsClassifier, params: {n_neighbors: 1000}}\n")
     res = invoke("run", str(spec), "--no-progress")
     assert res.exit_code == 1
-    failed = [ln for ln in res.stderr.splitlines() if ln.startswith("KNN: failed")]
+    failed = [ln for ln in res.stdout.splitlines() if ln.startswith("KNN: failed")]
     assert len(failed) == 1 and "3 of 3 fits; first error: moons/" in failed[0] and "n_neighbors" in failed[0], res.output
-    assert not any(ln.startswith("S: ") for ln in res.stderr.splitlines())
+    assert not any(ln.startswith("S: ") for ln in res.stdout.splitlines())
+    assert len([ln for ln in res.stderr.splitlines() if ln.strip()]) == 1  # the run's one error line

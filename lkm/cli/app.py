@@ -59,6 +59,11 @@ class LkmGroup(TyperGroup):
             raise
         except KeyboardInterrupt as exc:
             raise _fail(LkmError("interrupted"), interrupt_exit_code(exc)) from None
+        except BrokenPipeError:
+            # the reader went away (`lkm datasets list | head`): stop quietly, as `cat` does;
+            # stdout goes to /dev/null so the interpreter's final flush cannot fail again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+            raise typer.Exit(141) from None
         except USER_ERRORS as exc:
             if _debug():
                 raise
@@ -221,6 +226,46 @@ ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="Sho
 MaxFitsOpt = Annotated[int | None, typer.Option("--max-fits", min=1, help="Refuse plans with more fits than this (default 100000, or $LKM_MAX_FITS): a typo in a grid cannot start millions of fits.", show_default=False)]
 SmokeOpt = Annotated[bool, typer.Option("--smoke", help="Apply the spec's `smoke:` overrides (few settings, run into `<name>-smoke/`): checks that every output is produced, fast.")]
 
+
+
+def print_rows(
+    title: str | None, header: list[str], rows: list[list[str]], *,
+    right: set[str] = frozenset(), wrap: set[str] = frozenset(), sep: str = "  ",
+) -> None:
+    """Print a table that never cuts a name: a Rich table when stdout is a terminal wide
+    enough for it, else plain lines (pipes, logs, narrow terminals).
+
+    Columns in ``wrap`` (free text) may wrap at word boundaries in the Rich table; every
+    other column (names, numbers) is kept whole so it can be copied. Plain lines are
+    aligned with ``sep`` between cells (``sep="\t"``: tab-separated, for tools)."""
+    if console.is_terminal:
+        from rich.measure import Measurement
+        from rich.table import Table
+
+        t = Table(title=title)
+        for col in header:
+            t.add_column(col, justify="right" if col in right else "left",
+                         no_wrap=col not in wrap, overflow="fold" if col in wrap else "ellipsis")
+        for r in rows:
+            t.add_row(*r)
+        # a wrapped column needs at least its longest word; the others their whole cell
+        widths = [max(len(text) if col not in wrap else max(map(len, text.split()), default=0)
+                      for text in [col, *(r[i] for r in rows)]) for i, col in enumerate(header)]
+        fits = sum(w + 3 for w in widths) + 1 <= console.width
+        if fits and (wrap or Measurement.get(console, console.options, t).maximum <= console.width):
+            console.print(t)
+            return
+    if sep == "\t":
+        lines = [sep.join(r) for r in [header, *rows]]
+    else:
+        widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+        lines = [sep.join(c.rjust(w) if h in right else c.ljust(w)
+                          for c, w, h in zip(cells, widths, header, strict=True)).rstrip()
+                 for cells in [header, *rows]]
+    if title:
+        lines.insert(0, title)
+    for text in lines:  # not through Rich, which would wrap or expand tabs
+        print(text, file=console.file)
 
 
 def main() -> None:  # pragma: no cover - console entry point

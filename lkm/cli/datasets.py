@@ -21,8 +21,8 @@ from lkm.cli.app import (
     console,
     datasets_app,
     err_console,
+    print_rows,
 )
-from lkm.cli.runs import _print_rows
 from lkm.errors import LkmError
 
 
@@ -54,7 +54,7 @@ def datasets_list(data_dir: DataDirOpt = None) -> None:
          _count(len(info.class_counts) if info.class_counts else None), availability(info), ", ".join(info.aliases)]
         for info in infos
     ]
-    _print_rows("datasets (`lkm datasets info NAME` for details)",
+    print_rows("datasets (`lkm datasets info NAME` for details)",
                 ["name", "source", "rows", "features", "classes", "files", "aliases"], rows,
                 right={"rows", "features", "classes"})
 
@@ -193,7 +193,7 @@ def datasets_verify(data_dir: DataDirOpt = None) -> None:
     _data_dir(data_dir)
     results = verify(data_dir=os.environ.get("LKM_DATA_DIR"))
     bad = sum(r.status == "mismatch" for r in results)
-    _print_rows("dataset files", ["dataset", "file", "status", "path"],
+    print_rows("dataset files", ["dataset", "file", "status", "path"],
                 [[r.dataset, r.file, r.status, str(r.path or "–")] for r in results])
     counts = {s: sum(r.status == s for r in results) for s in ("ok", "missing", "mismatch")}
     console.print(f"{counts['ok']} ok, {counts['missing']} missing, {counts['mismatch']} checksum mismatches")

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from lkm.cli.app import (
     DataDirOpt,
@@ -16,6 +15,7 @@ from lkm.cli.app import (
     _fail,
     app,
     console,
+    print_rows,
 )
 from lkm.errors import LkmError
 
@@ -35,37 +35,8 @@ def methods() -> None:
     rows = [[r["key"], r["kind"], r["class"], r["parameters"], r["doc"]] for r in describe_estimators()]
     note = ("methods[].estimator takes a key above or any scikit-learn classifier's dotted path, "
             "e.g. sklearn.neighbors.KNeighborsClassifier")
-    if not _print_table(columns, rows, identifiers=3):
-        for row in [columns, *rows]:  # not through Rich, which would expand the tabs
-            print("\t".join(row), file=console.file)
+    print_rows(None, columns, rows, wrap={"parameters (default)", "what it is"}, sep="\t")
     print(note, file=console.file)
-
-
-def _print_table(columns: list[str], rows: list[list[str]], identifiers: int) -> bool:
-    """Print a Rich table if stdout is a terminal wide enough for the first
-    ``identifiers`` columns unwrapped (names stay copyable) and the rest wrapped at word
-    boundaries; return False (nothing printed) otherwise."""
-    if not console.is_terminal:
-        return False
-    t = Table()
-    for i, name in enumerate(columns):
-        if i < identifiers:
-            t.add_column(name, no_wrap=True)
-        else:
-            t.add_column(name, overflow="fold")
-    for row in rows:
-        t.add_row(*row)
-    # each column costs its content plus 3 (padding and rule), plus the closing rule;
-    # wrapped columns need at least their longest word
-    widths = [
-        max(len(text) if i < identifiers else max(map(len, text.split()), default=0)
-            for text in [columns[i], *(row[i] for row in rows)])
-        for i in range(len(columns))
-    ]
-    if sum(w + 3 for w in widths) + 1 > console.width:
-        return False
-    console.print(t)
-    return True
 
 
 @app.command()

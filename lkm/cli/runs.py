@@ -33,6 +33,7 @@ from lkm.cli.app import (
     app,
     console,
     err_console,
+    print_rows,
 )
 from lkm.errors import LkmError, SpecError, did_you_mean
 from lkm.workers import interrupt_exit_code, interrupt_name
@@ -275,7 +276,8 @@ def _run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_r
     if written is None:
         console.print(f"nothing new to fit; tables and figures in {run_dir}/ are current (`lkm report {run_dir}` rebuilds them)")
     else:
-        console.print(f"{summary.ran} fits in {summary.seconds:.1f} s; {len(written)} files written under {run_dir}/")
+        console.print(f"{summary.ran} fits in {summary.seconds:.1f} s; {_files_line(written, run_dir)}")
+        _print_report_warnings(written)
     _print_outputs(run_dir, spec)
     if summary.failed:
         raise _fail(LkmError(f"{summary.failed} fit(s) failed (recorded with status 'error'); first: {summary.first_error}"), 1)
@@ -434,38 +436,12 @@ def _print_notes(spec) -> None:
         err_console.print(_line(("note:", "yellow"), f" {note}"))
 
 
-def _print_rows(title: str, header: list[str], rows: list[list[str]], right: set[str] = frozenset()) -> None:
-    """A table that never cuts a name: a Rich table on a terminal wide enough for every
-    cell, else plain aligned lines (pipes, logs, narrow terminals)."""
-    if console.is_terminal:
-        from rich.measure import Measurement
-        from rich.table import Table
-
-        t = Table(title=title)
-        for col in header:
-            t.add_column(col, justify="right" if col in right else "left", no_wrap=True)
-        for r in rows:
-            t.add_row(*r)
-        if Measurement.get(console, console.options, t).maximum <= console.width:
-            console.print(t)
-            return
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.rjust(w) if h in right else c.ljust(w) for c, w, h in zip(cells, widths, header, strict=True)).rstrip()
-
-    console.print(title)
-    console.print(line(header))
-    for r in rows:
-        console.print(line(r))
-
-
 def _print_plan(plan, done: set[str], run_dir: Path) -> None:
     from lkm.runner import plan_table
 
     cols = ["dataset", "method", "splits", "settings", "fits", "recorded"]
     rows = plan_table(plan, done)
-    _print_rows(f"plan for {plan.spec.name} -> {run_dir}/ ({plan.spec.describe_protocol()})", cols,
+    print_rows(f"plan for {plan.spec.name} -> {run_dir}/ ({plan.spec.describe_protocol()})", cols,
                 [[str(r[c]) for c in cols] for r in rows], right=set(cols[2:]))
     total = sum(r["fits"] for r in rows)
     recorded = sum(r["recorded"] for r in rows)
@@ -484,30 +460,21 @@ def _print_summary(run_dir: Path) -> None:
     with open(path, newline="", encoding="utf-8") as fh:
         rows = [[cell or "–" for cell in row] for row in csv.reader(fh)]
     if rows:
-        _print_rows("summary (at the selected setting)", rows[0], rows[1:])
+        print_rows("summary (at the selected setting)", rows[0], rows[1:])
 
 
 def _print_failed_methods(store, task_ids: set[str]) -> None:
-    """One line per method with failed fits in this plan: how many, and the first error
-    (a method whose every fit failed is marked failed)."""
-    from lkm.store import is_complete
+    """One line per method with failed fits in this plan (all datasets): how many, and the
+    first error (a method whose every fit failed is marked failed). Printed with the
+    summary, on stdout: stderr keeps the run's one error line."""
+    from lkm.report.core import failed_fits
 
-    fits: dict[str, list[int]] = {}
-    first: dict[str, str] = {}
-    for rec in store.iter_records():
-        if rec["task_id"] not in task_ids or rec.get("kind") == "study":
-            continue
-        counts = fits.setdefault(str(rec.get("method")), [0, 0])
-        if is_complete(rec):
-            counts[0] += 1
-        elif rec.get("status") == "error":
-            counts[1] += 1
-            first.setdefault(str(rec.get("method")), " ".join(str(rec.get("error", "")).split()))
-    for method, (ok, failed) in fits.items():
-        if failed:
-            state = "failed" if ok == 0 else "partly failed"
-            err_console.print(_line((f"{method}: {state}", "bold red"),
-                                    f", {failed} of {ok + failed} fits; first error: {first.get(method, '?')}"))
+    failed = failed_fits(store.records_frame(task_ids))
+    for method, g in failed.groupby("method", sort=False):
+        n_failed, total = int(g["failed"].sum()), int(g["total"].sum())
+        state = "failed" if n_failed == total else "partly failed"
+        console.print(_line((f"{method}: {state}", "bold red"),
+                            f", {n_failed} of {total} fits; first error: {g['error'].iloc[0]}"))
 
 
 def _main_outputs(run_dir: Path, spec) -> list[tuple[str, Path]]:
@@ -526,6 +493,19 @@ def _main_outputs(run_dir: Path, spec) -> list[tuple[str, Path]]:
     if figure is not None:
         out.append(("figure", figure))
     return out
+
+
+def _files_line(written, run_dir: Path) -> str:
+    """'12 files written under DIR/' and how many figures were kept (their inputs unchanged)."""
+    reused = len(getattr(written, "reused", ()))
+    kept = f" ({reused} unchanged figure file(s) kept)" if reused else ""
+    return f"{len(written) - reused} files written under {run_dir}/{kept}"
+
+
+def _print_report_warnings(written) -> None:
+    """The report's warnings (a selected value at the edge of its grid, failed fits), once each."""
+    for text in dict.fromkeys(getattr(written, "warnings", ())):
+        err_console.print(_line(("warning:", "yellow"), f" {text}"))
 
 
 def _print_outputs(run_dir: Path, spec) -> None:
@@ -559,5 +539,6 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A run directory written
     except LkmError as exc:
         raise _fail(exc) from None
     _print_summary(run_dir)
-    console.print(f"{len(written)} files written under {run_dir}/")
+    console.print(_files_line(written, run_dir))
+    _print_report_warnings(written)
     _print_outputs(run_dir, spec)

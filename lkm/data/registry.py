@@ -243,30 +243,23 @@ def packaged_owner(name: str) -> str | None:
     return _lookup_keys().get(normalize_name(str(name)))
 
 
-#: Files named by a spec's ``datasets: [{path: ...}]``, registered for this process when
-#: the spec is validated (:func:`register_spec_file`), by normalized name.
-_spec_files: dict[str, DatasetInfo] = {}
-
-
-def register_spec_file(info: DatasetInfo) -> None:
-    """Make a spec's file dataset loadable by name in this process. Its name may not be
-    a packaged or user-registered one: an identifier in tables names one dataset."""
+def check_spec_file_name(name: str, path: str) -> None:
+    """A spec's file dataset may not take a packaged or user-registered name: an
+    identifier in tables names one dataset."""
     from lkm.data.user import read_user_registry
 
-    owner = packaged_owner(info.name)
+    owner = packaged_owner(name)
     if owner is None:
-        owner = next((n for n in read_user_registry() if normalize_name(n) == normalize_name(info.name)), None)
+        owner = next((n for n in read_user_registry() if normalize_name(n) == normalize_name(name)), None)
     if owner is not None:
-        raise DataError(
-            f"name {info.name!r} of {info.meta.get('path')} is already the registered dataset {owner!r}; "
-            "give the entry a name: of its own"
-        )
-    _spec_files[normalize_name(info.name)] = info
+        raise DataError(f"name {name!r} of {path} is already the registered dataset {owner!r}; "
+                        "give the entry a name: of its own")
 
 
 def dataset_info(name: str) -> DatasetInfo:
     """The entry of ``name`` or one of its aliases ('_' and '-' and case ignored): a
-    packaged dataset, a user dataset, or a file named by a spec validated in this process."""
+    packaged dataset or a user-registered one (a spec's ``path:`` entry is loaded from its
+    path instead: :meth:`lkm.spec.DatasetSpec.load`)."""
     from lkm.data.user import read_user_registry
 
     key = normalize_name(str(name))
@@ -274,7 +267,7 @@ def dataset_info(name: str) -> DatasetInfo:
     if registered is not None:
         return load_registry()[registered]
     user = read_user_registry()
-    found = next((info for n, info in user.items() if normalize_name(n) == key), _spec_files.get(key))
+    found = next((info for n, info in user.items() if normalize_name(n) == key), None)
     if found is None:
         choices = [k for info in list_datasets() for k in (info.name, *info.aliases)] + list(user)
         raise DataError(f"unknown dataset {name!r}{did_you_mean(str(name), choices)}")

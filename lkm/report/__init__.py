@@ -33,12 +33,14 @@ def load_builders() -> None:
 class ReportResult(list[Path]):
     """The files of a report (written now, or figures found current and kept) and what a
     reader should be told: ``warnings`` (one line each: a selected value at the edge of
-    its grid, failed fits), ``reused`` (figures not redrawn because their inputs did not
-    change)."""
+    its grid), ``failures`` (one line per dataset and method with failed fits) and
+    ``reused`` (figures not redrawn because their inputs did not change)."""
 
-    def __init__(self, files: Iterable[Path] = (), warnings: Iterable[str] = (), reused: Iterable[Path] = ()) -> None:
+    def __init__(self, files: Iterable[Path] = (), warnings: Iterable[str] = (), reused: Iterable[Path] = (),
+                 failures: Iterable[str] = ()) -> None:
         super().__init__(files)
         self.warnings: list[str] = list(warnings)
+        self.failures: list[str] = list(failures)
         self.reused: list[Path] = list(reused)
 
 
@@ -61,7 +63,7 @@ def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,
         return written
     written += store.write_results(df.drop(columns=[c for c in df.columns if c == "traceback"]))
     agg = aggregate(df, spec)
-    written.warnings += core.failure_warnings(df)
+    written.failures += core.failure_warnings(df)
     if agg.empty and not spec.studies:
         return written
     from lkm.studies import study_outputs  # without accuracy records, only the study outputs apply

@@ -109,7 +109,6 @@ def fit_boundaries(ctx: ReportContext, name: str = "boundary") -> BoundaryFits:
 
 
 def _fit_boundaries(ctx: ReportContext, name: str) -> BoundaryFits:
-    from lkm.data import load_dataset
     from lkm.methods import METHODS
     from lkm.preprocessing import make_preprocessor
     from lkm.runner import _with_seed
@@ -120,7 +119,7 @@ def _fit_boundaries(ctx: ReportContext, name: str) -> BoundaryFits:
     for d in datasets:
         if d.id in ctx.unavailable:
             continue
-        loaded = load_dataset(d.name, data_dir=data_dir, classes=d.classes, **d.params)
+        loaded = d.load(data_dir)
         if loaded.X.shape[1] == 2:
             ds, ds_id = loaded, d.id
             break

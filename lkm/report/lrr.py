@@ -105,10 +105,9 @@ def _is_number(s: str) -> bool:
 
 def _load_split(ctx: ReportContext, dataset_id: str):
     """(X, y, first split) of a spec dataset, loaded as the runner loads it (no preprocessing)."""
-    from lkm.data import load_dataset
 
     dspec = next(d for d in ctx.spec.datasets if d.id == dataset_id)
-    ds = load_dataset(dspec.name, data_dir=os.environ.get("LKM_DATA_DIR"), classes=dspec.classes, **dspec.params)
+    ds = dspec.load(os.environ.get("LKM_DATA_DIR"))
     return ds.X, ds.y, ctx.spec.protocol.splits(ds)[0]
 
 

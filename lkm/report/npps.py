@@ -334,13 +334,12 @@ def _tuned_on(ctx: ReportContext, dataset: str, method: str, split_id: Any) -> d
 
 
 def _fit_pair(ctx: ReportContext, row: dict[str, Any], resolution: int) -> dict[str, Any] | None:
-    from lkm.data import load_dataset
     from lkm.methods import METHODS
     from lkm.preprocessing import make_preprocessor
     from lkm.runner import _with_seed
 
     dspec = next(d for d in ctx.spec.datasets if d.id == row["dataset"])
-    ds = load_dataset(dspec.name, data_dir=os.environ.get("LKM_DATA_DIR"), classes=dspec.classes, **dspec.params)
+    ds = dspec.load(os.environ.get("LKM_DATA_DIR"))
     if ds.X.shape[1] != 2:
         return None
     split = ctx.spec.protocol.splits(ds)[0]
