@@ -318,3 +318,27 @@ def test_failures_of_a_studies_only_run_are_not_fits() -> None:
     studies = pd.DataFrame([{"task_id": "s", "kind": "study", "dataset": "sonar", "study": "rbf", "status": "error",
                              "error": "boom"}])
     assert failed_fits(studies).empty and failure_warnings(studies) == []
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fit_scores_equal_scikit_learns_metrics(seed: int) -> None:
+    """The confusion-matrix and rank formulas give scikit-learn's numbers: labels that are
+    strings, a class absent from the test part or from the predictions, tied decision values."""
+    from sklearn.metrics import balanced_accuracy_score, f1_score, roc_auc_score
+
+    rng = np.random.default_rng(seed)
+    classes = np.array(["a", "b", "c"])[: 2 + seed % 2]
+    y_true = rng.choice(classes[: 2 + (seed % 3 == 0)], size=40)  # seed 0, 3: maybe a class missing
+    y_pred = rng.choice(classes, size=40)
+    decision = np.round(rng.normal(size=(40, classes.size)), 1)  # rounded: ties
+    if classes.size == 2:
+        decision = decision[:, 1]
+    got = fit_scores(y_true, y_pred, decision, classes)
+    assert got["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(y_true, y_pred), abs=1e-12)
+    assert got["macro_f1"] == pytest.approx(f1_score(y_true, y_pred, average="macro", zero_division=0), abs=1e-12)
+    if classes.size == 2:
+        expected = roc_auc_score(y_true == classes[1], decision)
+    else:
+        expected = np.mean([roc_auc_score(y_true == c, decision[:, j])
+                            for j, c in enumerate(classes) if c in set(y_true)])
+    assert got["roc_auc"] == pytest.approx(expected, abs=1e-12)
