@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import math
 import pickle
+import sys
 
 import numpy as np
 import pytest
@@ -192,6 +193,8 @@ def test_lkm_methods_never_truncates(monkeypatch, terminal: bool, width: int, ta
     console = Console(file=stdout, force_terminal=terminal, width=width, color_system=None, markup=False,
                       emoji=False, highlight=False, soft_wrap=True)
     monkeypatch.setattr(cli_methods, "console", console)
+    # print_rows, the one table printer (sys.modules: the package's `app` attribute is the Typer app)
+    monkeypatch.setattr(sys.modules["lkm.cli.app"], "console", console)
     cli_methods.methods()
     out = stdout.getvalue()
     assert ("│" in out) is table
