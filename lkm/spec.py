@@ -1262,7 +1262,8 @@ def default_spec_data(
         elif "." in m.strip("."):  # a dotted path: checked with the spec
             chosen.append({"name": m.rsplit(".", 1)[1], "estimator": m})
         else:
-            raise SpecError(f"--method: unknown method {m!r}{did_you_mean(key, METHOD_PATHS)}")
+            raise SpecError(f"--method: unknown method {m!r}{did_you_mean(key, METHOD_PATHS)}; give a key "
+                            "(`lkm methods`) or a classifier's dotted path, e.g. sklearn.neighbors.KNeighborsClassifier")
     return {
         "name": name,
         "description": "Embedded default: offline data, 10-fold CV.",

@@ -191,8 +191,10 @@ def sweep_spec(
                 (m.get(key) or {}).pop(name, None)
         try:
             known |= estimator_param_names(resolve_estimator(m["estimator"]))
-        except LkmError:
-            pass  # reported by validation below, with its key
+        except LkmError as exc:
+            if base is None:  # the estimator came from --method: say so before judging the grids
+                raise SpecError(f"--method {m['estimator']}: {exc}") from None
+            # a spec's own method: reported by validation below, with its key
     for name in grids:
         if name not in known:
             options = [o.removeprefix("--") for o in _SWEEP_OPTIONS]
