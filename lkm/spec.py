@@ -53,17 +53,6 @@ PAPER_SIGMA_GRID = "0.01:100:39"
 #: neighbour counts of its Fig. 8 (``auto`` = ⌊log₁₀ ℓ + 1⌋).
 DEFAULT_GRIDS: dict[str, str] = {"sigma": PAPER_SIGMA_GRID, "k": "auto,5,9,13,17"}
 
-_HEAT_OR_GAUSSIAN = {"sigma": ("kernel", ("gaussian",)), "t": ("kernel", ("heat",)), "unit_diagonal": ("kernel", ("heat",))}
-_ANNOY_ONLY = {"n_trees": ("neighbors", ("annoy",)), "search_k": ("neighbors", ("annoy",))}
-#: Parameters a registered estimator uses only when another parameter has one of some
-#: values: estimator key -> {parameter: (other parameter, values)}. RLS and LRR use sigma
-#: with the Gaussian kernel only (t with the heat kernel); LPL and NPPS read the annoy
-#: settings only with ``neighbors="annoy"``. :func:`unused_parameter` reads it.
-CONDITIONAL_PARAMS: dict[str, dict[str, tuple[str, tuple[Any, ...]]]] = {
-    "rls": _HEAT_OR_GAUSSIAN, "lrr": _HEAT_OR_GAUSSIAN, "lrr_pair": _HEAT_OR_GAUSSIAN,
-    "lpl": _ANNOY_ONLY, "npps_svm": _ANNOY_ONLY,
-}
-
 #: Datasets and methods of the embedded default (configs/quickstart.yaml, ad-hoc sweeps).
 QUICKSTART_DATASETS = ["moons", "sklearn-breast-cancer", "sklearn-iris"]
 QUICKSTART_METHODS = [("PL", "pl"), ("LPL", "lpl"), ("SVM", "svm")]
@@ -1217,12 +1206,20 @@ def _check_value(key: str, value: Any, constraints: list[Any], where: str) -> No
                             f"to 0 (use {key} <= {hi:g})")
 
 
+def conditional_parameter(estimator: str, name: str) -> tuple[str, tuple[Any, ...]] | None:
+    """(other parameter, values) when ``estimator`` uses its parameter ``name`` only while
+    the other one has one of those values (the class's ``conditional_params``), else None."""
+    from lkm.methods import resolve_estimator
+
+    return dict(getattr(resolve_estimator(estimator), "conditional_params", None) or {}).get(name)
+
+
 def unused_parameter(spec: Spec, method: MethodSpec, name: str) -> str | None:
     """Why ``method`` ignores its parameter ``name`` in every parameter setting ``spec``
     gives it (e.g. ``"kernel='heat' in every setting; sigma is used only with
-    kernel='gaussian'"``), or None when some setting uses it (see :data:`CONDITIONAL_PARAMS`;
-    a tuning grid over the other parameter counts as using it)."""
-    condition = CONDITIONAL_PARAMS.get(method.estimator, {}).get(name)
+    kernel='gaussian'"``), or None when some setting uses it (see
+    :func:`conditional_parameter`; a tuning grid over the other parameter counts as using it)."""
+    condition = conditional_parameter(method.estimator, name)
     if condition is None:
         return None
     other, values = condition

@@ -172,9 +172,9 @@ def sweep_spec(
     hoc, ``sweep-<methods>-<datasets>-<names>-<hash>`` (hash: of the spec itself)."""
     from lkm.methods import estimator_param_names, resolve_estimator
     from lkm.spec import (
-        CONDITIONAL_PARAMS,
         DEFAULT_GRIDS,
         MAX_NAME_LENGTH,
+        conditional_parameter,
         default_spec_data,
         parse_grid,
         spec_from_dict,
@@ -229,7 +229,7 @@ def sweep_spec(
         for name in parsed:
             reason = unused_parameter(s, m, name)
             if reason:
-                other, values = CONDITIONAL_PARAMS[m.estimator][name]
+                other, values = conditional_parameter(m.estimator, name)
                 raise SpecError(f"--{name}: method {m.name} ({m.estimator}) ignores {name}: {reason}; "
                                 f"add --{other} {values[0]} or leave --{name} out")
     return s

@@ -150,6 +150,11 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
 
     #: Parameters named when decision values are not finite (see :meth:`_check_finite`).
     _numerical_params: tuple[str, ...] = ("sigma",)
+    #: Parameters used only when another parameter has one of some values:
+    #: {parameter: (other parameter, values)}, e.g. ``{"sigma": ("kernel", ("gaussian",))}``.
+    #: `lkm sweep` refuses to sweep a parameter that no setting uses
+    #: (:func:`lkm.spec.unused_parameter`); any estimator may declare it.
+    conditional_params: dict[str, tuple[str, tuple[Any, ...]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -415,6 +415,8 @@ class NPPSSVM(LocalKernelClassifier):
     the selection and kept in ``sigma_``.
     """
 
+    #: The annoy settings are read only with approximate neighbours.
+    conditional_params = {"n_trees": ("neighbors", ("annoy",)), "search_k": ("neighbors", ("annoy",))}
     _parameter_constraints: dict = {
         **_NPPS_CONSTRAINTS,
         "C": [Interval(Real, 0, None, closed="neither")],

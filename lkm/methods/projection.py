@@ -437,6 +437,8 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
     ``singular_local_systems``.
     """
 
+    #: The annoy settings are read only with approximate neighbours.
+    conditional_params = {"n_trees": ("neighbors", ("annoy",)), "search_k": ("neighbors", ("annoy",))}
     _parameter_constraints: dict = {
         "sigma": SIGMA_CONSTRAINT,
         "k": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],

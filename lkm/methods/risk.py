@@ -113,6 +113,10 @@ _KERNEL_CONSTRAINTS: dict = {
 class _KernelRidgeBase(LocalKernelClassifier):
     """Kernel choice shared by RLS and LRR; ``f(x) = K(x, X_train) α``."""
 
+    #: sigma is the Gaussian kernel's width; t and unit_diagonal belong to the heat kernel.
+    conditional_params = {"sigma": ("kernel", ("gaussian",)), "t": ("kernel", ("heat",)),
+                          "unit_diagonal": ("kernel", ("heat",))}
+
     def _gram(self, A: np.ndarray, B: np.ndarray, cache: DistanceCache | None) -> np.ndarray:
         if self.kernel == "gaussian":
             return gaussian_gram(A, B, self.sigma_, cache)
