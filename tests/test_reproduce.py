@@ -93,3 +93,19 @@ def test_claims_table_has_the_fragility_check(smoke_results, key: str) -> None:
         assert (root / f"{name}-smoke-perturbed" / "records").is_dir(), name
     claims = (root / f"{key}_claims-smoke" / "claims.md").read_text()
     assert f"verdict under {PERTURBATION_WORDS}" in claims and "no difference" not in claims
+
+
+#: Tables of the smoke runs copied before the per-paper packages were laid out (issue 11):
+#: every Markdown table without seconds in it, by paper, at its path under the results folder.
+GOLDEN = REPO / "tests" / "golden"
+
+
+@pytest.mark.parametrize("key", list(PAPERS))
+def test_smoke_tables_are_byte_identical_to_the_golden_ones(smoke_results, key: str) -> None:
+    root = smoke_results(key)
+    golden = sorted(p for p in (GOLDEN / key).rglob("*.md"))
+    assert golden, f"no golden tables for {key}"
+    for path in golden:
+        produced = root / path.relative_to(GOLDEN / key)
+        assert produced.is_file(), produced
+        assert produced.read_bytes() == path.read_bytes(), f"{produced} differs from {path}"
