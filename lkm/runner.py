@@ -122,7 +122,7 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
                 if not m.runs_on(ds_spec.id):
                     continue
                 for params in spec.method_grid(m):
-                    params = _with_seed(m, params, spec)
+                    params = with_seed(m, params, spec)
                     # The method's name is part of the id: two methods with the same
                     # estimator and parameters are still two rows of a table.
                     payload = {
@@ -161,7 +161,7 @@ def _dataset_payload(ds_spec: Any) -> dict[str, Any]:
     return dump
 
 
-def _with_seed(method: MethodSpec, params: dict[str, Any], spec: Spec) -> dict[str, Any]:
+def with_seed(method: MethodSpec, params: dict[str, Any], spec: Spec) -> dict[str, Any]:
     """Give randomized estimators the protocol's seed, so the same spec gives the same numbers."""
     if "random_state" in estimator_param_names(resolve_estimator(method.estimator)) and params.get("random_state") is None:
         params = {**params, "random_state": getattr(spec.protocol, "seed", 0)}

@@ -37,6 +37,7 @@ from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
 from lkm.errors import LkmError, SpecError, did_you_mean
+from lkm.outputs import FIGURES, TABLES, load_plugins
 from lkm.protocols import (
     DEFAULT_REALIZATIONS,
     HoldoutProtocol,
@@ -1036,9 +1037,7 @@ def validate_semantics(spec: Spec, source: str, max_fits: int | None = None) -> 
         for key in spec.selection.over:
             if key not in all_params:
                 raise SpecError(f"{source}: selection.over: unknown parameter {key!r}{did_you_mean(key, all_params)}")
-    from lkm.report import FIGURES, TABLES, load_builders
-
-    load_builders()
+    load_plugins()
     for kind, names, registry in (("tables", spec.outputs.tables, TABLES), ("figures", spec.outputs.figures, FIGURES)):
         for j, name in enumerate(names):
             if name not in registry:

@@ -378,7 +378,7 @@ class RunStore:
                 if fh.read(1) != b"\n":
                     fh.write(b"\n")
             for rec in records:
-                fh.write((json.dumps(rec, default=_json_default) + "\n").encode())
+                fh.write((json.dumps(rec, default=json_default) + "\n").encode())
                 fh.flush()
 
     def iter_records(self) -> Iterable[dict[str, Any]]:
@@ -458,7 +458,7 @@ class RunStore:
     # -- plan ---------------------------------------------------------------------
     def write_plan(self, content: dict[str, Any]) -> Path:
         """Write plan.json (atomically)."""
-        return atomic_write(self.root / "plan.json", json.dumps(content, indent=1, default=_json_default) + "\n")
+        return atomic_write(self.root / "plan.json", json.dumps(content, indent=1, default=json_default) + "\n")
 
     def read_plan(self) -> dict[str, Any]:
         """plan.json, checked against spec.yaml: raises :class:`LkmError` when it is
@@ -529,7 +529,7 @@ class RunStore:
         flat = df.copy()
         for col in flat.columns:  # parquet needs one type per column
             if flat[col].dtype == object:
-                flat[col] = flat[col].map(lambda v: v if v is None or isinstance(v, str) else json.dumps(v, default=_json_default))
+                flat[col] = flat[col].map(lambda v: v if v is None or isinstance(v, str) else json.dumps(v, default=json_default))
         atomic_save(parquet, lambda tmp: flat.to_parquet(tmp, index=False))
         return [csv, parquet]
 
@@ -593,7 +593,7 @@ class RunStore:
             "history": _history(path),
         }
         atomic_write(self.root / "requirements.lock.txt", frozen_requirements())
-        return atomic_write(path, json.dumps(prov, indent=2, default=_json_default) + "\n")
+        return atomic_write(path, json.dumps(prov, indent=2, default=json_default) + "\n")
 
 
 def _history(path: Path) -> list[dict[str, Any]]:
@@ -677,7 +677,7 @@ def _pkg_version(name: str) -> str | None:
         return None
 
 
-def _json_default(o: Any) -> Any:
+def json_default(o: Any) -> Any:
     import numpy as np
 
     if isinstance(o, np.integer):

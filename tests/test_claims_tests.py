@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lkm.papers import common, li, tsuji
+from lkm.papers import common, lpl, lrr
 from lkm.spec import spec_from_dict, spec_to_yaml
 from lkm.store import RunStore
 
@@ -48,7 +48,7 @@ def write_run(root: Path, name: str, svm_gain: dict[str, float], perturb: dict |
 
 
 def row(root: Path, number: str):
-    return tsuji.evaluate_claims(root).set_index("#").loc[number]
+    return lpl.evaluate_claims(root).set_index("#").loc[number]
 
 
 def test_better_claim_counts_sets_where_the_difference_is_significant(tmp_path: Path) -> None:
@@ -83,14 +83,14 @@ def test_perturbed_spec_keeps_only_the_settings_the_claims_read(tmp_path: Path) 
     write_run(tmp_path, "lpl_vs_svm", {})
     plain = common.load_run(tmp_path, "lpl_vs_svm")
     spec = spec_from_dict({"name": "lpl_vs_svm", **SPEC})
-    p = common.perturbed_spec(spec, plain, tsuji.PERTURBED["lpl_vs_svm"])
+    p = common.perturbed_spec(spec, plain, lpl.PERTURBED["lpl_vs_svm"])
     assert p.name == "lpl_vs_svm-perturbed" and p.perturb is not None
     assert p.perturb.permute_train == common.PERTURBATION["permute_train"]
     assert all(m.sweep == {"sigma": [1.0, 10.0]} for m in p.methods)  # sigma* = 10, and sigma = 1 for claim 4a
-    lrr = common.perturbed_spec(spec_from_dict({"name": "x", "datasets": ["iris"], "methods": [
+    lrr_spec = common.perturbed_spec(spec_from_dict({"name": "x", "datasets": ["iris"], "methods": [
         {"name": "RLS", "estimator": "rls"}, {"name": "LRR-x0", "estimator": "lrr"}]}), None,
-        li.PERTURBED["lrr_uci"])
-    assert [m.name for m in lrr.methods] == ["RLS"]
+        lrr.PERTURBED["lrr_uci"])
+    assert [m.name for m in lrr_spec.methods] == ["RLS"]
 
 
 def test_paired_claim_on_lrr_runs_says_not_significant(tmp_path: Path) -> None:
@@ -103,6 +103,6 @@ def test_paired_claim_on_lrr_runs_says_not_significant(tmp_path: Path) -> None:
     store.append([{"task_id": f"{m}{f}", "dataset": "iris", "split": f"r{f}", "method": m, "params": {},
                    "status": "ok", "accuracy": 0.8 + noise[i, f], "fit_seconds": 0.1, "predict_seconds": 0.1,
                    "n_train": 45, "n_test": 55} for i, m in enumerate(("RLS", "LRR")) for f in range(10)])
-    r = li.evaluate_claims(tmp_path).set_index("#").loc["4a"]
+    r = lrr.evaluate_claims(tmp_path).set_index("#").loc["4a"]
     assert "not significant on 1 of 1" in r["our measure"] and r["verdict"] == "not shown"
-    assert "no difference" not in " ".join(li.evaluate_claims(tmp_path)["our measure"])
+    assert "no difference" not in " ".join(lrr.evaluate_claims(tmp_path)["our measure"])

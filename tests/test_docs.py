@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lkm.cli import app
-from lkm.report import docs
+from lkm.papers import docs
 from lkm.store import RunStore
 
 REPO = Path(__file__).resolve().parents[1]

@@ -8,8 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lkm.papers import tsuji
-from lkm.report.robustness import sensitivity
+from lkm.papers import lpl
+from lkm.papers.common import load_run
+from lkm.papers.lpl.robustness import sensitivity
 from lkm.spec import spec_from_dict, spec_to_yaml
 from lkm.store import RunStore
 
@@ -54,7 +55,7 @@ def uci_accuracy(svm_best: float, lpl_flat: bool = True) -> dict:
 
 
 def verdicts(root: Path) -> dict[str, bool | None]:
-    return tsuji.claim_flags(tsuji.evaluate_claims(root))
+    return lpl.claim_flags(lpl.evaluate_claims(root))
 
 
 def test_svm_superiority_and_robustness_claims_follow_the_numbers(tmp_path: Path) -> None:
@@ -71,7 +72,7 @@ def test_svm_superiority_and_robustness_claims_follow_the_numbers(tmp_path: Path
 
 
 def test_claims_without_their_run_are_marked_not_run(tmp_path: Path) -> None:
-    table = tsuji.evaluate_claims(tmp_path)
+    table = lpl.evaluate_claims(tmp_path)
     assert set(table["verdict"]) == {"n/a"}
     assert (table["our measure"] == "not run").all()
 
@@ -94,7 +95,7 @@ def test_larger_k_claim_reads_the_k_sweep(tmp_path: Path) -> None:
     ])
     v = verdicts(tmp_path)
     assert v["5a"] is True and v["5b"] is True
-    table = tsuji.evaluate_claims(tmp_path).set_index("#")
+    table = lpl.evaluate_claims(tmp_path).set_index("#")
     assert "equivalent within ±2 points on 1" in table.loc["5b", "our measure"]
     assert "k = 17 significantly better on 1 of 1" in table.loc["5a", "our measure"]
 
@@ -106,7 +107,7 @@ def test_spambase_timing_ratio_beside_the_papers(tmp_path: Path) -> None:
     write_run(tmp_path, "lpl_timing_spambase", spec,
               {("spambase", "LPL", None): 0.9, ("spambase", "SVM", None): 0.9},
               seconds={"LPL": (0.02, 0.05), "SVM": (2.0, 0.5)})
-    t = tsuji.timing_ratios(tsuji.load_run(tmp_path, "lpl_timing_spambase")).set_index("phase")
+    t = lpl.timing_ratios(load_run(tmp_path, "lpl_timing_spambase")).set_index("phase")
     assert t.loc["training", "ratio SVM/LPL, ours"] == pytest.approx(100.0)
     assert t.loc["testing", "ratio SVM/LPL, ours"] == pytest.approx(10.0)
     assert t.loc["training", "ratio SVM/LPL, paper"] == pytest.approx(6.461 / 0.019, abs=0.1)

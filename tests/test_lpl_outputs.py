@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from lkm.cli import app
 from lkm.data import load_dataset
+from lkm.papers.lpl.scaling import MIN_SECONDS, fitted_slope
 from lkm.protocols import LearningCurveProtocol
 from lkm.report import build_report
-from lkm.report.scaling import MIN_SECONDS, fitted_slope
 from lkm.runner import build_plan, execute
 from lkm.spec import spec_from_dict
 from lkm.store import RunStore

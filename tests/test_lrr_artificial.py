@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from lkm.cli import app
 from lkm.data import load_dataset
 from lkm.methods import METHODS, LocalRiskPair, LocalRiskRegularization
-from lkm.report.lrr import combined_accuracy
+from lkm.papers.lrr.artificial import combined_accuracy
 
 REPO = Path(__file__).resolve().parents[1]
 PARAMS = {"kernel": "heat", "t": 1.0, "lam": 0.5, "beta": 6.0}

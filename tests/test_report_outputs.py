@@ -244,11 +244,11 @@ def _smoke_copy_of_the_snapshot(tmp_path: Path, runs: list[str]) -> Path:
 
 
 def test_every_verdict_of_a_smoke_run_is_labelled_not_evidence(tmp_path: Path) -> None:
-    from lkm.papers import tsuji
+    from lkm.papers import lpl
     from lkm.papers.common import SMOKE_LABEL
 
     root = _smoke_copy_of_the_snapshot(tmp_path, [p.name for p in (REPO / "docs" / "runs").glob("lpl_*")])
-    written = tsuji.write_summary(root, smoke=True)
+    written = lpl.write_summary(root, smoke=True)
     claims = pd.read_csv(root / "lpl_claims-smoke" / "claims.csv", dtype=str, keep_default_na=False)
     verdicts = [c for c in claims.columns if c.startswith("verdict")]
     cells = [v for c in verdicts for v in claims[c] if v != "–"]

@@ -96,7 +96,9 @@ def test_claims_table_has_the_fragility_check(smoke_results, key: str) -> None:
 
 
 #: Tables of the smoke runs copied before the per-paper packages were laid out (issue 11):
-#: every Markdown table without seconds in it, by paper, at its path under the results folder.
+#: every Markdown table without seconds in it, by paper, at its path under the results folder;
+#: not knn_invariance_rows (its column order) nor lrr_tuned (its tie between settings) — both
+#: follow the order in which parallel tasks finish.
 GOLDEN = REPO / "tests" / "golden"
 
 

@@ -1,5 +1,5 @@
 """Parameter tuning by CV on the training part (MethodSpec ``tune``), per-dataset protocols,
-and the LRR paired-test table (lkm.report.lrr_uci)."""
+and the LRR paired-test table (lkm.papers.lrr.benchmarks)."""
 
 from __future__ import annotations
 

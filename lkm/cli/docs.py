@@ -24,7 +24,7 @@ def docs_snapshot(
 ) -> None:
     """Copy the runs the docs cite from RESULTS into docs/runs/ (spec, provenance, lock
     file, the plan's records gzipped) and the figures the docs show into docs/figures/."""
-    from lkm.report.docs import SNAPSHOT, snapshot
+    from lkm.papers.docs import SNAPSHOT, snapshot
 
     report = snapshot(results, root)
     for name, n in report.runs.items():
@@ -46,7 +46,7 @@ def docs_build(
 ) -> None:
     """Rewrite every generated table (`<!-- lkm:begin ID -->` blocks) of README.md and
     docs/reproductions/ from docs/runs/."""
-    from lkm.report.docs import build
+    from lkm.papers.docs import build
 
     try:
         changed = build(root)
@@ -61,7 +61,7 @@ def docs_check(
 ) -> None:
     """Exit 1 listing every generated table that differs from what docs/runs/ gives (and
     every missing figure); `lkm docs build` rewrites them."""
-    from lkm.report.docs import check
+    from lkm.papers.docs import check
 
     problems = check(root)
     for p in problems:

@@ -1,15 +1,20 @@
-"""One module per reproduced paper: its experiment list, paper-specific outputs and the
-evaluation of its claims from our numbers.
+"""One package per reproduced paper, named by the key `lkm reproduce` takes: its
+experiment list (``SPECS``), its paper-specific tables and figures, its claims
+(``evaluate_claims(root, smoke)``, ``write_summary(root, smoke)``) and the numbers the
+paper prints that the code compares with (``paper_values.yaml``).
 
-- :mod:`lkm.papers.tsuji` — Tsuji, Kudo, Tanaka, "Localized Projection Learning".
-- :mod:`lkm.papers.shin` — Shin, Cho, NPPS and kNN invariance.
-- :mod:`lkm.papers.li` — Li, Chen, Tang, local risk regularization.
+- :mod:`lkm.papers.lpl` — Tsuji, Kudo, Tanaka, "Localized Projection Learning".
+- :mod:`lkm.papers.npps` — Shin, Cho, NPPS and kNN invariance.
+- :mod:`lkm.papers.lrr` — Li, Chen, Tang, local risk regularization.
 
-Each module has ``SPECS`` (its experiments), ``evaluate_claims(root, smoke)`` and
-``write_summary(root, smoke)``; :mod:`lkm.papers.common` holds what they share.
+:mod:`lkm.papers.common` holds what they share; :mod:`lkm.papers.docs` builds the docs'
+tables from their snapshot runs. Each package is also an entry point of the group
+``lkm.outputs`` (pyproject.toml), which registers its outputs for spec validation.
 """
 
-from lkm.papers import li, shin, tsuji
+from types import ModuleType
+
+from lkm.papers import lpl, lrr, npps
 
 #: Papers by the key `lkm reproduce` takes.
-PAPERS = {"lpl": tsuji, "npps": shin, "lrr": li}
+PAPERS: dict[str, ModuleType] = {"lpl": lpl, "npps": npps, "lrr": lrr}

@@ -3,7 +3,8 @@
 :func:`build_report` aggregates a run's records (mean ± std over splits per setting),
 selects the best setting per dataset and method (the paper's sigma*), and calls every
 builder the spec's ``outputs`` names (see :mod:`lkm.report.registry`). The standard
-builders live in :mod:`lkm.report.core`; paper-specific ones in :mod:`lkm.papers`.
+builders live in :mod:`lkm.report.core`; the others in the packages of the registry's
+entry-point group (:func:`lkm.report.registry.load_plugins`), e.g. :mod:`lkm.papers.lpl`.
 """
 
 from __future__ import annotations
@@ -19,15 +20,17 @@ import pandas as pd
 
 from lkm.report import core
 from lkm.report.core import aggregate, select_best, write_table
-from lkm.report.registry import FIGURE_INPUTS, FIGURES, TABLES, ReportContext, figure, table
+from lkm.report.registry import (
+    FIGURE_INPUTS,
+    FIGURES,
+    TABLES,
+    ReportContext,
+    figure,
+    load_plugins,
+    table,
+)
 from lkm.spec import Spec
 from lkm.store import RunStore
-
-
-def load_builders() -> None:
-    """Import every module that registers builders (idempotent)."""
-    import lkm.papers  # noqa: F401  (paper-specific outputs)
-    from lkm.report import boundary, invariance, lrr, lrr_uci, neighbors, npps, robustness, scaling  # noqa: F401
 
 
 class ReportResult(list[Path]):
@@ -52,7 +55,7 @@ def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,
     must exist and match spec.yaml (:meth:`RunStore.read_plan` raises otherwise): records
     of another spec version are never mixed in. A figure whose inputs (data, spec, code)
     are those it was last drawn from is kept, not redrawn (:class:`FigureInputs`)."""
-    load_builders()
+    load_plugins()
     if task_ids is None or unavailable is None:
         saved = store.read_plan()
         task_ids = set(saved.get("task_ids") or []) or None if task_ids is None else task_ids
@@ -158,5 +161,5 @@ def _frame_bytes(df: pd.DataFrame) -> bytes:
     return df.to_json(orient="split", default_handler=str, double_precision=15).encode()
 
 
-__all__ = ["FIGURES", "TABLES", "ReportContext", "ReportResult", "aggregate", "build_report", "figure", "select_best",
-           "table", "write_table"]
+__all__ = ["FIGURES", "TABLES", "ReportContext", "ReportResult", "aggregate", "build_report", "figure", "load_plugins",
+           "select_best", "table", "write_table"]

@@ -66,12 +66,12 @@ def _std(values: pd.Series) -> float:
 
 
 def _grid_order(spec: Spec) -> dict[tuple[str, str], int]:
-    from lkm.runner import _with_seed
+    from lkm.runner import with_seed
 
     out = {}
     for m in spec.methods:
         for i, p in enumerate(spec.method_grid(m)):
-            out[(m.name, json.dumps(_with_seed(m, p, spec), sort_keys=True, default=str))] = i
+            out[(m.name, json.dumps(with_seed(m, p, spec), sort_keys=True, default=str))] = i
     return out
 
 
@@ -116,18 +116,18 @@ def loglog_fit(x: Any, y: Any, min_y: float = 0.0) -> tuple[float, float]:
     return float(slope), float(intercept)
 
 
-def _fmt_rate(mean: float, std: float | None = None) -> str:
+def format_rate(mean: float, std: float | None = None) -> str:
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "–"
     s = f"{RATE * mean:.2f}"
     return s if std is None else f"{s} ± {RATE * std:.2f}"
 
 
-def _fmt_params(p: dict[str, Any], keys: list[str]) -> str:
-    return ", ".join(f"{k}={_fmt_value(p.get(k))}" for k in keys) if keys else "–"
+def format_params(p: dict[str, Any], keys: list[str]) -> str:
+    return ", ".join(f"{k}={format_value(p.get(k))}" for k in keys) if keys else "–"
 
 
-def _fmt_value(v: Any) -> str:
+def format_value(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
@@ -180,7 +180,7 @@ def _fmt_selected(p: dict[str, Any], keys: list[str], at_edge: set[str]) -> str:
     """The selected setting, each value at the edge of its grid followed by :data:`EDGE_MARK`."""
     if not keys:
         return "–"
-    return ", ".join(f"{k}={_fmt_value(p.get(k))}" + (f" {EDGE_MARK}" if k in at_edge else "") for k in keys)
+    return ", ".join(f"{k}={format_value(p.get(k))}" + (f" {EDGE_MARK}" if k in at_edge else "") for k in keys)
 
 
 def _edges_by_row(best: pd.DataFrame, spec: Spec) -> dict[int, set[str]]:
@@ -199,11 +199,11 @@ def edge_warnings(best: pd.DataFrame, spec: Spec) -> list[str]:
         r = best.iloc[pos]
         mspec = next(m for m in spec.methods if m.name == r["method"])
         others = [o for o in spec.swept_params(mspec) if o != k]
-        method = f"{r['method']} ({_fmt_params(r['params'], others)})" if others else r["method"]
-        by_param.setdefault(k, []).append(f"{method} on {r['dataset']} ({_fmt_value(v)})")
+        method = f"{r['method']} ({format_params(r['params'], others)})" if others else r["method"]
+        by_param.setdefault(k, []).append(f"{method} on {r['dataset']} ({format_value(v)})")
         bounds[k] = (lo, hi)
-    return [f"{spec.name}: selected {k} at the edge of its grid [{_fmt_value(bounds[k][0])}, "
-            f"{_fmt_value(bounds[k][1])}] for {', '.join(where)}: the best value may lie outside the grid "
+    return [f"{spec.name}: selected {k} at the edge of its grid [{format_value(bounds[k][0])}, "
+            f"{format_value(bounds[k][1])}] for {', '.join(where)}: the best value may lie outside the grid "
             f"(marked {EDGE_MARK} in tables/summary)" for k, where in by_param.items()]
 
 
@@ -245,17 +245,17 @@ def summary_table(best: pd.DataFrame, spec: Spec, unavailable: dict[str, str],
         row = {
             "dataset": r.dataset, "method": r.method,
             "selected": _fmt_selected(r.params, spec.swept_params(mspec), edges.get(pos, set())),
-            "accuracy % (ours)": _fmt_rate(r.accuracy, r.accuracy_std),
+            "accuracy % (ours)": format_rate(r.accuracy, r.accuracy_std),
         }
         if metric != "accuracy":
             value = getattr(r, metric)
             by = getattr(r, "selected_by", metric)
             row[f"{SCORE_LABELS[metric]} % (ours)"] = (
-                _fmt_rate(value, getattr(r, f"{metric}_std")) if by == metric else "– (selected by accuracy)")
+                format_rate(value, getattr(r, f"{metric}_std")) if by == metric else "– (selected by accuracy)")
         row["splits"] = int(r.splits)
         if has_paper:
             pv = paper.get((r.dataset, r.method))
-            row["accuracy % (paper)"] = _fmt_rate(pv) if pv is not None else "–"
+            row["accuracy % (paper)"] = format_rate(pv) if pv is not None else "–"
             row["ours − paper"] = f"{RATE * (r.accuracy - pv):+.2f}" if pv is not None else "–"
         rows.append(row)
     shown = {(r["dataset"], r["method"]) for r in rows}
@@ -313,29 +313,29 @@ def paper_table(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec) -> pd.DataFra
         pool = agg if p.params else best
         cand = pool[(pool["dataset"] == p.dataset) & (pool["method"] == p.method)] if not pool.empty else pool
         if p.params and not cand.empty:
-            cand = cand[cand["params"].map(lambda q, want=p.params: all(_same(q.get(k), v) for k, v in want.items()))]
+            cand = cand[cand["params"].map(lambda q, want=p.params: all(same_value(q.get(k), v) for k, v in want.items()))]
         if not cand.empty:
             ours = cand.iloc[0]
         is_rate = p.metric == "accuracy"
         if ours is None:
             value = "not run"
         elif is_rate:
-            value = _fmt_rate(ours.accuracy, ours.accuracy_std)
+            value = format_rate(ours.accuracy, ours.accuracy_std)
         elif p.metric in ("fit_seconds", "predict_seconds"):
             value = f"{ours[p.metric]:.4g}"
         else:
             value = "–"
         rows.append({
             "dataset": p.dataset, "method": p.method, "metric": p.metric,
-            "setting": _fmt_params(p.params, list(p.params)) if p.params else "selected",
-            "paper": _fmt_rate(p.value) if is_rate else f"{p.value:.4g}",
+            "setting": format_params(p.params, list(p.params)) if p.params else "selected",
+            "paper": format_rate(p.value) if is_rate else f"{p.value:.4g}",
             "ours": value,
             "source": p.source,
         })
     return pd.DataFrame(rows)
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_value(a: Any, b: Any) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return math.isclose(float(a), float(b), rel_tol=1e-6)
     return str(a) == str(b)
@@ -421,7 +421,7 @@ def write_table(df: pd.DataFrame, base: Path, caption: str, notes: list[str] | t
 
 
 # -- figures ----------------------------------------------------------------------
-def _plt():
+def load_pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -460,7 +460,7 @@ def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, 
     splits, one panel per dataset; each curve's selected value (sigma*) is circled with a
     dotted vertical line, and the paper's values are black diamonds (at a given value)
     or dashed horizontal lines (at the paper's own selected setting)."""
-    plt = _plt()
+    plt = load_pyplot()
     metric, ylabel = _score_axis(spec)
     # Only datasets on which some method actually varies the parameter get a panel.
     varied = agg[agg["params"].map(lambda p: isinstance(p.get(param), (int, float)))]
@@ -485,7 +485,7 @@ def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, 
             swept = spec.swept_params(mspec)
             others = [k for k in swept if k != param]
             selected_over = param in (spec.selection.over or swept)
-            for key, line in g.groupby(g["params"].map(lambda p, others=others: _fmt_params(p, others)), sort=False):
+            for key, line in g.groupby(g["params"].map(lambda p, others=others: format_params(p, others)), sort=False):
                 x = line["params"].map(lambda p: p[param]).to_numpy(float)
                 o = np.argsort(x)
                 y, s = RATE * line[metric].to_numpy(float)[o], RATE * line[f"{metric}_std"].to_numpy(float)[o]
@@ -530,14 +530,14 @@ def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, 
     title_lines = _suptitle(fig, f"{spec.name}: {SCORE_LABELS[metric]} against {param} "
                             f"({spec.describe_protocol(short=True)}; band = ±1 std over splits)")
     _grid_layout(fig, bottom=0.55 + 0.22 * rows_of_legend, top=0.45 + 0.2 * title_lines)
-    return _save(fig, base, formats, tight=False)
+    return save_figure(fig, base, formats, tight=False)
 
 
 def best_figure(best: pd.DataFrame, spec: Spec, base: Path, formats: list[str]) -> list[Path]:
     """Bars from zero: the selection metric (accuracy by default) at each method's
     selected setting, ±1 std over splits, one panel per dataset in a grid of at most four
     columns; the selected setting under each bar, the paper's values as black diamonds."""
-    plt = _plt()
+    plt = load_pyplot()
     metric, ylabel = _score_axis(spec)
     datasets = list(dict.fromkeys(best["dataset"]))
     method_names = [m.name for m in spec.methods]
@@ -590,7 +590,7 @@ def best_figure(best: pd.DataFrame, spec: Spec, base: Path, formats: list[str]) 
     most_params = max(len(spec.swept_params(m)) for m in spec.methods) if spec.methods else 0
     _grid_layout(fig, bottom=0.3 + 0.14 * (1 + most_params) + (0.25 if paper_shown else 0), hspace=0.55,
                  top=0.45 + 0.2 * title_lines)
-    return _save(fig, base, formats, tight=False)
+    return save_figure(fig, base, formats, tight=False)
 
 
 def _suptitle(fig: Any, text: str) -> int:
@@ -623,7 +623,7 @@ def _grid_layout(fig: Any, bottom: float, top: float = 0.75, left: float = 0.6, 
                         hspace=hspace, wspace=wspace)
 
 
-def _save(fig, base: Path, formats: list[str], tight: bool = True) -> list[Path]:
+def save_figure(fig, base: Path, formats: list[str], tight: bool = True) -> list[Path]:
     """Save ``fig`` as ``base.<fmt>`` for every format, atomically, and close it;
     ``tight``: crop to what is drawn (needed for legends outside the axes; costs a draw)."""
     import matplotlib.pyplot as plt
@@ -657,9 +657,9 @@ def _metrics(ctx: ReportContext) -> list[Path]:
     rows = []
     for r in ctx.best.itertuples():
         mspec = next(m for m in ctx.spec.methods if m.name == r.method)
-        row = {"dataset": r.dataset, "method": r.method, "selected": _fmt_params(r.params, ctx.spec.swept_params(mspec))}
+        row = {"dataset": r.dataset, "method": r.method, "selected": format_params(r.params, ctx.spec.swept_params(mspec))}
         for score in SCORES:
-            row[f"{SCORE_LABELS[score]} %"] = _fmt_rate(getattr(r, score), getattr(r, f"{score}_std"))
+            row[f"{SCORE_LABELS[score]} %"] = format_rate(getattr(r, score), getattr(r, f"{score}_std"))
         row["splits"] = int(r.splits)
         rows.append(row)
     metric = SCORE_LABELS[ctx.spec.selection.metric]
@@ -753,9 +753,9 @@ def _train_test(ctx: ReportContext) -> list[Path]:
         theirs = paper.get(r.dataset, {}).get(r.method)
         row = {"dataset": r.dataset, "method": r.method, "splits": len(recs)}
         for i, name in enumerate(("testing", "training", "average")):
-            row[f"{name} % (ours)"] = _fmt_rate(float(ours[i]))
+            row[f"{name} % (ours)"] = format_rate(float(ours[i]))
             if paper:
-                row[f"{name} % (paper)"] = _fmt_rate(float(theirs[i])) if theirs else "–"
+                row[f"{name} % (paper)"] = format_rate(float(theirs[i])) if theirs else "–"
         rows.append(row)
     if not rows:
         return []

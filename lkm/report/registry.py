@@ -5,53 +5,34 @@ A builder is a function ``(ctx: ReportContext) -> list[Path]`` registered with
 spec list the names, and ``outputs.options[name]`` passes builder-specific settings.
 Builders read stored records only (``ctx.records``, ``ctx.agg``, ``ctx.best``); the few
 that draw a fitted model (decision boundaries) say so in their docstring.
+
+The registry itself (names to builders, and the entry-point group whose packages
+register the non-generic builders) is :mod:`lkm.outputs`, which depends on nothing else
+in lkm, so that spec validation can read it; this module re-exports it and adds what a
+builder reads, :class:`ReportContext`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from lkm.outputs import (
+    FIGURE_INPUTS,
+    FIGURES,
+    PLUGIN_GROUP,
+    PLUGINS,
+    TABLES,
+    OutputBuilder,
+    figure,
+    load_plugins,
+    table,
+)
 from lkm.spec import Spec
 from lkm.store import RunStore
-
-OutputBuilder = Callable[["ReportContext"], list[Path]]
-
-#: Table builders by the name a spec's ``outputs.tables`` uses.
-TABLES: dict[str, OutputBuilder] = {}
-#: Figure builders by the name a spec's ``outputs.figures`` uses.
-FIGURES: dict[str, OutputBuilder] = {}
-#: What a figure is drawn from, for figures that declare it (``@figure(name, inputs=...)``):
-#: ``inputs(ctx)`` returns the data frames (or a list of frames and strings) the figure
-#: reads; a report redraws the figure only when they change. Without it: all the records.
-FIGURE_INPUTS: dict[str, Callable[[ReportContext], Any]] = {}
-
-
-def table(name: str) -> Callable[[OutputBuilder], OutputBuilder]:
-    """Register a table builder under ``name``."""
-
-    def register(fn: OutputBuilder) -> OutputBuilder:
-        TABLES[name] = fn
-        return fn
-
-    return register
-
-
-def figure(name: str, inputs: Callable[[ReportContext], Any] | None = None) -> Callable[[OutputBuilder], OutputBuilder]:
-    """Register a figure builder under ``name``; ``inputs`` (see :data:`FIGURE_INPUTS`)
-    narrows what makes it stale."""
-
-    def register(fn: OutputBuilder) -> OutputBuilder:
-        FIGURES[name] = fn
-        if inputs is not None:
-            FIGURE_INPUTS[name] = inputs
-        return fn
-
-    return register
 
 
 @dataclass
@@ -69,6 +50,13 @@ class ReportContext:
     def ok(self) -> pd.DataFrame:
         """Successful records only."""
         return self.records[self.records["status"] == "ok"]
+
+    def ok_records(self, dataset: str, method: str) -> pd.DataFrame:
+        """Successful records of one dataset (id) and method (name); empty if there are none."""
+        ok = self.ok
+        if ok.empty:
+            return ok
+        return ok[(ok["dataset"] == dataset) & (ok["method"] == method)]
 
     @property
     def tables_dir(self) -> Path:
@@ -88,6 +76,10 @@ class ReportContext:
         return write_table(df, self.tables_dir / name, caption, notes)
 
     def save_figure(self, fig: Any, name: str) -> list[Path]:
-        from lkm.report.core import _save
+        from lkm.report.core import save_figure
 
-        return _save(fig, self.figures_dir / name, self.spec.outputs.formats)
+        return save_figure(fig, self.figures_dir / name, self.spec.outputs.formats)
+
+
+__all__ = ["FIGURE_INPUTS", "FIGURES", "PLUGIN_GROUP", "PLUGINS", "TABLES", "OutputBuilder", "ReportContext", "figure",
+           "load_plugins", "table"]

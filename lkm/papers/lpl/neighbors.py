@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lkm.report.core import RATE, _plt
+from lkm.report.core import RATE, load_pyplot
 from lkm.report.registry import ReportContext, figure, table
 
 #: Parameters that identify the neighbour search; the others (sigma, k, ...) identify
@@ -136,7 +136,7 @@ def neighbors_table(summary: pd.DataFrame) -> pd.DataFrame:
 def neighbors_figure(summary: pd.DataFrame, title: str, base: Path, formats: list[str]) -> list[Path]:
     """Accuracy difference, recall and query-time ratio against n_trees (log axis), one
     column per dataset, one line per search_k (and per model setting when several)."""
-    plt = _plt()
+    plt = load_pyplot()
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     approx = summary[summary["neighbors"] != "exact"]
@@ -197,9 +197,9 @@ def neighbors_figure(summary: pd.DataFrame, title: str, base: Path, formats: lis
     fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), frameon=False, fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, 0.05, 1, 0.97))
-    from lkm.report.core import _save
+    from lkm.report.core import save_figure
 
-    return _save(fig, base, formats)
+    return save_figure(fig, base, formats)
 
 
 # -- registered outputs -----------------------------------------------------------------

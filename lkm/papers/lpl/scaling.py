@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from lkm.errors import SpecError
-from lkm.report.core import RATE, _plt, loglog_fit
+from lkm.report.core import RATE, load_pyplot, loglog_fit
 from lkm.report.registry import ReportContext, figure, table
 
 #: Mean times below this (seconds) are left out of the slope fits (timer noise, overheads).
@@ -180,7 +180,7 @@ def sizes_table(ctx: ReportContext) -> pd.DataFrame:
 
 
 def time_vs_size_figure(ctx: ReportContext) -> Any:
-    plt = _plt()
+    plt = load_pyplot()
     from matplotlib.ticker import NullFormatter
 
     means = size_means(ctx.records)

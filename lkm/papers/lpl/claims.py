@@ -1,6 +1,5 @@
 """Tsuji, Kudo, Tanaka — "Localized Projection Learning": experiments and claims.
 
-:data:`SPECS` lists the paper's experiments (run together by ``lkm reproduce lpl``);
 :func:`evaluate_claims` checks the paper's qualitative claims from our stored numbers
 and :func:`timing_ratios` sets our spambase timings beside the paper's. Every number
 comes from the run folders' records; nothing here fits a model.
@@ -14,7 +13,6 @@ from pathlib import Path
 import pandas as pd
 
 from lkm.papers.common import (
-    Experiment,
     Perturbed,
     Run,
     better_claim,
@@ -28,25 +26,13 @@ from lkm.papers.common import (
     smoke_labelled,
     verdict,
 )
+from lkm.papers.lpl.robustness import sensitivity
 from lkm.report.core import RATE, write_table
-from lkm.report.robustness import sensitivity
 
 KEY = "lpl"
 TITLE = "Tsuji, Kudo, Tanaka — Localized Projection Learning"
 
 
-#: The paper's experiments, in the order `lkm reproduce lpl` runs them.
-SPECS = [
-    Experiment("configs/lpl_vs_svm.yaml"),
-    Experiment("configs/lpl_vs_svm_scaled.yaml"),
-    Experiment("configs/lpl_sigma_sonar.yaml"),
-    Experiment("configs/lpl_k_diabetes.yaml"),
-    Experiment("configs/lpl_k_diabetes_raw.yaml"),
-    Experiment("configs/lpl_synthetic.yaml"),
-    Experiment("configs/lpl_annoy.yaml"),
-    Experiment("configs/lpl_scaling.yaml"),
-    Experiment("configs/lpl_timing_spambase.yaml"),
-]
 
 #: Sec. 9.2: spambase seconds at sigma = 1 (training, testing).
 PAPER_SPAMBASE_SECONDS = {"LPL": (0.019, 0.027), "SVM": (6.461, 0.632)}
@@ -318,4 +304,3 @@ def claim_flags(table: pd.DataFrame) -> dict[str, bool | str | None]:
             for _, r in table.iterrows()}
 
 
-__all__ = ["CLAIMS", "SPECS", "evaluate_claims", "load_run", "timing_ratios", "write_summary"]

@@ -40,8 +40,13 @@ from typing import Any
 
 import pandas as pd
 
-from lkm.errors import LkmError
-from lkm.report.core import RATE, _fmt_value, markdown_table
+from lkm.errors import LkmError, did_you_mean
+from lkm.papers import PAPERS
+from lkm.papers.common import Run, load_run
+from lkm.papers.lpl import timing_ratios
+from lkm.papers.npps.selection import table2
+from lkm.report.core import RATE, format_value, markdown_table
+from lkm.report.registry import ReportContext
 
 #: The Markdown files with generated blocks, relative to the repository root.
 DOC_FILES = ("README.md", "docs/reproductions/lpl.md", "docs/reproductions/npps.md", "docs/reproductions/lrr.md")
@@ -69,10 +74,8 @@ class Snapshot:
     root: Path
     _cache: dict[Any, Any] = field(default_factory=dict)
 
-    def run(self, name: str):
+    def run(self, name: str) -> Run:
         """The run ``name`` (:class:`lkm.papers.common.Run`) of the snapshot."""
-        from lkm.papers.common import load_run
-
         if ("run", name) not in self._cache:
             run = load_run(self.root, name)
             if run is None:
@@ -80,7 +83,7 @@ class Snapshot:
             self._cache[("run", name)] = run
         return self._cache[("run", name)]
 
-    def context(self, name: str):
+    def context(self, name: str) -> ReportContext:
         """The report context of run ``name``, with the datasets its plan could not load."""
         ctx = self.run(name).context()
         plan = self.root / name / "plan.json"
@@ -90,8 +93,6 @@ class Snapshot:
     def claims(self, paper: str) -> pd.DataFrame:
         """``evaluate_claims`` of paper ``paper`` (a key of :data:`lkm.papers.PAPERS`) on the
         snapshot; its ``<run>-perturbed`` runs are used when the snapshot has them."""
-        from lkm.papers import PAPERS
-
         if ("claims", paper) not in self._cache:
             missing = [r for r in paper_runs(paper) if not (self.root / r / "spec.yaml").is_file()]
             if missing:
@@ -103,15 +104,11 @@ class Snapshot:
 
 def paper_runs(paper: str) -> list[str]:
     """The run folders of a paper's reproduction (its specs' names, which are their file stems)."""
-    from lkm.papers import PAPERS
-
     return [Path(e.spec).stem for e in PAPERS[paper].SPECS]
 
 
 def perturbed_runs(paper: str) -> list[str]:
     """The fragility variants ``<run>-perturbed`` that ``lkm reproduce`` writes for a paper."""
-    from lkm.papers import PAPERS
-
     return [f"{name}-perturbed" for name in getattr(PAPERS[paper], "PERTURBED", {})]
 
 
@@ -149,7 +146,7 @@ def accuracy_wide(snap: Snapshot, name: str, selected: bool = False) -> pd.DataF
             cell += f" ± {RATE * sub.loc[m.name, 'accuracy_std']:.2f}"
             if selected:
                 p = sub.loc[m.name, "params"]
-                cell += " (" + ", ".join(f"{'σ' if k == 'sigma' else k}* {_fmt_value(p.get(k))}"
+                cell += " (" + ", ".join(f"{'σ' if k == 'sigma' else k}* {format_value(p.get(k))}"
                                          for k in run.spec.swept_params(m)) + ")"
             row[m.name] = cell
         rows.append(row)
@@ -170,8 +167,6 @@ def _claims_block(paper: str, short: bool, what: str) -> Block:
 
 
 def lpl_spambase_timing(snap: Snapshot) -> pd.DataFrame:
-    from lkm.papers.tsuji import timing_ratios
-
     t = timing_ratios(snap.run("lpl_timing_spambase"))
     if t is None:
         raise DocsError("lpl_timing_spambase has no LPL and SVM timings")
@@ -186,8 +181,6 @@ NPPS_LARGE_RUN = "npps_mnist_even_odd"
 
 def npps_table2(snap: Snapshot) -> pd.DataFrame:
     """Shin & Cho Table 2 from the Table 2 runs: each cell ours (paper)."""
-    from lkm.report.npps import table2
-
     cols = ["dataset", "patterns ALL", "patterns SELECTED", "SVs ALL", "SVs SELECTED", "speed-up ALL/SELECTED",
             "error ALL %", "error SELECTED %", "splits"]
     names = [*NPPS_TABLE2_RUNS, *([NPPS_LARGE_RUN] if (snap.root / NPPS_LARGE_RUN / "spec.yaml").is_file() else [])]
@@ -218,8 +211,6 @@ def render(block_id: str, snap: Snapshot) -> str:
     """The Markdown of one block between its markers: the table with a blank line on
     either side, so that Markdown ends the table before the closing marker."""
     if block_id not in BLOCKS:
-        from lkm.errors import did_you_mean
-
         raise DocsError(f"unknown block {block_id!r}{did_you_mean(block_id, BLOCKS)}; known: {', '.join(BLOCKS)}")
     return "\n" + markdown_table(BLOCKS[block_id].build(snap)) + "\n\n"
 
@@ -330,7 +321,7 @@ def cited_figures(root: Path = Path(".")) -> list[tuple[str, str]]:
 def write_run_snapshot(run_dir: Path, dest: Path) -> int:
     """Copy run folder ``run_dir`` into ``dest`` in compact form; returns the records kept
     (those of the run's plan, or all when it has no plan.json)."""
-    from lkm.store import RunStore, _json_default
+    from lkm.store import RunStore, json_default
 
     plan_file = run_dir / "plan.json"
     plan = json.loads(plan_file.read_text()) if plan_file.is_file() else {}
@@ -345,7 +336,7 @@ def write_run_snapshot(run_dir: Path, dest: Path) -> int:
     (dest / "plan.json").write_text(json.dumps(
         {"unavailable": plan.get("unavailable", {}), "splits": plan.get("splits", {}), "records": len(records)},
         indent=1, sort_keys=True) + "\n")
-    blob = "".join(json.dumps(r, default=_json_default) + "\n" for r in records).encode()
+    blob = "".join(json.dumps(r, default=json_default) + "\n" for r in records).encode()
     with open(dest / "records" / SNAPSHOT_PART, "wb") as raw, \
             gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0) as gz:
         gz.write(blob)  # no name, no mtime: the same records give the same bytes

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lkm.report.core import RATE, _plt
+from lkm.report.core import RATE, load_pyplot
 from lkm.report.paired import compare_scores, split_scores
 from lkm.report.registry import ReportContext, figure, table
 from lkm.stats import ALPHA
@@ -137,7 +137,7 @@ def _lrr_x0_sweep(ctx: ReportContext) -> list[Path]:
     datasets = [d.id for d in ctx.spec.datasets if d.id in set(sub["dataset"])]
     if not datasets:
         return []
-    plt = _plt()
+    plt = load_pyplot()
     fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 3.4), squeeze=False)
     for ax, ds in zip(axes.flat, datasets, strict=True):
         d = sub[sub["dataset"] == ds].assign(x0=lambda f: f["params"].map(lambda p: int(p["x0"])))

@@ -1,7 +1,6 @@
 """Shin and Cho — NPPS pattern selection before SVM training, and kNN invariance under
 kernel maps: experiments and claims.
 
-:data:`SPECS` lists the experiments (run together by ``lkm reproduce npps``);
 :func:`evaluate_claims` checks the paper's claims from the stored records. Nothing here
 fits a model.
 """
@@ -14,7 +13,6 @@ import numpy as np
 import pandas as pd
 
 from lkm.papers.common import (
-    Experiment,
     Perturbed,
     Run,
     claim_row,
@@ -24,22 +22,12 @@ from lkm.papers.common import (
     run_loader,
     smoke_labelled,
 )
+from lkm.papers.npps.selection import selection_time_table, setting_stats
 from lkm.report.core import RATE, loglog_fit, write_table
-from lkm.report.npps import _records, _stats, selection_time_table
 
 KEY = "npps"
 TITLE = "Shin, Cho — NPPS and kNN invariance"
 
-#: The paper's experiments, in the order `lkm reproduce npps` runs them. The MNIST rows
-#: (3-8, 6-8, 9-8 on the official split) take about 20 minutes; the large-set row (MNIST
-#: even vs odd on all 60000 training images, for DMEF4) takes hours and has its own
-#: target instead: `make reproduce-npps-mnist-large` (configs/npps_mnist_even_odd.yaml).
-SPECS = [
-    Experiment("configs/npps_table2.yaml"),
-    Experiment("configs/npps_table2_mnist.yaml"),
-    Experiment("configs/npps_fast_vs_naive.yaml"),
-    Experiment("configs/npps_invariance.yaml"),
-]
 
 #: "Virtually no loss of accuracy": the 95 % CI's lower bound of SELECTED − ALL test
 #: accuracy above −this many points (non-inferiority, lkm.stats).
@@ -58,8 +46,8 @@ def table2_pairs(run: Run | None) -> list[dict]:
     rows = ctx.options("npps_table2").get("rows", [])
     out = []
     for r in rows:
-        a = _stats(_records(ctx, r["dataset"], r["all"]))
-        s = _stats(_records(ctx, r["dataset"], r["selected"]))
+        a = setting_stats(ctx.ok_records(r["dataset"], r["all"]))
+        s = setting_stats(ctx.ok_records(r["dataset"], r["selected"]))
         if a and s:
             selected_seconds = s["svm_seconds"] + s["selection_seconds"]
             out.append({"dataset": r["dataset"], "speedup": a["train_seconds"] / selected_seconds,

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lkm.report.core import RATE, _fmt_params, _plt
+from lkm.report.core import RATE, format_params, load_pyplot
 from lkm.report.registry import ReportContext, figure, table
 
 STUDY = "knn_invariance"
@@ -44,7 +44,7 @@ def study_rows(ctx: ReportContext, study_key: str) -> tuple[pd.DataFrame, pd.Dat
         i, sspec = specs[r.study]
         key = json.dumps(r.params, sort_keys=True, default=str)
         order = (ds_order.get(r.dataset, 0), i, grids[r.study].index(key) if key in grids[r.study] else 0)
-        line = r.study if not sspec.sweep else f"{r.study} ({_fmt_params(r.params, list(sspec.sweep))})"
+        line = r.study if not sspec.sweep else f"{r.study} ({format_params(r.params, list(sspec.sweep))})"
         if r.status != "ok":
             failed.append({"dataset": r.dataset, "study": r.study, "line": line, "error": getattr(r, "error", ""),
                            "_order": order})
@@ -101,7 +101,7 @@ def _invariance_figure(ctx: ReportContext) -> list[Path]:
     rows, _ = study_rows(ctx, STUDY)
     if rows.empty:
         return []
-    plt = _plt()
+    plt = load_pyplot()
     datasets = list(dict.fromkeys(rows["dataset"]))
     ncol = min(3, len(datasets))
     nrow = math.ceil(len(datasets) / ncol)

@@ -1,6 +1,5 @@
 """Li, Chen, Tang — local risk regularization (LRR) against RLS: experiments and claims.
 
-:data:`SPECS` lists the experiments (run together by ``lkm reproduce lrr``);
 :func:`evaluate_claims` checks the paper's claims from the stored records with the
 paired test of :mod:`lkm.stats`: per data set over its realizations / repeats
 (benchmark and UCI), and across the four artificial sets (one realization each,
@@ -16,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from lkm.papers.common import (
-    Experiment,
     Perturbed,
     Run,
     better_claim,
@@ -25,19 +23,18 @@ from lkm.papers.common import (
     run_loader,
     smoke_labelled,
 )
+from lkm.papers.lrr.artificial import (
+    class_counts_in_test,
+    class_pair,
+    combined_accuracy,
+    first_record,
+)
 from lkm.report.core import RATE, write_table
-from lkm.report.lrr import _classes, _record, _test_counts, combined_accuracy
 from lkm.stats import paired_test
 
 KEY = "lrr"
 TITLE = "Li, Chen, Tang — local risk regularization"
 
-#: The paper's experiments, in the order `lkm reproduce lrr` runs them.
-SPECS = [
-    Experiment("configs/lrr_artificial.yaml"),
-    Experiment("configs/lrr_benchmark.yaml"),
-    Experiment("configs/lrr_uci.yaml"),
-]
 
 #: Runs the claims read, rerun under the fragility perturbation (lkm.papers.common).
 PERTURBED = {
@@ -98,14 +95,14 @@ def _test_label_claim(run: Run | None) -> tuple[str, bool | str | None]:
     if run is None:
         return "not run", None
     ctx = run.context()
-    classes = _classes(ctx, ctx.options("lrr_artificial"))
+    classes = class_pair(ctx, ctx.options("lrr_artificial"))
     diffs = {}
     for ds in dict.fromkeys(run.agg["dataset"]):
-        first, second, rls = (_record(ctx, ds, m) for m in ("LRR1", "LRR2", "RLS"))
+        first, second, rls = (first_record(ctx, ds, m) for m in ("LRR1", "LRR2", "RLS"))
         if first is None or second is None or rls is None:
             continue
         combined = combined_accuracy(first["per_class_accuracy"], second["per_class_accuracy"],
-                                     _test_counts(ctx, ds), classes)
+                                     class_counts_in_test(ctx, ds), classes)
         diffs[ds] = combined - float(rls["accuracy"])
     return _across_sets(diffs, "LRR", "RLS", "paper's combination (uses test labels) − RLS")
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lkm.report.core import RATE, _fmt_params, _plt, _same
+from lkm.report.core import RATE, format_params, load_pyplot, same_value
 from lkm.report.registry import ReportContext, figure, table
 
 
@@ -54,10 +54,10 @@ def sensitivity(agg: pd.DataFrame, spec: Any, param: str = "sigma", fixed: float
                 lo -= 1
             while hi < acc.size - 1 and ok[hi + 1]:
                 hi += 1
-            at_fixed = next((a for v, a in zip(values, acc, strict=True) if _same(v, fixed)), math.nan)
+            at_fixed = next((a for v, a in zip(values, acc, strict=True) if same_value(v, fixed)), math.nan)
             rows.append({
                 "dataset": ds, "method": method,
-                "others": _fmt_params(sub["params"].iloc[0], others) if others else "",
+                "others": format_params(sub["params"].iloc[0], others) if others else "",
                 "selected": float(values[i_best]), "best": float(acc[i_best]),
                 "at_fixed": float(at_fixed), "drop": float(acc[i_best] - at_fixed),
                 "width_decades": float(math.log10(values[hi] / values[lo])) if values[lo] > 0 else math.nan,
@@ -99,7 +99,7 @@ def _fixed_vs_selected(ctx: ReportContext) -> list[Path]:
     if s.empty:
         return []
     s = s[s["others"] == ""] if (s["others"] == "").any() else s
-    plt = _plt()
+    plt = load_pyplot()
     methods = list(dict.fromkeys(s["method"]))
     datasets = list(dict.fromkeys(s["dataset"]))
     fig, axes = plt.subplots(1, len(methods), figsize=(3.2 * len(methods) + 0.6, 3.6), sharey=True, squeeze=False)

@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 
 from lkm.errors import SpecError
-from lkm.report.core import RATE, _plt, loglog_fit
+from lkm.report.core import RATE, load_pyplot, loglog_fit
 from lkm.report.registry import ReportContext, figure, table
 
 UNAVAILABLE = "data unavailable"
@@ -77,7 +77,7 @@ def _info_raw(row: pd.Series, key: str) -> Any:
     return (info or {}).get(key)
 
 
-def _stats(recs: pd.DataFrame) -> dict[str, float]:
+def setting_stats(recs: pd.DataFrame) -> dict[str, float]:
     """Means over the records (splits) of one dataset and method setting."""
     if recs.empty:
         return {}
@@ -103,7 +103,7 @@ def _stats(recs: pd.DataFrame) -> dict[str, float]:
 _SYMBOLS = {"sigma": "σ"}
 
 
-def _fmt_value(v: Any) -> str:
+def format_value(v: Any) -> str:
     return f"{v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
@@ -123,18 +123,11 @@ def setting(recs: pd.DataFrame, keys: tuple[str, ...] = ("C", "sigma", "k")) -> 
             continue
         name = _SYMBOLS.get(key, key)
         if any(key in t for t in tuned):
-            counts = pd.Series([_fmt_value(v) for v in values]).value_counts(sort=True)
+            counts = pd.Series([format_value(v) for v in values]).value_counts(sort=True)
             parts.append(f"{name}={counts.index[0]} ({counts.iloc[0]}/{n})")
         else:
-            parts.append(f"{name}={_fmt_value(values[0])}")
+            parts.append(f"{name}={format_value(values[0])}")
     return ", ".join(parts) or "–"
-
-
-def _records(ctx: ReportContext, dataset: str, method: str) -> pd.DataFrame:
-    ok = ctx.ok
-    if ok.empty:
-        return ok
-    return ok[(ok["dataset"] == dataset) & (ok["method"] == method)]
 
 
 def _method(ctx: ReportContext, name: str, where: str):
@@ -201,8 +194,8 @@ def table2(ctx: ReportContext) -> pd.DataFrame:
             continue
         _method(ctx, r["all"], "outputs.options.npps_table2.rows.all")
         _method(ctx, r["selected"], "outputs.options.npps_table2.rows.selected")
-        a = _stats(_records(ctx, ds, r["all"]))
-        s = _stats(_records(ctx, ds, r["selected"]))
+        a = setting_stats(ctx.ok_records(ds, r["all"]))
+        s = setting_stats(ctx.ok_records(ds, r["selected"]))
         if not a or not s:
             for col in _COLUMNS:
                 row[col] = "not run"
@@ -210,8 +203,8 @@ def table2(ctx: ReportContext) -> pd.DataFrame:
             out.append(row)
             continue
         sel_seconds = s["svm_seconds"] + s["selection_seconds"]
-        row["setting ALL"] = setting(_records(ctx, ds, r["all"]))
-        row["setting SELECTED"] = setting(_records(ctx, ds, r["selected"]))
+        row["setting ALL"] = setting(ctx.ok_records(ds, r["all"]))
+        row["setting SELECTED"] = setting(ctx.ok_records(ds, r["selected"]))
         ours = {
             "patterns ALL": _n(a["n_train"]),
             "patterns SELECTED": _n(s["n_selected"]),
@@ -287,12 +280,12 @@ def k_sweep_table(ctx: ReportContext) -> pd.DataFrame:
         if ds in ctx.unavailable:
             out.append({"dataset": ds, "method": "–", "k": "–", "patterns": UNAVAILABLE})
             continue
-        if ds in refs and not _records(ctx, ds, refs[ds]).empty:
-            a = _stats(_records(ctx, ds, refs[ds]))
+        if ds in refs and not ctx.ok_records(ds, refs[ds]).empty:
+            a = setting_stats(ctx.ok_records(ds, refs[ds]))
             out.append({"dataset": ds, "method": refs[ds], "k": "ALL", "patterns": _n(a["n_train"]),
                         "selected %": "100", "SVs": _n(a["n_support"]), "error %": _pct(RATE * a["error"]),
                         "NPPS s": "–", "SVM s": _s(a["train_seconds"]), "total s": _s(a["train_seconds"]),
-                        "setting": setting(_records(ctx, ds, refs[ds]))})
+                        "setting": setting(ctx.ok_records(ds, refs[ds]))})
         methods = _k_methods(ctx, ds)
         recs = ok[(ok["dataset"] == ds) & ok["method"].isin(methods)] if not ok.empty else ok
         if recs.empty:
@@ -300,7 +293,7 @@ def k_sweep_table(ctx: ReportContext) -> pd.DataFrame:
         # k as used: fixed or swept (params), or chosen by CV (info.tuned_params).
         k_used = [(_info_raw(r, "tuned_params") or {}).get("k", r["params"].get("k")) for _, r in recs.iterrows()]
         for k, g in sorted(recs.groupby(pd.Series(k_used, index=recs.index)), key=lambda kv: kv[0]):
-            s = _stats(g)
+            s = setting_stats(g)
             out.append({
                 "dataset": ds, "method": ", ".join(dict.fromkeys(g["method"])), "k": int(k),
                 "patterns": _n(s["n_selected"]), "selected %": f"{RATE * s['n_selected'] / s['n_train']:.1f}",
@@ -326,7 +319,7 @@ def _npps_k_sweep(ctx: ReportContext) -> list[Path]:
 def _tuned_on(ctx: ReportContext, dataset: str, method: str, split_id: Any) -> dict[str, Any]:
     """The parameters CV chose for ``method`` on that split (its record's
     ``info.tuned_params``; {} for an untuned method)."""
-    recs = _records(ctx, dataset, method)
+    recs = ctx.ok_records(dataset, method)
     if recs.empty:
         return {}
     same = recs[recs["split"].astype(str) == str(split_id)]
@@ -336,7 +329,7 @@ def _tuned_on(ctx: ReportContext, dataset: str, method: str, split_id: Any) -> d
 def _fit_pair(ctx: ReportContext, row: dict[str, Any], resolution: int) -> dict[str, Any] | None:
     from lkm.methods import METHODS
     from lkm.preprocessing import make_preprocessor
-    from lkm.runner import _with_seed
+    from lkm.runner import with_seed
 
     dspec = next(d for d in ctx.spec.datasets if d.id == row["dataset"])
     ds = dspec.load(os.environ.get("LKM_DATA_DIR"))
@@ -358,15 +351,15 @@ def _fit_pair(ctx: ReportContext, row: dict[str, Any], resolution: int) -> dict[
     grid = tr(np.column_stack([xx.ravel(), yy.ravel()]))
     m_all = _method(ctx, row["all"], "npps_boundaries")
     m_sel = _method(ctx, row["selected"], "npps_boundaries")
-    p_all = {**_with_seed(m_all, dict(m_all.params), ctx.spec), **_tuned_on(ctx, row["dataset"], m_all.name, split.id)}
-    p_sel = {**_with_seed(m_sel, dict(m_sel.params), ctx.spec), **_tuned_on(ctx, row["dataset"], m_sel.name, split.id)}
+    p_all = {**with_seed(m_all, dict(m_all.params), ctx.spec), **_tuned_on(ctx, row["dataset"], m_all.name, split.id)}
+    p_sel = {**with_seed(m_sel, dict(m_sel.params), ctx.spec), **_tuned_on(ctx, row["dataset"], m_sel.name, split.id)}
     svm_all = METHODS[m_all.estimator](**p_all).fit(Xp, y)
     npps_svm = METHODS[m_sel.estimator](**p_sel).fit(Xp, y)
     # The SVM of SELECTED is trained on the selected patterns (on all of them after a fallback).
     idx = np.arange(len(y)) if npps_svm.info_.get("fallback") else np.asarray(npps_svm.sample_indices_)
     panels = []
     def shown(p: dict[str, Any], keys: tuple[str, ...]) -> str:
-        return ", ".join(f"{_SYMBOLS.get(k, k)}={_fmt_value(p[k])}" for k in keys if k in p)
+        return ", ".join(f"{_SYMBOLS.get(k, k)}={format_value(p[k])}" for k in keys if k in p)
 
     for name, est, used, svm in ((f"ALL ({row['all']}: {shown(p_all, ('C', 'sigma'))})", svm_all,
                                   np.arange(len(y)), svm_all),
@@ -381,7 +374,7 @@ def _fit_pair(ctx: ReportContext, row: dict[str, Any], resolution: int) -> dict[
 
 
 def boundaries_figure(fits: list[dict[str, Any]], title: str) -> Any:
-    plt = _plt()
+    plt = load_pyplot()
     from matplotlib.lines import Line2D
 
     fig, axes = plt.subplots(len(fits), 2, figsize=(10.5, 4.6 * len(fits)), squeeze=False)
@@ -463,7 +456,7 @@ def selection_time_table(ctx: ReportContext) -> pd.DataFrame:
     for d in ctx.spec.datasets:
         if d.id in ctx.unavailable:
             continue
-        a, b = _stats(_records(ctx, d.id, naive)), _stats(_records(ctx, d.id, fast))
+        a, b = setting_stats(ctx.ok_records(d.id, naive)), setting_stats(ctx.ok_records(d.id, fast))
         if not a or not b:
             continue
         rows.append({
@@ -505,7 +498,7 @@ def _npps_selection_time(ctx: ReportContext) -> list[Path]:
     df = selection_time_table(ctx)
     if df.empty:
         return []
-    plt = _plt()
+    plt = load_pyplot()
     v_key = ctx.options("npps_selection_time").get("v", "n_selected")
     v = df["v"].to_numpy(float)
     order = np.argsort(v)

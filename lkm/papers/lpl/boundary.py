@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from lkm.errors import SpecError, did_you_mean
-from lkm.report.core import RATE, _fmt_params, _plt
+from lkm.report.core import RATE, format_params, load_pyplot
 from lkm.report.registry import ReportContext, figure, table
 
 DEFAULT_PARAMS: dict[str, Any] = {"sigma": 1.0}
@@ -111,7 +111,7 @@ def fit_boundaries(ctx: ReportContext, name: str = "boundary") -> BoundaryFits:
 def _fit_boundaries(ctx: ReportContext, name: str) -> BoundaryFits:
     from lkm.methods import METHODS
     from lkm.preprocessing import make_preprocessor
-    from lkm.runner import _with_seed
+    from lkm.runner import with_seed
 
     datasets, methods, option_params, resolution = _choose(ctx, name)
     data_dir = os.environ.get("LKM_DATA_DIR")
@@ -139,7 +139,7 @@ def _fit_boundaries(ctx: ReportContext, name: str) -> BoundaryFits:
     for m in methods:
         accepted = METHODS[m.estimator]().get_params()
         p = {**m.params, **{k: v for k, v in option_params.items() if k in accepted}}
-        p = _with_seed(m, p, ctx.spec)
+        p = with_seed(m, p, ctx.spec)
         est = METHODS[m.estimator](**p).fit(Xp, y)
         index = {c: i for i, c in enumerate(classes)}
         grid_labels[m.name] = np.array([index[c] for c in est.predict(grid)]).reshape(xx.shape)
@@ -156,8 +156,8 @@ def agreement_table(fits: BoundaryFits) -> pd.DataFrame:
     for a, b in itertools.combinations(fits.grid_labels, 2):
         rows.append({
             "dataset": fits.dataset, "method A": a, "method B": b,
-            "setting A": _fmt_params(fits.params[a], list(fits.params[a])),
-            "setting B": _fmt_params(fits.params[b], list(fits.params[b])),
+            "setting A": format_params(fits.params[a], list(fits.params[a])),
+            "setting B": format_params(fits.params[b], list(fits.params[b])),
             "grid points": int(fits.xx.size),
             "same class % (grid)": round(RATE * float(np.mean(fits.grid_labels[a] == fits.grid_labels[b])), 2),
             "same class % (data points)": round(RATE * float(np.mean(fits.data_labels[a] == fits.data_labels[b])), 2),
@@ -166,7 +166,7 @@ def agreement_table(fits: BoundaryFits) -> pd.DataFrame:
 
 
 def boundary_figure(fits: BoundaryFits, title: str) -> Any:
-    plt = _plt()
+    plt = load_pyplot()
     from matplotlib.colors import ListedColormap
     from matplotlib.lines import Line2D
 
@@ -191,7 +191,7 @@ def boundary_figure(fits: BoundaryFits, title: str) -> Any:
         else:  # more than two classes: the borders between predicted classes
             ax.contour(fits.xx, fits.yy, fits.grid_labels[m], levels=np.arange(n_cls - 1) + 0.5, colors=[color],
                        linestyles=[ls], linewidths=lw, zorder=3)
-        setting = _fmt_params(fits.params[m], list(fits.params[m]))
+        setting = format_params(fits.params[m], list(fits.params[m]))
         handles.append(Line2D([], [], color=color, ls=ls, lw=lw, label=f"{m} ({setting})"))
     handles.append(plt.Rectangle((0, 0), 1, 1, color="grey", alpha=0.2, label=f"shading: class regions of {first}"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lkm.report.core import RATE, _fmt_rate, _plt
+from lkm.report.core import RATE, format_rate, load_pyplot
 from lkm.report.registry import ReportContext, figure, table
 
 DEFAULT_METHODS = {
@@ -60,14 +60,14 @@ def combined_accuracy(first: Mapping[str, float], second: Mapping[str, float],
 
 def _cell(ours: float | None, paper: list[tuple[float, str]]) -> str:
     if not paper:
-        return _fmt_rate(ours)
-    shown = ", ".join(f"{_fmt_rate(v)} {src}".strip() for v, src in paper)
-    return f"{_fmt_rate(ours)} ({shown})"
+        return format_rate(ours)
+    shown = ", ".join(f"{format_rate(v)} {src}".strip() for v, src in paper)
+    return f"{format_rate(ours)} ({shown})"
 
 
-def _record(ctx: ReportContext, dataset: str, method: str) -> pd.Series | None:
-    ok = ctx.ok
-    rows = ok[(ok["dataset"] == dataset) & (ok["method"] == method)] if not ok.empty else ok
+def first_record(ctx: ReportContext, dataset: str, method: str) -> pd.Series | None:
+    """The first successful record of ``method`` on ``dataset`` (one realization: the only one)."""
+    rows = ctx.ok_records(dataset, method)
     return None if rows.empty else rows.iloc[0]
 
 
@@ -81,7 +81,8 @@ def _dataset_ids(ctx: ReportContext) -> list[str]:
     return [d.id for d in ctx.spec.datasets if d.id in present]
 
 
-def _classes(ctx: ReportContext, opts: dict[str, Any]) -> tuple[str, str]:
+def class_pair(ctx: ReportContext, opts: dict[str, Any]) -> tuple[str, str]:
+    """The first and second class labels: ``opts["classes"]``, else the sorted labels of the records."""
     if "classes" in opts:
         c1, c2 = (str(c) for c in opts["classes"])
         return c1, c2
@@ -111,7 +112,8 @@ def _load_split(ctx: ReportContext, dataset_id: str):
     return ds.X, ds.y, ctx.spec.protocol.splits(ds)[0]
 
 
-def _test_counts(ctx: ReportContext, dataset_id: str) -> dict[str, int]:
+def class_counts_in_test(ctx: ReportContext, dataset_id: str) -> dict[str, int]:
+    """Test points per class label in the (one) realization of ``dataset_id``."""
     _, y, split = _load_split(ctx, dataset_id)
     labels, counts = np.unique(y[split.test], return_counts=True)
     return {str(c): int(n) for c, n in zip(labels, counts, strict=True)}
@@ -123,13 +125,13 @@ def _lrr_artificial(ctx: ReportContext) -> list[Path]:
     methods = {**DEFAULT_METHODS, **opts.get("methods", {})}
     rls = opts.get("rls", "RLS")
     oracle_paper = {str(k): float(v) for k, v in opts.get("paper_oracle", {}).items()}
-    classes = _classes(ctx, opts)
+    classes = class_pair(ctx, opts)
     rows = []
     for ds in _dataset_ids(ctx):
-        counts = _test_counts(ctx, ds)
-        r_rls = _record(ctx, ds, rls)
+        counts = class_counts_in_test(ctx, ds)
+        r_rls = first_record(ctx, ds, rls)
         for vicinity, names in methods.items():
-            r1, r2, rp = (_record(ctx, ds, names[k]) for k in ("lrr1", "lrr2", "pair"))
+            r1, r2, rp = (first_record(ctx, ds, names[k]) for k in ("lrr1", "lrr2", "pair"))
             if r1 is None and r2 is None and rp is None:
                 continue
             oracle = None
@@ -164,13 +166,13 @@ def _lrr_per_class(ctx: ReportContext) -> list[Path]:
     opts = ctx.options("lrr_per_class")
     methods = opts.get("methods", ["LRR1", "LRR2", "RLS"])
     paper = {str(ds): {str(c): v for c, v in by_class.items()} for ds, by_class in opts.get("paper", {}).items()}
-    classes = _classes(ctx, ctx.options("lrr_artificial"))
+    classes = class_pair(ctx, ctx.options("lrr_artificial"))
     rows = []
     for ds in _dataset_ids(ctx):
         for c in classes:
             row: dict[str, Any] = {"dataset": ds, "test class": c}
             for j, m in enumerate(methods):
-                rec = _record(ctx, ds, m)
+                rec = first_record(ctx, ds, m)
                 ours = None if rec is None else rec["per_class_accuracy"].get(c)
                 ref = paper.get(ds, {}).get(c)
                 row[m] = _cell(ours, [(ref[j], "")] if ref is not None and j < len(ref) else [])
@@ -190,15 +192,15 @@ def _lrr_convention(ctx: ReportContext) -> list[Path]:
     rows = []
     for ds in _dataset_ids(ctx):
         for written, unit in pairs:
-            a, b = _record(ctx, ds, written), _record(ctx, ds, unit)
+            a, b = first_record(ctx, ds, written), first_record(ctx, ds, unit)
             if a is None and b is None:
                 continue
             ra = None if a is None else float(a["accuracy"])
             rb = None if b is None else float(b["accuracy"])
             rows.append({
                 "dataset": ds, "method": written,
-                "(4πt)^(-d/2)·exp(-d²/4t) (paper)": _fmt_rate(ra),
-                "exp(-d²/4t) (unit_diagonal)": _fmt_rate(rb),
+                "(4πt)^(-d/2)·exp(-d²/4t) (paper)": format_rate(ra),
+                "exp(-d²/4t) (unit_diagonal)": format_rate(rb),
                 "difference (points)": "–" if ra is None or rb is None else f"{RATE * (rb - ra):+.2f}",
             })
     caption = (
@@ -218,7 +220,7 @@ def _lrr_x0(ctx: ReportContext) -> list[Path]:
     ds = opts.get("dataset", ids[0])
     methods = opts.get("methods", ["LRR1", "LRR2"])
     X, y, split = _load_split(ctx, ds)
-    plt = _plt()
+    plt = load_pyplot()
     fig, axes = plt.subplots(1, len(methods), figsize=(4.2 * len(methods), 4.6), squeeze=False)
     lo, hi = X[:, :2].min(axis=0) - 0.5, X[:, :2].max(axis=0) + 0.5
     labels = np.unique(y)
@@ -231,7 +233,7 @@ def _lrr_x0(ctx: ReportContext) -> list[Path]:
                        linewidths=0.6, alpha=0.6, label=f"test, class {c}")
             ax.scatter(X[tr, 0], X[tr, 1], s=22, color=colors[k % 4], marker="o" if k == 0 else "s",
                        label=f"train, class {c}")
-        rec = _record(ctx, ds, m)
+        rec = first_record(ctx, ds, m)
         title = m
         if rec is not None and isinstance(rec["info"], dict) and rec["info"].get("x0_point") is not None:
             x0 = np.asarray(rec["info"]["x0_point"], dtype=float)
