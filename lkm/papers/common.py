@@ -22,10 +22,12 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import yaml
 
 from lkm.report.core import aggregate, select_best
 from lkm.report.paired import compare, compare_scores, setting_scores, split_scores
@@ -131,6 +133,12 @@ def load_run(root: Path, name: str, smoke: bool = False, perturbed: bool = False
 
 #: What every verdict of a smoke run (``--smoke``: few datasets and settings) is labelled:
 #: its numbers exercise the code, they are not evidence for or against a claim.
+def paper_values(package: str) -> dict[str, Any]:
+    """The numbers a paper prints, from ``paper_values.yaml`` of its package (e.g.
+    ``lkm.papers.lpl``), each entry with ``where`` (section, table or figure)."""
+    return yaml.safe_load((files(package) / "paper_values.yaml").read_text(encoding="utf-8"))
+
+
 SMOKE_LABEL = "smoke: not evidence"
 
 
