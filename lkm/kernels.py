@@ -100,6 +100,17 @@ def register_distance(name: str, fn: SquaredDistanceFn) -> None:
     DISTANCES[name] = fn
 
 
+def _tangent_sq_distances(A: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
+    """Two-sided tangent distance of square images (:func:`lkm.tangent.tangent_sq_distances`;
+    imported on first use, so this module stays cheap to import)."""
+    from lkm.tangent import tangent_sq_distances
+
+    return tangent_sq_distances(A, B)
+
+
+register_distance("tangent", _tangent_sq_distances)
+
+
 #: exp(x) below this exponent is < 3.3e-308, near or in the subnormal range. The
 #: Gaussian kernel flushes such entries to exactly 0: numpy's exp is 5-30 times slower
 #: on them, and with small widths they are most of a Gram matrix.
