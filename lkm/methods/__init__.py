@@ -22,20 +22,29 @@ from lkm.errors import SpecError, did_you_mean
 
 if TYPE_CHECKING:
     from lkm.methods.base import LocalKernelClassifier
+    from lkm.methods.nearest import NearestNeighbor
     from lkm.methods.npps import NPPS, NPPSSVM
     from lkm.methods.projection import LocalizedProjectionLearning, ProjectionLearning
     from lkm.methods.risk import LocalRiskPair, LocalRiskRegularization, RegularizedLeastSquares
+    from lkm.methods.subspace import HKNN, LDCV, NHKNN, NLDCV
     from lkm.methods.svm import SVMClassifier
+    from lkm.methods.svm_knn import SVMKNN
 
 #: Spec key -> dotted path of the estimator class (classifiers a spec's methods[] may name).
 METHOD_PATHS: dict[str, str] = {
     "pl": "lkm.methods.projection.ProjectionLearning",
     "lpl": "lkm.methods.projection.LocalizedProjectionLearning",
     "svm": "lkm.methods.svm.SVMClassifier",
+    "svm_knn": "lkm.methods.svm_knn.SVMKNN",
+    "hknn": "lkm.methods.subspace.HKNN",
+    "ldcv": "lkm.methods.subspace.LDCV",
+    "nhknn": "lkm.methods.subspace.NHKNN",
+    "nldcv": "lkm.methods.subspace.NLDCV",
     "npps_svm": "lkm.methods.npps.NPPSSVM",
     "rls": "lkm.methods.risk.RegularizedLeastSquares",
     "lrr": "lkm.methods.risk.LocalRiskRegularization",
     "lrr_pair": "lkm.methods.risk.LocalRiskPair",
+    "nn": "lkm.methods.nearest.NearestNeighbor",
 }
 
 #: Name -> dotted path of the samplers (``fit_resample``; not classifiers, not spec methods).
@@ -211,15 +220,21 @@ __all__ = [
     "METHODS",
     "METHOD_PATHS",
     "SAMPLER_PATHS",
+    "HKNN",
+    "LDCV",
     "LocalKernelClassifier",
     "LocalRiskPair",
     "LocalRiskRegularization",
     "LocalizedProjectionLearning",
+    "NHKNN",
+    "NLDCV",
     "NPPS",
     "NPPSSVM",
+    "NearestNeighbor",
     "ProjectionLearning",
     "RegularizedLeastSquares",
     "SVMClassifier",
+    "SVMKNN",
     "check_classifier_class",
     "describe_estimators",
     "estimator_param_names",

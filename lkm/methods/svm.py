@@ -34,7 +34,7 @@ import ctypes
 import ctypes.util
 import functools
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from numbers import Real
 from typing import Any
 
@@ -42,7 +42,7 @@ import numpy as np
 import scipy.sparse
 from libsvm.svm import PRINT_STRING_FUN, ctypes_print_null, svm_node, svm_parameter, svm_problem
 from libsvm.svmutil import svm_train
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from lkm.errors import NumericalError
 from lkm.kernels import DistanceCache, exponent_scale, gaussian_from_sq, gaussian_gram, sq_dists
@@ -102,16 +102,17 @@ def _parameter(options: str) -> svm_parameter:
 
 
 def _precomputed_problem(
-    X: np.ndarray, targets: np.ndarray, sigma: float, cache: DistanceCache | None
+    n: int, targets: np.ndarray, fill: Callable[[int, int, np.ndarray], Any]
 ) -> svm_problem:
     """A LIBSVM problem for ``-t 4``: row i is ``0:i+1, 1:K(x_i,x_1), ..., n:K(x_i,x_n)``.
 
-    libsvm-official's ``svm_problem`` would copy a CSR matrix row by row; here the node
-    array is filled block by block (the Gaussian kernel exponentiated while the block is
-    in cache) and the row pointers are set in one vectorized assignment.
+    ``fill(start, stop, out)`` writes kernel rows ``start:stop`` into ``out`` (shape
+    (stop - start, n)). libsvm-official's ``svm_problem`` would copy a CSR matrix row by
+    row; here the node array is filled block by block (e.g. the Gaussian kernel
+    exponentiated while the block is in cache) and the row pointers are set in one
+    vectorized assignment. ``problem.y`` may be rewritten between trainings (LIBSVM
+    does not modify the problem), so one-vs-rest reuses one kernel for all classes.
     """
-    n = X.shape[0]
-    D = sq_dists(X, X, cache)
     nodes = np.empty((n, n + 2), dtype=_NODE)
     index_row = np.concatenate(([0], np.arange(1, n + 1), [-1]))
     values = nodes["value"]
@@ -124,7 +125,7 @@ def _precomputed_problem(
     for start in range(0, n, rows):
         stop = min(start + rows, n)
         k_block = kernel[: stop - start]
-        gaussian_from_sq(D[start:stop], sigma, out=k_block)
+        fill(start, stop, k_block)
         index_slots[start:stop] = index_row
         values[start:stop, 0] = np.arange(start + 1, stop + 1)
         values[start:stop, 1 : n + 1] = k_block
@@ -150,17 +151,31 @@ class SVMClassifier(LocalKernelClassifier):
     (so ``SVMClassifier()`` and ``SVC()`` fit the same model); the width in use is
     ``sigma_`` and ``info_['sigma']``.
 
+    ``kernel="linear"`` uses x·y instead (Gram X Xᵀ; ``sigma`` unused), the "linear SVM"
+    rows of Cevikalp et al. (Tables I-II); ``kernel="precomputed"`` takes the Gram matrix
+    as X in ``fit`` (n × n) and K(queries, training) in ``decision_function``/``predict``,
+    as scikit-learn's ``SVC(kernel="precomputed")`` (used by :class:`~lkm.methods.svm_knn.SVMKNN`).
+
+    ``multiclass="ovo"`` (the default) is LIBSVM's one-vs-one; ``"ova"`` trains one binary
+    LIBSVM model per class (class vs rest, the "one-against-all procedure" of Cevikalp et
+    al., Sec. IV) on one shared kernel matrix and predicts the largest of the C decision
+    values (exact ties: the base class's rule — larger prior, then lower class index).
+    With two classes both are the same single LIBSVM model.
+
     ``probability=True`` also trains LIBSVM's Platt scaling (``-b 1``: an internal 5-fold
     CV, so fitting is slower) and enables :meth:`predict_proba`, LIBSVM's
     ``svm_predict_probability`` (pairwise coupling for more classes) evaluated in numpy;
-    without it ``predict_proba`` raises AttributeError. The decision function and
+    with ``"ova"`` and more classes, each class's Platt probability of its one-vs-rest
+    model, normalized to sum 1 over the classes (as scikit-learn's OneVsRestClassifier).
+    Without it ``predict_proba`` raises AttributeError. The decision function and
     ``predict`` do not depend on ``probability`` (LIBSVM's -b 1 CV only fits the sigmoids).
 
     Two classes: ``decision_function`` is LIBSVM's decision value, positive for
-    ``classes_[1]``. More classes: LIBSVM's one-vs-one voting; ``decision_function``
-    returns, per class, its number of votes plus a fraction in (0, 1) that decreases
-    along LIBSVM's label order, so its argmax is LIBSVM's prediction (ties go to the class
-    LIBSVM lists first).
+    ``classes_[1]``. More classes, ``"ovo"``: LIBSVM's one-vs-one voting;
+    ``decision_function`` returns, per class, its number of votes plus a fraction in
+    (0, 1) that decreases along LIBSVM's label order, so its argmax is LIBSVM's prediction
+    (ties go to the class LIBSVM lists first). ``"ova"``: the C one-vs-rest decision values
+    (n × C), positive for "this class".
     """
 
     _parameter_constraints: dict = {
@@ -170,7 +185,10 @@ class SVMClassifier(LocalKernelClassifier):
         "cache_size": [Interval(Real, 0, None, closed="neither")],
         "shrinking": ["boolean"],
         "probability": ["boolean"],
+        "kernel": [StrOptions({"gaussian", "linear", "precomputed"})],
+        "multiclass": [StrOptions({"ovo", "ova"})],
     }
+    conditional_params = {"sigma": ("kernel", ("gaussian",))}
 
     def __init__(
         self,
@@ -180,6 +198,8 @@ class SVMClassifier(LocalKernelClassifier):
         cache_size: float = 200.0,
         shrinking: bool = True,
         probability: bool = False,
+        kernel: str = "gaussian",
+        multiclass: str = "ovo",
     ) -> None:
         self.C = C
         self.sigma = sigma
@@ -187,22 +207,31 @@ class SVMClassifier(LocalKernelClassifier):
         self.cache_size = cache_size
         self.shrinking = shrinking
         self.probability = probability
+        self.kernel = kernel
+        self.multiclass = multiclass
 
     def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None) -> SVMClassifier:
         X, y_index = self._validate_training(X, y)
         binary = self.classes_.size == 2
-        # LIBSVM labels: +1 for classes_[1] and -1 for classes_[0], else the class index.
+        ova = self.multiclass == "ova" and not binary
+        # LIBSVM labels: +1 for classes_[1] and -1 for classes_[0], else the class index;
+        # one-vs-rest: +1 for the class and -1 for the rest (set per class below).
         targets = np.where(y_index == 1, 1.0, -1.0) if binary else y_index.astype(np.float64)
         n = X.shape[0]
+        if self.kernel == "precomputed" and X.shape[1] != n:
+            raise ValueError(f"SVMClassifier(kernel='precomputed') needs a square Gram matrix; got X of shape {X.shape}")
         options = f"-s 0 -c {float(self.C)!r} -e {float(self.tol)!r} "
         options += f"-m {float(self.cache_size)!r} -h {int(bool(self.shrinking))}"
         options += f" -b {int(bool(self.probability))}"
         sigma = self.sigma_
-        if n * (n + 2) * _NODE.itemsize <= PRECOMPUTED_MAX_BYTES:
+        if self.kernel == "precomputed" or n * (n + 2) * _NODE.itemsize <= PRECOMPUTED_MAX_BYTES:
             route = "precomputed"
-            problem = _precomputed_problem(X, targets, sigma, cache)
-            with _one_openmp_thread():
-                model = svm_train(problem, _parameter(options + " -t 4"))
+            problem = _precomputed_problem(n, targets, self._gram_filler(X, cache))
+            options += " -t 4"
+        elif self.kernel == "linear":
+            route = "linear"
+            problem = svm_problem(targets, scipy.sparse.csr_matrix(X))
+            options += " -t 0"
         else:
             route = "rbf"
             gamma = exponent_scale(2.0 * sigma, sigma)
@@ -212,7 +241,18 @@ class SVMClassifier(LocalKernelClassifier):
                     f"normal range, which LIBSVM's built-in kernel (used for {n} training rows) "
                     "cannot evaluate; rescale the features or choose a sigma nearer their scale")
             problem = svm_problem(targets, scipy.sparse.csr_matrix(X))
-            model = svm_train(problem, _parameter(options + f" -t 2 -g {gamma!r}"))
+            options += f" -t 2 -g {gamma!r}"
+        self.X_fit_ = X
+        self.info_: dict[str, Any] = {"route": route, "sigma": sigma}
+        self.multiclass_ = "ova" if ova else "ovo"  # in use: two classes are one model either way
+        if ova:
+            self._fit_one_vs_rest(problem, y_index, options, route == "precomputed")
+            return self
+        if route == "precomputed":
+            with _one_openmp_thread():
+                model = svm_train(problem, _parameter(options))
+        else:
+            model = svm_train(problem, _parameter(options))
 
         n_class = model.get_nr_class()
         n_sv = model.get_nr_sv()
@@ -228,28 +268,70 @@ class SVMClassifier(LocalKernelClassifier):
         if self.probability:  # Platt sigmoids per pair, in LIBSVM's pair order
             self.prob_a_ = np.ctypeslib.as_array(model.probA, (n_pairs,)).copy()
             self.prob_b_ = np.ctypeslib.as_array(model.probB, (n_pairs,)).copy()
-        self.X_fit_ = X
         self.support_vectors_ = X[self.support_]
-        self.info_: dict[str, Any] = {
-            "n_support": int(n_sv),
-            "n_support_per_class": {
-                str(self.classes_[c]): int(s)
-                for c, s in zip(self.libsvm_class_order_, self.n_support_, strict=True)
-            },
-            "route": route,
-            "sigma": sigma,
+        self.info_["n_support"] = int(n_sv)
+        self.info_["n_support_per_class"] = {
+            str(self.classes_[c]): int(s)
+            for c, s in zip(self.libsvm_class_order_, self.n_support_, strict=True)
         }
         return self
 
+    def _gram_filler(self, X: np.ndarray, cache: DistanceCache | None) -> Callable[[int, int, np.ndarray], Any]:
+        """``fill(start, stop, out)`` for :func:`_precomputed_problem`: training kernel rows."""
+        if self.kernel == "precomputed":
+            return lambda start, stop, out: np.copyto(out, X[start:stop])
+        if self.kernel == "linear":
+            return lambda start, stop, out: np.matmul(X[start:stop], X.T, out=out)
+        D = sq_dists(X, X, cache)
+        return lambda start, stop, out: gaussian_from_sq(D[start:stop], self.sigma_, out=out)
+
+    def _fit_one_vs_rest(self, problem: svm_problem, y_index: np.ndarray, options: str, precomputed: bool) -> None:
+        """One binary LIBSVM model per class on the same ``problem`` (its kernel built
+        once); only the targets change. Coefficients are stored so that each model's
+        value is positive for "its class": ``K(x, support_vectors_) @ ova_coef_.T - ova_rho_``."""
+        n_class = self.classes_.size
+        y_out = np.ctypeslib.as_array(problem.y, (problem.l,))
+        svs, coefs, rho, prob_b, prob_a = [], [], np.empty(n_class), np.empty(n_class), np.empty(n_class)
+        per_model = {}
+        for c in range(n_class):
+            y_out[:] = np.where(y_index == c, 1.0, -1.0)
+            with _one_openmp_thread() if precomputed else contextlib.nullcontext():
+                model = svm_train(problem, _parameter(options))
+            n_sv = model.get_nr_sv()
+            sign = 1.0 if model.get_labels()[0] == 1 else -1.0  # LIBSVM's value favours its first label
+            svs.append(np.asarray(model.get_sv_indices(), dtype=np.intp) - 1)
+            coefs.append(sign * np.ctypeslib.as_array(model.sv_coef[0], (n_sv,)))
+            rho[c] = sign * model.rho[0]
+            if self.probability:  # P(class c) = 1/(1 + exp(f·A + B)) in this orientation
+                prob_a[c], prob_b[c] = model.probA[0], sign * model.probB[0]
+            per_model[str(self.classes_[c])] = int(n_sv)
+        self.support_ = np.unique(np.concatenate(svs))
+        self.ova_coef_ = np.zeros((n_class, self.support_.size))
+        for c in range(n_class):
+            self.ova_coef_[c, np.searchsorted(self.support_, svs[c])] = coefs[c]
+        self.ova_rho_ = rho
+        if self.probability:
+            self.prob_a_, self.prob_b_ = prob_a, prob_b
+        self.support_vectors_ = self.X_fit_[self.support_]
+        self.info_["n_support"] = int(self.support_.size)
+        self.info_["n_support_per_model"] = per_model
+
     def _kernel_to_support_vectors(self, X: np.ndarray, cache: DistanceCache | None) -> np.ndarray:
+        if self.kernel == "precomputed":
+            return X[:, self.support_]
+        if self.kernel == "linear":
+            return X @ self.support_vectors_.T
         if cache is None:
             return gaussian_gram(X, self.support_vectors_, self.sigma_)
         D = cache.sq_dists(X, self.X_fit_)[:, self.support_]  # a gathered copy: reuse it
         return gaussian_from_sq(D, self.sigma_, out=D)
 
     def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
-        """LIBSVM's decision values (two classes) or one-vs-one votes (see the class doc)."""
+        """LIBSVM's decision values (two classes), one-vs-one votes or one-vs-rest
+        decision values (see the class doc)."""
         X = self._validate_query(X)
+        if self.multiclass_ == "ova":
+            return self._kernel_to_support_vectors(X, cache) @ self.ova_coef_.T - self.ova_rho_
         values = self._pairwise_values(X, cache)
         order = self.libsvm_class_order_
         if order.size == 2:  # positive means LIBSVM's first label
@@ -288,8 +370,14 @@ class SVMClassifier(LocalKernelClassifier):
         """Class probabilities, columns in ``classes_`` order, as LIBSVM's
         ``svm_predict_probability``: each pair's decision value through its Platt sigmoid
         (clipped to [1e-7, 1 - 1e-7]), then for more than two classes the pairwise
-        coupling of Wu, Lin and Weng (2004), LIBSVM's ``multiclass_probability``."""
+        coupling of Wu, Lin and Weng (2004), LIBSVM's ``multiclass_probability``; with
+        ``multiclass="ova"`` (more classes) each class's Platt probability of its
+        one-vs-rest model (clipped likewise), normalized to sum 1."""
         X = self._validate_query(X)
+        if self.multiclass_ == "ova":
+            f = self._kernel_to_support_vectors(X, cache) @ self.ova_coef_.T - self.ova_rho_
+            p = np.clip(_platt(f, self.prob_a_, self.prob_b_), 1e-7, 1.0 - 1e-7)
+            return p / p.sum(axis=1, keepdims=True)
         values = self._pairwise_values(X, cache)
         pairwise = np.clip(_platt(values, self.prob_a_, self.prob_b_), 1e-7, 1.0 - 1e-7)
         n_class = self.libsvm_class_order_.size

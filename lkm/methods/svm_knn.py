@@ -1,0 +1,182 @@
+"""SVM-KNN (Zhang, Berg, Maire and Malik, CVPR 2006; Cevikalp et al.'s reference [5]).
+
+For each query: take its K nearest training samples under a distance (``metric``, any
+name registered in :data:`lkm.kernels.DISTANCES`, e.g. a tangent distance); if they all
+share one label, predict it; otherwise train a multi-class SVM on those K samples with a
+kernel built on the same distance and let it classify the query. Cevikalp et al. (Sec. IV,
+Tables I-II) run it with the Gaussian kernel k(x, y) = exp(-d²(x, y)/q), i.e. σ² = q/2,
+and one-against-all multi-class SVMs (the default here).
+
+Queries with the same neighbour set share one local SVM (their sorted neighbour lists are
+grouped with ``np.unique``), and the local Gram matrices are gathered from the training
+distance matrix (memoized in a :class:`~lkm.kernels.DistanceCache` when given), so the
+cost is one LIBSVM training per distinct neighbour set. When the sets together need far
+fewer entries than the n × n training distances (small K), each set's distances are
+computed on its own instead (``info_['train_distances']``: ``"whole"`` or ``"per_set"``). The local SVMs are
+:class:`~lkm.methods.svm.SVMClassifier` with ``kernel="precomputed"`` (real LIBSVM).
+
+With a distance that is not Euclidean (e.g. tangent), exp(-d²/(2σ²)) need not be positive
+semi-definite. LIBSVM's solver still runs on such a Gram matrix, but the result is not
+the solution of a true SVM; ``info_['indefinite_grams']`` counts the local Gram matrices
+whose most negative eigenvalue is below -1e-10 times the largest (Cevikalp et al. instead
+shift the diagonal by that eigenvalue; not done here).
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from lkm.kernels import DISTANCES, DistanceCache, gaussian_from_sq, sq_dists
+from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
+from lkm.methods.svm import PRECOMPUTED_MAX_BYTES, SVMClassifier
+
+#: A local Gram matrix is counted as indefinite when its smallest eigenvalue is below
+#: -INDEFINITE_RTOL times its largest.
+INDEFINITE_RTOL = 1e-10
+
+
+def nearest_neighbors(D: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` smallest entries of each row of ``D`` (ties: lower index),
+    each row sorted by index. Exact via ``argpartition``; rows with a tie at the k-th
+    distance are redone with a stable sort."""
+    n = D.shape[1]
+    if k >= n:
+        return np.broadcast_to(np.arange(n), (D.shape[0], n)).copy()
+    part = np.argpartition(D, k - 1, axis=1)[:, :k]
+    kth = np.take_along_axis(D, part, axis=1).max(axis=1)
+    tied = np.flatnonzero((D <= kth[:, None]).sum(axis=1) > k)
+    if tied.size:
+        part[tied] = np.argsort(D[tied], axis=1, kind="stable")[:, :k]
+    return np.sort(part, axis=1)
+
+
+class SVMKNN(LocalKernelClassifier):
+    """SVM-KNN: a LIBSVM classifier trained on each query's K nearest neighbours (Zhang et al. 2006).
+
+    ``kernel="gaussian"``: exp(-d²/(2σ²)) on the ``metric``'s squared distances
+    (``sigma="scale"`` resolved from all training data as in :class:`SVMClassifier`);
+    ``"linear"``: x·y of the features (``metric`` then only selects the neighbours).
+    ``multiclass``: the local SVMs' scheme, one-against-all by default (Cevikalp et al.,
+    Sec. IV). ``decision_function`` returns, per class, the local SVM's decision value
+    (one-vs-one: its votes); classes absent from the neighbourhood get the row's smallest
+    value minus 1; unanimous neighbourhoods give +1 for their label and -1 elsewhere (two
+    classes: one column, positive for ``classes_[1]``). ``predict`` is the local SVM's
+    prediction. After predicting, ``info_`` holds ``unanimous_share``, ``local_svms``
+    (distinct neighbour sets trained) and ``indefinite_grams``.
+    """
+
+    _parameter_constraints: dict = {
+        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "kernel": [StrOptions({"gaussian", "linear"})],
+        "sigma": SIGMA_CONSTRAINT,
+        "metric": [str],
+        "multiclass": [StrOptions({"ovo", "ova"})],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+    }
+    conditional_params = {"sigma": ("kernel", ("gaussian",))}
+    _numerical_params = ("sigma", "C")
+
+    def __init__(
+        self,
+        n_neighbors: int = 10,
+        C: float = 1.0,
+        kernel: str = "gaussian",
+        sigma: float | str = SCALE,
+        metric: str = "euclidean",
+        multiclass: str = "ova",
+        tol: float = 1e-3,
+    ) -> None:
+        self.n_neighbors = n_neighbors
+        self.C = C
+        self.kernel = kernel
+        self.sigma = sigma
+        self.metric = metric
+        self.multiclass = multiclass
+        self.tol = tol
+
+    def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None) -> SVMKNN:
+        """Store the training data (SVM-KNN is lazy: the SVMs are trained per query)."""
+        X, y_index = self._validate_training(X, y)
+        if self.metric not in DISTANCES:
+            raise ValueError(f"SVMKNN: unknown metric {self.metric!r}; registered: {sorted(DISTANCES)}")
+        self.X_fit_, self.y_index_ = X, y_index
+        self.info_: dict[str, Any] = {"sigma": self.sigma_, "n_neighbors": min(int(self.n_neighbors), X.shape[0])}
+        return self
+
+    def _local_kernel(self, D: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """Kernel between rows A and B from their squared distances ``D`` (a fresh array)."""
+        if self.kernel == "linear":
+            return A @ B.T
+        return gaussian_from_sq(D, self.sigma_, out=D)
+
+    def _local(self, X: np.ndarray, cache: DistanceCache | None) -> tuple[np.ndarray, np.ndarray]:
+        """Predicted class indices and decision scores (n, C) of the queries X."""
+        X = self._validate_query(X)
+        X_fit, y, n_class = self.X_fit_, self.y_index_, self.classes_.size
+        n = X.shape[0]
+        k = min(int(self.n_neighbors), X_fit.shape[0])
+        D_query = sq_dists(X, X_fit, cache, self.metric)
+        neighbors = nearest_neighbors(D_query, k)
+        labels = y[neighbors]
+        unanimous = (labels == labels[:, :1]).all(axis=1)
+        pred = np.where(unanimous, labels[:, 0], -1)
+        scores = np.full((n, n_class), -1.0)
+        scores[np.flatnonzero(unanimous), labels[unanimous, 0]] = 1.0
+        mixed = np.flatnonzero(~unanimous)
+        sets, inverse = (np.unique(neighbors[mixed], axis=0, return_inverse=True)
+                         if mixed.size else (np.empty((0, k), np.intp), np.empty(0, np.intp)))
+        inverse = inverse.reshape(-1)
+        # Training distances: gathered from the whole (cached) n × n matrix when the local
+        # sets need about as many entries as it has (and it fits), else computed per set
+        # (an expensive metric such as a tangent distance is then never evaluated n² times).
+        n_fit = X_fit.shape[0]
+        whole = self.kernel == "gaussian" and sets.shape[0] * k * k >= n_fit * n_fit and (
+            n_fit * n_fit * 8 <= PRECOMPUTED_MAX_BYTES)
+        D_train = sq_dists(X_fit, X_fit, cache, self.metric) if whole else None
+        indefinite = 0
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.searchsorted(inverse[order], np.arange(sets.shape[0] + 1))
+        for g, idx in enumerate(sets):
+            members = mixed[order[bounds[g]:bounds[g + 1]]]
+            A, Q = X_fit[idx], X[members]
+            if self.kernel == "gaussian":
+                D_loc = D_train[np.ix_(idx, idx)] if D_train is not None else sq_dists(A, A, None, self.metric)
+            else:
+                D_loc = None
+            gram = self._local_kernel(D_loc, A, A)
+            gram_query = self._local_kernel(
+                D_query[np.ix_(members, idx)] if self.kernel == "gaussian" else None, Q, A)
+            if self.metric != "euclidean" and self.kernel == "gaussian":
+                eig = np.linalg.eigvalsh((gram + gram.T) / 2.0)
+                indefinite += bool(eig[0] < -INDEFINITE_RTOL * eig[-1])
+            svm = SVMClassifier(C=self.C, tol=self.tol, kernel="precomputed", multiclass=self.multiclass)
+            svm.fit(gram, y[idx])
+            present = svm.classes_
+            local = svm.decision_function(gram_query)
+            if present.size == 2:
+                local = np.column_stack([-local, local])
+            scores[members] = (local.min(axis=1, keepdims=True) - 1.0)
+            scores[np.ix_(members, present)] = local
+            pred[members] = svm.predict(gram_query)
+        self.info_.update({
+            "unanimous_share": float(unanimous.mean()) if n else 0.0,
+            "local_svms": int(sets.shape[0]),
+            "indefinite_grams": indefinite,
+            "train_distances": "whole" if whole else "per_set",
+        })
+        return pred, scores
+
+    def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
+        """Per-class scores of the local SVMs (see the class doc)."""
+        scores = self._local(X, cache)[1]
+        return scores[:, 1] - scores[:, 0] if self.classes_.size == 2 else scores
+
+    def predict(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
+        """The label of a unanimous neighbourhood, else the local SVM's prediction."""
+        pred = self._local(X, cache)[0]
+        return self.classes_[pred]
