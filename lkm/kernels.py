@@ -95,6 +95,12 @@ def _row_blocks(D: np.ndarray):
 DISTANCES: dict[str, SquaredDistanceFn] = {"euclidean": squared_euclidean}
 
 
+def check_metric(metric: str, owner: str) -> None:
+    """Refuse a distance name that is not registered (ValueError naming ``owner``)."""
+    if metric not in DISTANCES:
+        raise ValueError(f"{owner}: unknown metric {metric!r}; registered: {', '.join(sorted(DISTANCES))}")
+
+
 def register_distance(name: str, fn: SquaredDistanceFn) -> None:
     """Make a custom squared-distance function available to kernels and caches by name."""
     DISTANCES[name] = fn

@@ -29,7 +29,7 @@ from lkm.kernels import DistanceCache, squared_euclidean
 CHUNK_BYTES = 64 * 2**20
 
 
-def _stable_k_smallest(scores: np.ndarray, k: int) -> np.ndarray:
+def k_smallest(scores: np.ndarray, k: int) -> np.ndarray:
     """Column indices of the k smallest entries of each row, ordered by (score, index).
 
     ``argpartition`` picks arbitrarily among values tied at the k-th position; in rows
@@ -60,17 +60,17 @@ _POOL: ThreadPoolExecutor | None = None
 
 
 def _select_in_threads(scores: np.ndarray, k: int) -> np.ndarray:
-    """:func:`_stable_k_smallest` over blocks of rows in a thread pool (numpy releases the
+    """:func:`k_smallest` over blocks of rows in a thread pool (numpy releases the
     GIL in argpartition, which dominates an exact neighbour query)."""
     global _POOL
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     workers = min(cpus, 4, scores.shape[0] // 64)
     if workers <= 1:
-        return _stable_k_smallest(scores, k)
+        return k_smallest(scores, k)
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="lkm-knn")
     bounds = np.linspace(0, scores.shape[0], workers + 1).astype(int)
-    blocks = _POOL.map(lambda lo, hi: _stable_k_smallest(scores[lo:hi], k), bounds[:-1], bounds[1:])
+    blocks = _POOL.map(lambda lo, hi: k_smallest(scores[lo:hi], k), bounds[:-1], bounds[1:])
     return np.concatenate(list(blocks))
 
 
@@ -196,7 +196,7 @@ class AnnoyNeighbors:
             scores = squared_euclidean(Q[rows], X)
             if exclude_self:
                 scores[np.arange(rows.size), rows] = np.inf
-            idx[rows] = _stable_k_smallest(scores, k)
+            idx[rows] = k_smallest(scores, k)
         sq = _sq_dists_to_rows(Q, X, idx)
         order = np.lexsort((idx, sq), axis=1)
         return np.take_along_axis(sq, order, axis=1), np.take_along_axis(idx, order, axis=1)

@@ -34,8 +34,9 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from lkm.errors import DataError
-from lkm.kernels import DISTANCES, DistanceCache, gaussian_from_sq, sq_dists
+from lkm.kernels import DISTANCES, DistanceCache, check_metric, gaussian_from_sq, sq_dists
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
+from lkm.neighbors import k_smallest
 
 #: Default relative rank cutoff: singular values at or below ``rcond·s_max`` (HKNN, LDCV,
 #: the class and pooled scatters of NHKNN/NLDCV) count as zero, and so do kernel-PCA
@@ -72,17 +73,10 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
 
     _numerical_params: tuple[str, ...] = ("n_neighbors",)
 
-    def _check_metric(self) -> None:
-        if self.metric not in DISTANCES:
-            raise ValueError(
-                f"{type(self).__name__}: unknown metric {self.metric!r}; registered: "
-                f"{', '.join(sorted(DISTANCES))}"
-            )
-
     def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None) -> Any:
         """Store the training data (the methods are lazy: all work happens per query)."""
         X, y_index = self._validate_training(X, y)
-        self._check_metric()
+        check_metric(self.metric, type(self).__name__)
         self.X_ = X
         order = np.argsort(y_index, kind="stable")
         self.class_rows_ = [order[y_index[order] == c] for c in range(self.classes_.size)]
@@ -113,12 +107,9 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
         for c, rows in enumerate(self.class_rows_):
             k = int(self.k_per_class_[c])
             Dc = D[:, rows]
-            part = np.argpartition(Dc, k - 1, axis=1)[:, :k] if k < rows.size else np.broadcast_to(
-                np.arange(rows.size), (Dc.shape[0], rows.size))
-            dc = np.take_along_axis(Dc, part, axis=1)
-            srt = np.argsort(dc, axis=1, kind="stable")
-            idx.append(rows[np.take_along_axis(part, srt, axis=1)])
-            dist.append(np.take_along_axis(dc, srt, axis=1))
+            nearest = k_smallest(Dc, k)  # ordered by (distance, row): ties to the lower row
+            idx.append(rows[nearest])
+            dist.append(np.take_along_axis(Dc, nearest, axis=1))
         nearest_class = np.argmin(np.column_stack([d[:, 0] for d in dist]), axis=1)
         return np.hstack(idx), np.hstack(dist), nearest_class
 

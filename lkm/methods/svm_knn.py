@@ -30,9 +30,10 @@ from typing import Any
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from lkm.kernels import DISTANCES, DistanceCache, gaussian_from_sq, sq_dists
+from lkm.kernels import DistanceCache, check_metric, gaussian_from_sq, sq_dists
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
 from lkm.methods.svm import PRECOMPUTED_MAX_BYTES, SVMClassifier
+from lkm.neighbors import k_smallest
 
 #: A local Gram matrix is counted as indefinite when its smallest eigenvalue is below
 #: -INDEFINITE_RTOL times its largest.
@@ -40,18 +41,10 @@ INDEFINITE_RTOL = 1e-10
 
 
 def nearest_neighbors(D: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` smallest entries of each row of ``D`` (ties: lower index),
-    each row sorted by index. Exact via ``argpartition``; rows with a tie at the k-th
-    distance are redone with a stable sort."""
-    n = D.shape[1]
-    if k >= n:
-        return np.broadcast_to(np.arange(n), (D.shape[0], n)).copy()
-    part = np.argpartition(D, k - 1, axis=1)[:, :k]
-    kth = np.take_along_axis(D, part, axis=1).max(axis=1)
-    tied = np.flatnonzero((D <= kth[:, None]).sum(axis=1) > k)
-    if tied.size:
-        part[tied] = np.argsort(D[tied], axis=1, kind="stable")[:, :k]
-    return np.sort(part, axis=1)
+    """Indices of the ``k`` smallest entries of each row of ``D`` (ties: lower index,
+    :func:`lkm.neighbors.k_smallest`), each row sorted by index: rows with the same
+    neighbour set are then equal rows."""
+    return np.sort(k_smallest(D, min(k, D.shape[1])), axis=1)
 
 
 class SVMKNN(LocalKernelClassifier):
@@ -102,8 +95,7 @@ class SVMKNN(LocalKernelClassifier):
     def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None) -> SVMKNN:
         """Store the training data (SVM-KNN is lazy: the SVMs are trained per query)."""
         X, y_index = self._validate_training(X, y)
-        if self.metric not in DISTANCES:
-            raise ValueError(f"SVMKNN: unknown metric {self.metric!r}; registered: {sorted(DISTANCES)}")
+        check_metric(self.metric, "SVMKNN")
         self.X_fit_, self.y_index_ = X, y_index
         self.info_: dict[str, Any] = {"sigma": self.sigma_, "n_neighbors": min(int(self.n_neighbors), X.shape[0])}
         return self

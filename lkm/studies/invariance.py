@@ -25,7 +25,7 @@ float64 to resolve ``2 - 2K``). Two rules are reported:
   (for pattern i: ``K_ii + max_j K_jj + 2 max_j |K_ij|``, the linear kernel for input
   space), i.e. a relative round-off bound. ``tie_rtol = 0`` counts exact ties only.
 * ``fraction_same_strict``: ties broken by the lower pattern index in both spaces
-  (:func:`lkm.neighbors._stable_k_smallest`), sets compared as computed. Lower than
+  (:func:`lkm.neighbors.k_smallest`), sets compared as computed. Lower than
   ``fraction_same`` only where the k-th neighbour is tied (see ``fraction_tied_*``).
 
 The tolerant rule is the headline because the theorems are statements about exact
@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from lkm.kernels import gaussian_from_sq, polynomial_kernel, squared_euclidean
-from lkm.neighbors import _stable_k_smallest
+from lkm.neighbors import k_smallest
 from lkm.studies import study
 
 KERNELS = ("rbf", "poly")
@@ -143,8 +143,8 @@ def knn_invariance(
     np.fill_diagonal(D, np.inf)  # a pattern is not its own neighbour
     np.fill_diagonal(F, np.inf)
 
-    idx_in = _stable_k_smallest(D, k_top)  # ties: lower index first
-    idx_f = _stable_k_smallest(F, k_top)
+    idx_in = k_smallest(D, k_top)  # ties: lower index first
+    idx_f = k_smallest(F, k_top)
     kth_in = np.take_along_axis(D, idx_in, axis=1)
     kth_f = np.take_along_axis(F, idx_f, axis=1)
 
