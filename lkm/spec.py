@@ -303,6 +303,8 @@ def _load_yaml(text: str, source: str = "<spec>") -> Any:
         where = f" line {mark.line + 1}, column {mark.column + 1}:" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         what = "" if isinstance(exc, _SpecYAMLError) else " malformed YAML:"
+        if "maximum nesting depth" in problem:  # libyaml >= 0.2.6 (PyYAML 6.0.4) stops at 1000 levels first
+            problem, what = f"nested more than {MAX_YAML_DEPTH} levels deep", ""
         raise SpecError(f"{source}:{where}{what} {problem}".replace("\n", " ")) from None
     except (ValueError, OverflowError, RecursionError) as exc:  # e.g. an int of 5000 digits
         raise SpecError(f"{source}: malformed YAML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
