@@ -8,7 +8,10 @@ plug in by registering a function that returns squared distances.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -101,9 +104,87 @@ def check_metric(metric: str, owner: str) -> None:
         raise ValueError(f"{owner}: unknown metric {metric!r}; registered: {', '.join(sorted(DISTANCES))}")
 
 
-def register_distance(name: str, fn: SquaredDistanceFn) -> None:
-    """Make a custom squared-distance function available to kernels and caches by name."""
+#: Distances costly enough that their matrices are kept on disk (:func:`persisted_sq_dists`).
+PERSISTED_DISTANCES: set[str] = set()
+#: Matrices with fewer entries than this are recomputed, not stored (a file per small
+#: call would cost more than it saves).
+PERSIST_MIN_ENTRIES = 100_000
+
+
+#: Checks a distance makes of a dataset's shape before any fit (``(n_features) -> None``,
+#: raising :class:`~lkm.errors.DataError`), e.g. square images for the tangent distance.
+DISTANCE_CHECKS: dict[str, Callable[[int], None]] = {}
+
+
+def register_distance(
+    name: str, fn: SquaredDistanceFn, persist: bool = False, check: Callable[[int], None] | None = None
+) -> None:
+    """Make a custom squared-distance function available to kernels and caches by name.
+
+    ``persist=True`` (for a distance that costs seconds per thousand rows, such as the
+    tangent distance) keeps each large matrix it computes on disk, keyed by the contents
+    of its two inputs, so another method, a resumed run or a tuning fold with the same
+    rows reads it back instead of computing it again (:func:`persisted_sq_dists`).
+    ``check(n_features)`` refuses data the distance is not defined on (a one-line
+    :class:`~lkm.errors.DataError`); the runner calls it on every dataset before fitting.
+    """
     DISTANCES[name] = fn
+    if check is not None:
+        DISTANCE_CHECKS[name] = check
+    if persist:
+        PERSISTED_DISTANCES.add(name)
+    else:
+        PERSISTED_DISTANCES.discard(name)
+
+
+def distance_store_dir() -> Path | None:
+    """Where persisted distance matrices live: ``$LKM_DISTANCE_CACHE`` (``off`` turns the
+    store off), else ``distances/`` in the download cache (:func:`lkm.data.fetch.cache_dir`)."""
+    env = os.environ.get("LKM_DISTANCE_CACHE", "").strip()
+    if env.lower() in {"off", "0", "false", "no"}:
+        return None
+    if env:
+        return Path(env).expanduser()
+    from lkm.data.fetch import cache_dir
+
+    return cache_dir() / "distances"
+
+
+def _content_key(X: np.ndarray) -> str:
+    h = hashlib.sha256(f"{X.dtype.str}{X.shape}".encode())
+    h.update(np.ascontiguousarray(X).data)
+    return h.hexdigest()[:24]
+
+
+def persisted_sq_dists(metric: str, A: np.ndarray, B: np.ndarray | None) -> np.ndarray:
+    """``DISTANCES[metric](A, B)``, read from the distance store when a matrix of the same
+    two inputs (same bytes, shape and dtype) was computed before, else computed and
+    written there (atomically: a killed run leaves no partial file). ``B=None`` is A
+    against itself. A new array either way; small matrices and metrics not in
+    :data:`PERSISTED_DISTANCES` are computed directly."""
+    fn = DISTANCES[metric]
+    n_b = A.shape[0] if B is None else B.shape[0]
+    root = distance_store_dir() if metric in PERSISTED_DISTANCES else None
+    if root is None or A.shape[0] * n_b < PERSIST_MIN_ENTRIES:
+        return fn(A, B)
+    key_b = "self" if B is None else _content_key(B)
+    path = root / f"{metric}-{_content_key(A)}-{key_b}.npy"
+    try:
+        D = np.load(path, allow_pickle=False)
+        if D.shape == (A.shape[0], n_b):
+            return D
+    except (OSError, ValueError):
+        pass  # absent or unreadable: compute it again
+    D = fn(A, B)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            np.save(fh, D, allow_pickle=False)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only or full disk costs only the reuse
+    return D
 
 
 def _tangent_sq_distances(A: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
@@ -114,7 +195,13 @@ def _tangent_sq_distances(A: np.ndarray, B: np.ndarray | None = None) -> np.ndar
     return tangent_sq_distances(A, B)
 
 
-register_distance("tangent", _tangent_sq_distances)
+def _square_images(n_features: int) -> None:
+    from lkm.tangent import image_shape_for
+
+    image_shape_for(n_features)
+
+
+register_distance("tangent", _tangent_sq_distances, persist=True, check=_square_images)
 
 
 #: exp(x) below this exponent is < 3.3e-308, near or in the subnormal range. The
@@ -281,8 +368,7 @@ class DistanceCache:
         key = ("sq", metric, id(A), id(B))
         if key not in self._store:
             self._keep += [A, B]
-            fn = DISTANCES[metric]
-            self._store[key] = fn(A, None) if A is B else fn(A, B)
+            self._store[key] = persisted_sq_dists(metric, A, None if A is B else B)
         return self._store[key]
 
     def memo(self, key: Any, compute: Callable[[], Any], *arrays: np.ndarray) -> Any:
@@ -306,8 +392,7 @@ def sq_dists(
     """
     if cache is not None:
         return cache.sq_dists(A, B, metric)
-    fn = DISTANCES[metric]
-    return fn(A, None) if A is B else fn(A, B)
+    return persisted_sq_dists(metric, A, None if A is B else B)
 
 
 def gaussian_gram(

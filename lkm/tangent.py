@@ -135,38 +135,51 @@ def tangent_sq_distances(
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[1]:
         raise DataError(f"tangent distance: need two 2-D arrays with equal widths; got {A.shape} and {B.shape}")
     shape = image_shape_for(A.shape[1], image_shape)
-    d = A.shape[1]
     QA = orthonormal_tangents(tangent_vectors(A, shape, smoothing_sigma))
     QB = QA if same else orthonormal_tangents(tangent_vectors(B, shape, smoothing_sigma))
     nA, nB = A.shape[0], B.shape[0]
     out = np.empty((nA, nB))
     if nA == 0 or nB == 0:
         return out
-    QBflat = QB.reshape(nB * 7, d)
     QAx = np.einsum("nkd,nd->nk", QA, A)  # Q_x x
     QBy = np.einsum("nkd,nd->nk", QB, B)  # Q_y y
     a2 = np.einsum("ij,ij->i", A, A)
     b2 = np.einsum("ij,ij->i", B, B)
-    eye = np.eye(7)
     rows = max(1, BLOCK_PAIRS // nB)
     for start in range(0, nA, rows):
         sl = slice(start, min(nA, start + rows))
-        b = sl.stop - sl.start
-        QAb = QA[sl].reshape(b * 7, d)
-        C = (QAb @ QBflat.T).reshape(b, 7, nB, 7).transpose(0, 2, 1, 3)  # (b, nB, 7, 7)
-        p = QAx[sl, None, :] - (QAb @ B.T).reshape(b, 7, nB).transpose(0, 2, 1)  # Q_x e
-        q = (A[sl] @ QBflat.T).reshape(b, nB, 7) - QBy[None, :, :]  # Q_y e
-        e2 = a2[sl, None] + b2[None, :] - 2.0 * (A[sl] @ B.T)
-        h = q - np.einsum("abij,abi->abj", C, p)
-        S = eye - np.matmul(C.transpose(0, 1, 3, 2), C)
-        w, V = np.linalg.eigh(S)
-        t = np.einsum("abij,abi->abj", V, h)
-        keep = w > PAIR_RCOND
-        gain = np.divide(t * t, w, out=np.zeros_like(w), where=keep).sum(axis=-1)
-        out[sl] = e2 - np.einsum("abk,abk->ab", p, p) - gain
+        if same:  # the upper triangle is enough: columns from the block's first row on
+            _upper_block(out, sl, QA, QAx, a2, A)
+            continue
+        out[sl] = _pair_block(QA[sl], QAx[sl], a2[sl], A[sl], QB, QBy, b2, B)
     np.maximum(out, 0.0, out=out)
     if same:
-        out += out.T
-        out *= 0.5
-        np.fill_diagonal(out, 0.0)
+        upper = np.triu(out, 1)
+        out = upper + upper.T
     return out
+
+
+def _pair_block(
+    QA: np.ndarray, QAx: np.ndarray, a2: np.ndarray, A: np.ndarray,
+    QB: np.ndarray, QBy: np.ndarray, b2: np.ndarray, B: np.ndarray,
+) -> np.ndarray:
+    """TD of every row of A (with orthonormal tangents QA, QA·x, ||x||²) to every row of B."""
+    b, nB, d = A.shape[0], B.shape[0], A.shape[1]
+    QAb, QBflat = QA.reshape(b * 7, d), QB.reshape(nB * 7, d)
+    C = (QAb @ QBflat.T).reshape(b, 7, nB, 7).transpose(0, 2, 1, 3)  # (b, nB, 7, 7)
+    p = QAx[:, None, :] - (QAb @ B.T).reshape(b, 7, nB).transpose(0, 2, 1)  # Q_x e
+    q = (A @ QBflat.T).reshape(b, nB, 7) - QBy[None, :, :]  # Q_y e
+    e2 = a2[:, None] + b2[None, :] - 2.0 * (A @ B.T)
+    h = q - np.einsum("abij,abi->abj", C, p)
+    S = np.eye(7) - np.matmul(C.transpose(0, 1, 3, 2), C)
+    w, V = np.linalg.eigh(S)
+    t = np.einsum("abij,abi->abj", V, h)
+    keep = w > PAIR_RCOND
+    gain = np.divide(t * t, w, out=np.zeros_like(w), where=keep).sum(axis=-1)
+    return e2 - np.einsum("abk,abk->ab", p, p) - gain
+
+
+def _upper_block(out: np.ndarray, sl: slice, Q: np.ndarray, Qx: np.ndarray, x2: np.ndarray, X: np.ndarray) -> None:
+    """Rows ``sl`` of the symmetric TD matrix of X, from column ``sl.start`` on."""
+    cols = slice(sl.start, X.shape[0])
+    out[sl, cols] = _pair_block(Q[sl], Qx[sl], x2[sl], X[sl], Q[cols], Qx[cols], x2[cols], X[cols])
