@@ -29,6 +29,12 @@ class ChecksumError(DataError):
     """A data file does not match the sha256 recorded in the registry."""
 
 
+class NotApplicable(DataError):
+    """A method cannot be applied at this setting to this data, by its definition (LDCV
+    with C·(K−1) ≥ d has no within-class null space). The runner records such a task as
+    ``status: "n/a"`` with the message, not as a failure, and does not retry it."""
+
+
 class NumericalError(LkmError, ValueError):
     """A parameter value or feature scale that float64 cannot evaluate (a kernel width
     whose square overflows, features whose squared distances overflow, non-finite

@@ -30,15 +30,20 @@ import numpy as np
 
 from lkm import __version__
 from lkm.data import Dataset
-from lkm.errors import DataError, DatasetUnavailable, LkmError
-from lkm.kernels import DistanceCache
+from lkm.errors import DataError, DatasetUnavailable, LkmError, NotApplicable, SpecError
+from lkm.kernels import DISTANCE_CHECKS, DistanceCache
 from lkm.methods import estimator_param_names, resolve_estimator
 from lkm.methods.base import cache_kwargs
 from lkm.metrics import decision_values, fit_scores
 from lkm.preprocessing import preprocess
 from lkm.protocols import Split
 from lkm.spec import MethodSpec, Spec
-from lkm.store import RunStore, task_id
+from lkm.store import NOT_APPLICABLE, RunStore, task_id
+
+#: Every record lists its misclassified test rows, ``errors: [[dataset row, predicted
+#: label], ...]``, for paired tests on one fixed split (McNemar, :func:`lkm.stats.mcnemar`)
+#: and error galleries; left out when there are more than this many.
+MAX_RECORDED_ERRORS = 5000
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,7 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
         except LkmError as exc:
             raise type(exc)(f"{source}: {exc}") from None
     tasks = []
+    checked: set[tuple[str, str]] = set()
     for ds_spec in spec.datasets:
         if ds_spec.id not in datasets:
             continue
@@ -122,6 +128,7 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
                 if not m.runs_on(ds_spec.id):
                     continue
                 for params in spec.method_grid(m):
+                    _check_metric_on(params.get("metric"), datasets[ds_spec.id], m, spec, source, checked)
                     params = with_seed(m, params, spec)
                     # The method's name is part of the id: two methods with the same
                     # estimator and parameters are still two rows of a table.
@@ -150,6 +157,22 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
                 }
                 tasks.append(StudyTask(task_id(payload), ds_spec.id, st.name, st.study, params))
     return Plan(spec, datasets, splits, tasks, unavailable)
+
+
+def _check_metric_on(metric: Any, dataset: Dataset, method: MethodSpec, spec: Spec, source: str,
+                     checked: set[tuple[str, str]]) -> None:
+    """Refuse, before any fit, a distance the dataset's shape does not allow (e.g. the
+    tangent distance on data that are not square images): one line naming the method's
+    key and the dataset's shape."""
+    if not isinstance(metric, str) or metric not in DISTANCE_CHECKS or (metric, dataset.name) in checked:
+        return
+    checked.add((metric, dataset.name))
+    try:
+        DISTANCE_CHECKS[metric](dataset.X.shape[1])
+    except DataError as exc:
+        j = next(i for i, m in enumerate(spec.methods) if m is method)
+        raise SpecError(f"{source}: methods[{j}] ({method.name}): metric {metric!r} on dataset {dataset.name} "
+                        f"({dataset.X.shape[0]} x {dataset.X.shape[1]}): {exc}") from None
 
 
 def _dataset_payload(ds_spec: Any) -> dict[str, Any]:
@@ -322,6 +345,9 @@ def _run_job(
             if score_train:
                 y_fit = est.predict(X_train, **cache_kwargs(est, "predict", None if task.tune else cache))
                 train_score = {"train_accuracy": float(np.mean(y_fit == y_train))}
+        except NotApplicable as exc:  # outside the method's domain: recorded, not a failure
+            store.append([{**base, "status": NOT_APPLICABLE, "error": f"{task.dataset}/{split.id}/{task.method}: {exc}"}])
+            continue
         except Exception as exc:  # a failing task is recorded, the run goes on
             n_failed += 1
             msg = f"{task.dataset}/{split.id}/{task.method} {json.dumps(task.params, default=str)}: {type(exc).__name__}: {exc}"
@@ -330,11 +356,15 @@ def _run_job(
             continue
         correct = y_pred == y_test
         per_class = {str(c): float(correct[y_test == c].mean()) for c in np.unique(y_test)}
+        wrong = np.flatnonzero(~correct)
+        errors = ({"errors": [[int(split.test[i]), y_pred[i]] for i in wrong]}
+                  if wrong.size <= MAX_RECORDED_ERRORS else {})
         # Scores beyond accuracy (lkm.metrics); decision values are an extra pass, after the timing.
         decision = decision_values(est, X_test, None if task.tune else cache)
         scores = fit_scores(y_test, y_pred, decision, getattr(est, "classes_", np.unique(y_train)))
         store.append([{
             **base, "status": "ok", "accuracy": float(correct.mean()), **scores, "per_class_accuracy": per_class,
+            **errors,
             "fit_seconds": t1 - t0, "predict_seconds": t2 - t1, **train_score,
             "info": {**info, **tune_info},
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),

@@ -18,6 +18,10 @@ confidence interval of the mean difference are one statement (p < 0.05 exactly w
 95 % CI excludes 0) and because Wilcoxon cannot reach p < 0.05 with fewer than six
 pairs.
 
+On **one fixed split** (a predefined train/test split such as USPS's) there is one
+accuracy per method, and the test samples are the pairs: :func:`mcnemar` is McNemar's
+exact test on the samples one method gets right and the other wrong.
+
 Words. *Significant*: p < alpha. *Not significant* says only that: it is not evidence
 of equality. *Equivalent within ±m*: the whole 95 % CI lies inside (−m, m) (two
 one-sided tests at level 2.5 % each, Schuirmann 1987) — the reading we use for the
@@ -27,7 +31,9 @@ papers' "comparable" and "almost the same".
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -103,6 +109,29 @@ def paired_test(a: np.ndarray, b: np.ndarray, *, test_train_ratio: float = 0.0, 
     p = float(2.0 * student.sf(abs(mean / se), df))
     half = float(student.ppf(0.5 + level / 2.0, df)) * se
     return Paired(n, mean, mean - half, mean + half, p, wins, ties, losses, test_train_ratio)
+
+
+def mcnemar(n: int, wrong_a: Iterable[Any], wrong_b: Iterable[Any], *, level: float = 0.95) -> Paired:
+    """Accuracy of a − b on one fixed test set of ``n`` samples, from the samples each got
+    wrong (McNemar's test: the split is fixed, so the test samples are the pairs).
+
+    p is the exact two-sided binomial test of the discordant samples (a right and b wrong:
+    ``wins``; the reverse: ``losses``) against 1/2; the interval is the Wald interval of
+    the paired difference of proportions, ``mean ± z·sqrt((wins + losses)/n − mean²)/sqrt(n)``.
+    No discordant sample: mean 0, p = 1.
+    """
+    from scipy.stats import binomtest, norm
+
+    a, b = set(wrong_a), set(wrong_b)
+    wins, losses = len(b - a), len(a - b)
+    ties = n - wins - losses
+    if n <= 0:
+        return Paired(0, math.nan, math.nan, math.nan, math.nan, 0, 0, 0)
+    mean = (wins - losses) / n
+    discordant = wins + losses
+    p = 1.0 if discordant == 0 else float(binomtest(wins, discordant, 0.5).pvalue)
+    half = float(norm.ppf(0.5 + level / 2.0)) * math.sqrt(max(discordant / n - mean * mean, 0.0) / n)
+    return Paired(n, mean, mean - half, mean + half, p, wins, ties, losses)
 
 
 def count_words(results: dict[str, Paired], a: str, b: str, alpha: float = ALPHA,

@@ -111,9 +111,17 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
+#: Status of a task whose setting the method refuses by definition
+#: (:class:`lkm.errors.NotApplicable`): complete, not a failure, never retried.
+NOT_APPLICABLE = "n/a"
+
+
 def is_complete(rec: dict[str, Any]) -> bool:
     """An ok record with its metric: ``accuracy`` (a number in [0, 1]) for a fit, ``rows``
-    (a list) for a study. Anything else is recomputed on resume."""
+    (a list) for a study; or a not-applicable record with its reason. Anything else is
+    recomputed on resume."""
+    if rec.get("status") == NOT_APPLICABLE:
+        return isinstance(rec.get("error"), str)
     if rec.get("status") != "ok":
         return False
     if rec.get("kind") == "study":

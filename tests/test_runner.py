@@ -66,6 +66,33 @@ def test_run_writes_records_tables_figures(tmp_path):
     assert "accuracy % (paper)" in summary_md and "90.00" in summary_md
 
 
+def test_records_list_the_misclassified_test_rows_with_their_predictions(tmp_path):
+    from lkm.data import load_dataset
+
+    plan, store, _ = run_small(tmp_path)
+    y = load_dataset("moons").y
+    for rec in store.iter_records():
+        wrong = rec["errors"]
+        assert len(wrong) == round((1 - rec["accuracy"]) * rec["n_test"])
+        if rec["dataset"] == "moons":
+            assert all(pred != y[row] for row, pred in wrong)
+    assert "errors" not in pd.read_csv(tmp_path / "results.csv").columns
+
+
+def test_a_setting_the_method_refuses_is_recorded_not_applicable_not_failed(tmp_path):
+    """LDCV needs C·(K−1) < d: on iris (d = 4, C = 3) K = 3 is outside its domain."""
+    spec = {"name": "na", "datasets": ["sklearn-iris"], "protocol": {"kind": "kfold", "folds": 3, "seed": 0},
+            "methods": [{"name": "LDCV", "estimator": "ldcv", "sweep": {"n_neighbors": [2, 3]}}]}
+    plan, store, summary = run_small(tmp_path, spec)
+    assert summary.failed == 0
+    status = {json.dumps(r["params"]): r["status"] for r in store.iter_records()}
+    assert status == {'{"n_neighbors": 2}': "ok", '{"n_neighbors": 3}': "n/a"}
+    assert store.completed_ids() == set(plan.task_ids)  # complete: a resume does not retry it
+    reason = next(r["error"] for r in store.iter_records() if r["status"] == "n/a")
+    assert "C·(K-1) < d" in reason and "\n" not in reason
+    assert "n_neighbors=2" in (tmp_path / "tables" / "summary.md").read_text()
+
+
 def test_rerun_computes_nothing_and_duplicates_nothing(tmp_path):
     plan, store, _ = run_small(tmp_path)
     again = execute(plan, store)

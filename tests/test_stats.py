@@ -59,3 +59,22 @@ def test_count_words_says_not_significant() -> None:
     flat = paired_test(np.array([0.9, 0.7, 0.8]), np.array([0.8, 0.8, 0.8]))
     text = count_words({"a": up, "b": flat, "c": flat}, "SVM", "LPL")
     assert text == "SVM significantly better on 1, not significant on 2 of 3"
+
+
+def test_mcnemar_counts_discordant_samples_and_matches_the_exact_binomial():
+    from scipy.stats import binomtest
+
+    from lkm.stats import mcnemar
+
+    # a wrong on {1, 2}, b wrong on {2, 3, 4, 5, 6, 7, 8, 9}: a right where b wrong on 7, the reverse on 1
+    res = mcnemar(100, [1, 2], [2, 3, 4, 5, 6, 7, 8, 9])
+    assert (res.wins, res.losses, res.ties, res.n) == (7, 1, 92, 100)
+    assert res.mean == pytest.approx(0.06)
+    assert res.p == pytest.approx(binomtest(7, 8, 0.5).pvalue)
+    assert res.tested and res.ci_low < res.mean < res.ci_high
+    swapped = mcnemar(100, [2, 3, 4, 5, 6, 7, 8, 9], [1, 2])
+    assert swapped.mean == -res.mean and swapped.p == res.p
+    same = mcnemar(50, [3, 4], [4, 3])
+    assert same.mean == 0 and same.p == 1.0 and not same.significant()
+    # 30 discordant all one way is significant; the verdict words follow
+    assert mcnemar(1000, [], range(30)).better() == 1

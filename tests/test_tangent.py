@@ -151,3 +151,18 @@ def test_nn_ties_go_to_the_lower_training_index() -> None:
 @parametrize_with_checks([NearestNeighbor()])
 def test_sklearn_estimator_checks(estimator, check) -> None:
     check(estimator)
+
+
+def test_tangent_metric_on_data_that_are_not_square_images_is_one_spec_error_before_any_fit():
+    from lkm.errors import SpecError
+    from lkm.runner import build_plan
+    from lkm.spec import spec_from_dict
+
+    spec = spec_from_dict({"name": "bad", "datasets": ["moons"],
+                           "methods": [{"name": "NN", "estimator": "nn"},
+                                       {"name": "HK", "estimator": "hknn", "sweep": {"metric": ["euclidean", "tangent"]}}]})
+    with pytest.raises(SpecError) as err:
+        build_plan(spec, source="s.yaml")
+    msg = str(err.value)
+    assert msg.startswith("s.yaml: methods[1] (HK): metric 'tangent' on dataset moons (") and "square images" in msg
+    assert "\n" not in msg

@@ -64,7 +64,7 @@ def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,
     written = ReportResult()
     if df.empty:
         return written
-    written += store.write_results(df.drop(columns=[c for c in df.columns if c == "traceback"]))
+    written += store.write_results(df.drop(columns=[c for c in df.columns if c in ("traceback", "errors")]))
     agg = aggregate(df, spec)
     written.failures += core.failure_warnings(df)
     if agg.empty and not spec.studies:
