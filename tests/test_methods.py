@@ -319,14 +319,36 @@ def test_sklearn_estimator_checks(estimator, check) -> None:
 def test_bench_runs_on_a_subset(data_dir: Path) -> None:
     from lkm.bench import format_bench, run_bench
 
-    results = run_bench(data_dir=data_dir, repeats=1, max_rows=300, sigma_grid=np.array([1.0, 5.0]))
+    results = run_bench(
+        data_dir=data_dir, repeats=1, max_rows=300, sigma_grid=np.array([1.0, 5.0]), usps_rows=300, tangent=False
+    )
     assert [r["name"] for r in results] == [
-        "lpl_vs_knn", "pl_vs_kernel_ridge", "svm_vs_svc", "pl_sweep_vs_kernel_ridge", "svm_small_vs_svc"
+        "lpl_vs_knn", "pl_vs_kernel_ridge", "svm_vs_svc", "pl_sweep_vs_kernel_ridge", "svm_small_vs_svc",
+        "hknn_vs_knn",
     ]
-    small = results[-1]  # SVMClassifier() and SVC() fit the same model on 455 breast-cancer rows
+    small = results[-2]  # SVMClassifier() and SVC() fit the same model on 455 breast-cancer rows
     assert small["ours_accuracy"] == small["reference_accuracy"]
     for r in results:
+        assert set(r) == {
+            "name", "ours", "reference", "ours_seconds", "reference_seconds", "ratio", "target",
+            "target_seconds", "passed", "ours_accuracy", "reference_accuracy",
+        }
         assert r["ours_seconds"] > 0 and r["reference_seconds"] > 0
         assert r["ratio"] == pytest.approx(r["ours_seconds"] / r["reference_seconds"])
         assert isinstance(r["passed"], bool) and 0.0 <= r["ours_accuracy"] <= 1.0
-    assert "lpl_vs_knn" in format_bench(results)
+        assert r["target"] > 0 and r["target_seconds"] is None
+    hknn = results[-1]
+    assert hknn["target"] == 3.0 and "300/300" in hknn["ours"]
+    assert hknn["ours_accuracy"] > 0.5 and hknn["reference_accuracy"] > 0.5  # 10 digit classes
+    assert "lpl_vs_knn" in format_bench(results) and "hknn_vs_knn" in format_bench(results)
+
+
+def test_bench_absolute_target_row() -> None:
+    """A comparison with an absolute target (the tangent 1-NN): passed from ours' seconds,
+    shown as seconds in the table."""
+    from lkm.bench import _result, format_bench
+
+    row = _result("tangent_1nn_usps", "ours", "ref", (120.0, 0.2, 0.97, 0.94), None, 300.0)
+    assert row["passed"] is True and row["target"] is None and row["ratio"] == pytest.approx(600.0)
+    assert _result("t", "ours", "ref", (301.0, 0.2, 0.9, 0.9), None, 300.0)["passed"] is False
+    assert "<= 300 s" in format_bench([row])

@@ -155,6 +155,23 @@ def test_non_psd_local_gram_is_shifted_and_counted() -> None:
         HKNN(metric="nope").fit(X, y)
 
 
+@pytest.mark.parametrize(
+    "estimator", [NHKNN(n_neighbors=4, q=8.0, metric="tangent"), NLDCV(n_neighbors=3, q=8.0, metric="tangent")]
+)
+def test_tangent_local_grams_gathered_from_the_training_matrix_equal_per_query_ones(estimator, monkeypatch) -> None:
+    """A costly metric's local Gram matrices come from one training-set distance matrix
+    (FULL_TRAIN_GRAM_MAX): the same numbers as computing each query's neighbours alone."""
+    from lkm.methods import subspace
+
+    X, y = load_digits(return_X_y=True)
+    X = X[:, :64] / 16.0
+    train, query = slice(0, 120), slice(120, 150)
+    gathered = estimator.fit(X[train], y[train]).decision_function(X[query])
+    monkeypatch.setattr(subspace, "FULL_TRAIN_GRAM_MAX", 0)
+    per_query = estimator.fit(X[train], y[train]).decision_function(X[query])
+    np.testing.assert_allclose(gathered, per_query, rtol=1e-9, atol=1e-9)
+
+
 def test_digits_accuracy_against_1nn() -> None:
     """sklearn digits (d = 64), one stratified split of 400 test digits (deterministic).
     Measured: 1-NN 0.9825, HKNN K=5 0.9975, LDCV K=2 0.9925, NHKNN K=10 0.9975, NLDCV K=5
@@ -196,3 +213,19 @@ def test_hulls_filling_the_space_tie_exactly() -> None:
     assert np.all(model.class_distances(Xq) == 0.0)
     np.testing.assert_array_equal(model.predict(Xq), KNeighborsClassifier(1).fit(X, y).predict(Xq))
     assert model.info_["tie_share"] == 1.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_grouped_k_smallest_selection_equals_the_tie_ruled_one(seed: int) -> None:
+    """HKNN's fast per-class selection picks exactly lkm.neighbors.k_smallest's columns
+    (ties by lower index), with heavy ties, constant rows and infinities."""
+    from lkm.methods.subspace import _k_smallest_by_groups
+    from lkm.neighbors import k_smallest
+
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(0, 6, size=(40, 300)).astype(float)  # many ties
+    scores[0] = 0.0
+    scores[1, ::7] = np.inf
+    scores[2] = rng.normal(size=300)
+    for k in (1, 3, 10, 40):
+        np.testing.assert_array_equal(_k_smallest_by_groups(scores, k), k_smallest(scores, k))

@@ -27,13 +27,15 @@ lkm's is ``exp(-d²/(2σ²))``, so ``q = 2σ²``. The kernel estimators accept e
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from lkm.errors import DataError
+from lkm.errors import NotApplicable
 from lkm.kernels import DISTANCES, DistanceCache, check_metric, gaussian_from_sq, sq_dists
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
 from lkm.neighbors import k_smallest
@@ -55,8 +57,54 @@ KPCA_NOISE = 10.0
 #: Tolerance of the PSD check of local kernel matrices: an eigenvalue of the centred
 #: Gram matrix below ``-PSD_TOL·λ_max`` marks it non-PSD (round-off stays far above).
 PSD_TOL = 1e-8
+#: Kernel methods with a costly metric compute the whole training set's distance matrix
+#: (about n²/2 distances, n² float64) up to this many training rows, and gather every
+#: local Gram matrix from it; above it, each query's C·K neighbours get their own.
+FULL_TRAIN_GRAM_MAX = 12_000
 #: Neighbour coordinates / local kernel entries gathered at once (bytes).
 CHUNK_BYTES = 32 * 2**20
+
+
+#: Queries whose distance rows are computed and selected from at a time (in cache).
+SELECT_ROWS = 128
+#: Columns per group in :func:`_k_smallest_by_groups` (its threshold is the k-th smallest
+#: group minimum).
+SELECT_GROUP = 8
+
+
+def _k_smallest_by_groups(scores: np.ndarray, k: int) -> np.ndarray:
+    """:func:`lkm.neighbors.k_smallest` (column indices of each row's k smallest entries,
+    ordered by (score, index)) in about two thirds of its time when k is much smaller
+    than the row length (measured: 10 of 730 columns).
+
+    The minima of groups of :data:`SELECT_GROUP` consecutive columns are entries of the
+    row, so their k-th smallest t is at least the row's k-th smallest: the entries ≤ t
+    (usually k plus a few) contain the answer, ties at the k-th value included. They are
+    sorted by (row, score, index) and the first k of each row kept. Rows with many
+    candidates (heavy ties) and short rows go to :func:`k_smallest`."""
+    m, n = scores.shape
+    groups = n // SELECT_GROUP
+    if groups < k or m == 0:
+        return k_smallest(scores, k)
+    end = groups * SELECT_GROUP
+    mins = scores[:, 0:end:SELECT_GROUP].copy()  # strided passes: much faster than a
+    for j in range(1, SELECT_GROUP):  # reduction over a short last axis
+        np.minimum(mins, scores[:, j:end:SELECT_GROUP], out=mins)
+    t = np.partition(mins, k - 1, axis=1)[:, k - 1]
+    mask = scores <= t[:, None]
+    counts = mask.sum(axis=1)
+    heavy = counts > 4 * k + SELECT_GROUP
+    out = np.empty((m, k), dtype=np.intp)
+    if heavy.any():
+        out[heavy] = k_smallest(scores[heavy], k)
+        mask[heavy] = False
+        counts[heavy] = 0
+    rows, cols = np.nonzero(mask)
+    order = np.lexsort((scores[rows, cols], rows))  # stable: columns stay ascending in ties
+    starts = np.cumsum(counts) - counts
+    light = ~heavy
+    out[light] = cols[order[starts[light, None] + np.arange(k)]]
+    return out
 
 
 class _LocalSubspaceClassifier(LocalKernelClassifier):
@@ -101,17 +149,59 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Training-row indices (n, M) of each class's K_i nearest neighbours (class
         blocks in ``classes_`` order), their squared distances (n, M), and the class
-        index of each query's nearest training sample (n,)."""
-        D = sq_dists(Xq, self.X_, cache, self.metric)
-        idx, dist = [], []
-        for c, rows in enumerate(self.class_rows_):
-            k = int(self.k_per_class_[c])
-            Dc = D[:, rows]
-            nearest = k_smallest(Dc, k)  # ordered by (distance, row): ties to the lower row
-            idx.append(rows[nearest])
-            dist.append(np.take_along_axis(Dc, nearest, axis=1))
-        nearest_class = np.argmin(np.column_stack([d[:, 0] for d in dist]), axis=1)
-        return np.hstack(idx), np.hstack(dist), nearest_class
+        index of each query's nearest training sample (n,).
+
+        The distance columns are put in class order once (Euclidean without a cache:
+        computed against the class-sorted training rows directly, by the expansion of
+        :func:`lkm.kernels.squared_euclidean`, per block of queries), so each class is a
+        contiguous block, and the selection (:func:`_k_smallest_by_groups`: ordered by
+        (distance, row), ties to the lower training row, as :func:`lkm.neighbors.k_smallest`)
+        runs over blocks of queries in threads."""
+        order = np.concatenate(self.class_rows_)
+        n = Xq.shape[0]
+        if self.metric == "euclidean" and cache is None:
+            # computed per block of queries inside the threads (squared_euclidean's
+            # expansion), so each block is selected from while it is in cache
+            D, Xs = None, self.X_[order]
+            norms = np.einsum("ij,ij->i", Xs, Xs)
+        else:
+            D = sq_dists(Xq, self.X_, cache, self.metric)[:, order]
+        ends = np.cumsum([rows.size for rows in self.class_rows_])
+        idx = np.empty((n, int(self.k_per_class_.sum())), dtype=np.intp)
+        dist = np.empty(idx.shape)
+
+        def select(lo: int, hi: int) -> None:
+            for a in range(lo, hi, SELECT_ROWS):
+                b = min(hi, a + SELECT_ROWS)
+                if D is None:
+                    Db = Xq[a:b] @ Xs.T
+                    Db *= -2.0
+                    Db += np.einsum("ij,ij->i", Xq[a:b], Xq[a:b])[:, None]
+                    Db += norms[None, :]
+                    np.maximum(Db, 0.0, out=Db)
+                else:
+                    Db = D[a:b]
+                col = 0
+                for c, rows in enumerate(self.class_rows_):
+                    k = int(self.k_per_class_[c])
+                    Dc = Db[:, ends[c] - rows.size : ends[c]]
+                    # ordered by (distance, position in the class block); positions follow
+                    # the training row order within a class, so ties go to the lower row
+                    nearest = _k_smallest_by_groups(Dc, k)
+                    idx[a:b, col : col + k] = rows[nearest]
+                    dist[a:b, col : col + k] = np.take_along_axis(Dc, nearest, axis=1)
+                    col += k
+
+        workers = min(_n_workers(), max(1, n // 64))
+        bounds = np.linspace(0, n, workers + 1).astype(int)
+        if workers == 1:
+            select(0, n)
+        else:
+            with _one_blas_thread(), ThreadPoolExecutor(workers) as pool:
+                list(pool.map(select, bounds[:-1], bounds[1:]))
+        firsts = np.concatenate([[0], np.cumsum(self.k_per_class_)[:-1]])
+        nearest_class = np.argmin(dist[:, firsts], axis=1)
+        return idx, dist, nearest_class
 
     def _class_slices(self) -> list[slice]:
         ends = np.cumsum(self.k_per_class_)
@@ -152,6 +242,17 @@ def _one_blas_thread() -> Any:
     from threadpoolctl import threadpool_limits
 
     return threadpool_limits(limits=1, user_api="blas")
+
+
+def _n_workers() -> int:
+    """Threads for the neighbour selection and HKNN's per-query work: the usable cores,
+    at most 4, and no more than the current BLAS thread cap (a worker process of
+    :mod:`lkm.workers` gets ``cores // jobs``). Call it outside :func:`_one_blas_thread`."""
+    from threadpoolctl import threadpool_info
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    caps = [int(lib["num_threads"]) for lib in threadpool_info() if lib.get("user_api") == "blas"]
+    return max(1, min(4, cpus, *caps))
 
 
 #: Residuals at or below ``SNAP_ZERO·||r||`` are round-off of a point on the subspace
@@ -201,6 +302,74 @@ def _residual_norms(V: np.ndarray, R: np.ndarray, rcond: float) -> np.ndarray:
     return out[:, 0] if single else out
 
 
+#: Neighbour coordinates per block of :func:`_hull_distances` (bytes; small enough to
+#: stay in cache while the block's Gram matrices, solves and residuals are formed).
+HULL_BLOCK_BYTES = 2**20
+
+
+def _well_conditioned(G: np.ndarray, ratio: float) -> tuple[np.ndarray, np.ndarray]:
+    """Which of the PSD matrices G (b, m, m) have ``λ_min > ratio·λ_max``, certified
+    without an eigensolver, and their inverses (garbage rows elsewhere).
+
+    A batched LU inverse X is checked by its residual: with ``max|G X − I| ≤ 1e-6`` it is
+    G⁻¹ to that relative accuracy, so ``tr(G)·tr(X) < 1/ratio`` (up to the 1e-6) bounds
+    ``λ_max/λ_min`` (``λ_max ≤ tr G``, ``1/λ_min ≤ tr G⁻¹``) with a margin of at most
+    m² (queries near the cutoff take the exact route). A stack with an exactly singular
+    matrix (repeated neighbours) makes LAPACK fail: then eigenvalues decide, and the
+    inverses of the well-conditioned ones are formed separately."""
+    b, m, _ = G.shape
+    trace = np.einsum("bii->b", G)
+    try:
+        with np.errstate(all="ignore"):
+            X = np.linalg.inv(G)
+            err = np.abs(G @ X - np.eye(m)).max(axis=(1, 2))
+            ok = (err <= 1e-6) & (trace * np.einsum("bii->b", X) * (1.0 + 1e-6) < 1.0 / ratio)
+        return ok, X
+    except np.linalg.LinAlgError:
+        w = np.linalg.eigvalsh(G)
+        ok = w[:, 0] > ratio * w[:, -1]
+        X = np.zeros_like(G)
+        if ok.any():
+            X[ok] = np.linalg.inv(G[ok])
+        return ok, X
+
+
+def _hull_distances(N: np.ndarray, Q: np.ndarray, rcond: float) -> np.ndarray:
+    """HKNN's distances (b,) of queries Q (b, p) to the affine hulls of their neighbours
+    N (b, k, p), through the small (b, k-1, k-1) Gram matrices G = ZZᵀ of the difference
+    vectors Z (neighbours minus the first one).
+
+    A query whose G has all eigenvalues above ``max(FAST_COND, rcond)²·λ_max`` (the
+    singular values of Z above ``max(FAST_COND, rcond)·s_max``; certified by
+    :func:`_well_conditioned`, conservatively) takes the fast route: the
+    residual of r = x_q - n_1 is formed explicitly, ``r - Zᵀ G⁻¹ Z r``, twice (the second
+    pass removes what the first left; G⁻¹ is accurate to about ``eps/FAST_COND²`` ≈ 2e-8,
+    so two passes reach round-off, as Gram-Schmidt twice does). The other queries
+    (dependent or repeated neighbours, near rank deficiency) take the rank-revealing SVD
+    of :func:`_residual_norms`, with the same cutoff ``rcond``."""
+    b, k, _ = N.shape
+    R = Q - N[:, 0]
+    if k == 1:
+        return np.linalg.norm(R, axis=-1)
+    Z = N[:, 1:] - N[:, :1]
+    G = Z @ np.swapaxes(Z, 1, 2)
+    fast, Ginv = _well_conditioned(G, max(FAST_COND, rcond) ** 2)
+    out = np.empty(b)
+    every = bool(fast.all())
+    if every or fast.any():
+        Zf, Rf, Ginv = (Z, R, Ginv) if every else (Z[fast], R[fast], Ginv[fast])
+        resid = Rf
+        for _ in range(2):
+            coef = np.einsum("bij,bj->bi", Ginv, np.einsum("bid,bd->bi", Zf, resid))
+            resid = resid - np.einsum("bid,bi->bd", Zf, coef)
+        norms = np.linalg.norm(resid, axis=-1)
+        norms[norms <= SNAP_ZERO * np.linalg.norm(Rf, axis=-1)] = 0.0  # round-off of an exact 0
+        out[fast] = norms
+    if not every:
+        out[~fast] = _residual_norms(Z[~fast], R[~fast], rcond)
+    return out
+
+
 def _pooled_differences(N: np.ndarray, Q: np.ndarray, slices: list[slice]) -> tuple[np.ndarray, np.ndarray]:
     """Each class's neighbours minus its first (nearest) one, pooled (b, M - C, p): they
     span the range of the within-class scatter S_W, like the class-centred vectors but
@@ -220,9 +389,11 @@ class HKNN(_LocalSubspaceClassifier):
     hull itself is Euclidean, eq. (1)) span the affine hull LH_i (eqs. (1)-(2)); the
     distance is ``||(I - P⁽ⁱ⁾)(x_q - μ_i)||`` (eqs. (3)-(5)) with P⁽ⁱ⁾ the projection onto
     the difference subspace, spanned by the neighbours minus the nearest one (same span as
-    the centred ones, eq. (2); then the distance of x_q minus that anchor), from a
-    rank-revealing SVD that keeps singular values above ``rcond·s_max``
-    (:func:`_residual_norms`; eq. (4)'s inv(ZᵀZ) is never formed). K above a
+    the centred ones, eq. (2); then the distance of x_q minus that anchor), keeping the
+    singular values above ``rcond·s_max``: for well-conditioned neighbours the residual
+    comes from the small Gram matrix, refined once (:func:`_hull_distances`), otherwise
+    from a rank-revealing SVD (:func:`_residual_norms`); the paper's inv(ZᵀZ) of eq. (4)
+    is never used where it does not exist. K above a
     class's training count uses all of that class (``info_['k_clipped']``: class -> K used).
     With K > d + 1 hulls can fill the space; every distance is then 0 and the tie rule of
     the base class decides (larger training prior, then the nearest sample's class: 1-NN
@@ -244,12 +415,25 @@ class HKNN(_LocalSubspaceClassifier):
         idx, _, nearest = self._neighbors(Xq, cache)
         n, d = Xq.shape
         out = np.empty((n, self.classes_.size))
+        slices = self._class_slices()
+        step = max(1, HULL_BLOCK_BYTES // (8 * int(self.k_per_class_.max()) * d))
+
+        def block(i: int) -> None:
+            blk = slice(i, min(n, i + step))
+            for c, sl in enumerate(slices):
+                out[blk, c] = _hull_distances(np.take(self.X_, idx[blk, sl], axis=0), Xq[blk], self.rcond)
+
+        # small blocks, one BLAS thread each, spread over the cores by threads (numpy
+        # releases the GIL in the gathers, products and batched solves)
+        starts = range(0, n, step)
+        workers = min(_n_workers(), len(starts))
         with _one_blas_thread():
-            for c, sl in enumerate(self._class_slices()):
-                k = sl.stop - sl.start
-                for blk in self._query_blocks(n, 8 * k * d):
-                    N = self.X_[idx[blk, sl]]  # (b, k, d)
-                    out[blk, c] = _residual_norms(N[:, 1:] - N[:, :1], Xq[blk] - N[:, 0], self.rcond)
+            if workers <= 1:
+                for i in starts:
+                    block(i)
+            else:
+                with ThreadPoolExecutor(workers) as pool:
+                    list(pool.map(block, starts))
         return out, nearest
 
 
@@ -263,7 +447,7 @@ class LDCV(_LocalSubspaceClassifier):
     ``rcond``). N(S_W) is empty once the pooled differences can span the input space:
     ``Σ_i (K_i - 1) ≥ d`` (K·C - C ≥ d with no clipped class). Then every distance is 0 and
     the method is undefined, so :meth:`fit` raises a one-line
-    :class:`~lkm.errors.DataError` naming K, C and d (image segmentation, d = 19, C = 7,
+    :class:`~lkm.errors.NotApplicable` naming K, C and d (image segmentation, d = 19, C = 7,
     allows K ≤ 3) instead of returning tie-broken guesses.
     """
 
@@ -278,7 +462,7 @@ class LDCV(_LocalSubspaceClassifier):
         pooled = int((self.k_per_class_ - 1).sum())
         C, d = self.classes_.size, X.shape[1]
         if pooled >= d:
-            raise DataError(
+            raise NotApplicable(
                 f"LDCV: n_neighbors K={self.n_neighbors} with C={C} classes gives {pooled} pooled "
                 f"difference vectors >= d={d} features, so the within-class null space is empty "
                 f"(eq. (23) needs C·(K-1) < d); use K <= {(d - 1) // C + 1} or NLDCV"
@@ -341,15 +525,20 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
             return -0.5 * D
         return gaussian_from_sq(D, self.sigma_)
 
-    def _local_coordinates(self, idx: np.ndarray, dq: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    def _local_coordinates(
+        self, idx: np.ndarray, dq: np.ndarray, D_train: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, int]:
         """Kernel-PCA coordinates of one block: neighbours (b, M, r), query (b, r), with
-        the columns beyond each query's rank set to 0, and the number of non-PSD grams."""
+        the columns beyond each query's rank set to 0, and the number of non-PSD grams.
+        ``D_train``: the training rows' squared distances, if computed, to gather from."""
         b, M = idx.shape
-        uniq, inv = np.unique(idx, return_inverse=True)
-        inv = inv.reshape(b, M)
-        XU = self.X_[uniq]
-        DU = DISTANCES[self.metric](XU, None)
-        Dnn = DU[inv[:, :, None], inv[:, None, :]]  # (b, M, M)
+        if D_train is not None:
+            Dnn = D_train[idx[:, :, None], idx[:, None, :]]  # (b, M, M)
+        else:
+            uniq, inv = np.unique(idx, return_inverse=True)
+            inv = inv.reshape(b, M)
+            DU = DISTANCES[self.metric](self.X_[uniq], None)
+            Dnn = DU[inv[:, :, None], inv[:, None, :]]
         G = self._kernel(Dnn)
         lq = self._kernel(dq)  # (b, M)
         J = np.eye(M) - 1.0 / M
@@ -380,13 +569,19 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
         out = np.empty((n, self.classes_.size))
         n_bad = n_empty = 0
         # the union of a block's neighbours gets one distance matrix, about (b·M)² entries
-        # for b·M² needed: Euclidean ones are cheap BLAS (keep b·M near 2048); any other
-        # metric (a tangent distance) is the cost itself, so one query per block
+        # for b·M² needed: Euclidean ones are cheap BLAS (keep b·M near 2048). Any other
+        # metric (a tangent distance) is the cost itself: up to FULL_TRAIN_GRAM_MAX
+        # training rows, all their distances once (persisted, shared by every query, K, q
+        # and method on this training set), else one query's neighbours at a time
         step = max(1, 2048 // M) if self.metric == "euclidean" else 1
+        D_train = None
+        if self.metric != "euclidean" and self.X_.shape[0] <= FULL_TRAIN_GRAM_MAX:
+            D_train = sq_dists(self.X_, self.X_, cache, self.metric)
+            step = max(1, 2048 // M)
         with _one_blas_thread():
             for i in range(0, n, step):
                 blk = slice(i, min(n, i + step))
-                Yn, Yq, bad = self._local_coordinates(idx[blk], dq[blk])
+                Yn, Yq, bad = self._local_coordinates(idx[blk], dq[blk], D_train)
                 n_bad += bad
                 out[blk], empty = self._feature_distances(Yn, Yq)
                 n_empty += empty
