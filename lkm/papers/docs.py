@@ -189,6 +189,13 @@ def npps_table2(snap: Snapshot) -> pd.DataFrame:
     return df[[c for c in cols if c in df.columns]]
 
 
+def cevikalp_table(snap: Snapshot, name: str) -> pd.DataFrame:
+    """Table I or II of Cevikalp et al. beside ours (:func:`lkm.papers.cevikalp.outputs.paper_table`)."""
+    from lkm.papers.cevikalp.outputs import paper_table
+
+    return paper_table(snap.context(name)).drop(columns=["dataset"])
+
+
 #: Every block id the docs may use.
 BLOCKS: dict[str, Block] = {
     "lpl/accuracy": Block(("lpl_vs_svm",), lambda s: accuracy_wide(s, "lpl_vs_svm"),
@@ -204,6 +211,12 @@ BLOCKS: dict[str, Block] = {
     "npps/claims-short": _claims_block("npps", True, "Shin & Cho: claims and verdicts"),
     "lrr/claims": _claims_block("lrr", False, "Li, Chen, Tang: every claim with our measure and verdict"),
     "lrr/claims-short": _claims_block("lrr", True, "Li, Chen, Tang: claims and verdicts"),
+    "cevikalp/table1": Block(("cevikalp_usps",), lambda s: cevikalp_table(s, "cevikalp_usps"),
+                             "Cevikalp et al. Table I (USPS error %) beside ours, stated and tuned settings"),
+    "cevikalp/table2": Block(("cevikalp_segmentation",), lambda s: cevikalp_table(s, "cevikalp_segmentation"),
+                             "Cevikalp et al. Table II (image segmentation rate %) beside ours"),
+    "cevikalp/claims": _claims_block("cevikalp", False, "Cevikalp et al.: every claim with our measure and verdict"),
+    "cevikalp/claims-short": _claims_block("cevikalp", True, "Cevikalp et al.: claims and verdicts"),
 }
 
 
