@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lkm.cli import app
-from lkm.papers import docs
+from lkm.papers import PAPERS, docs
 from lkm.store import RunStore
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,7 +63,7 @@ def tiny_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("docs")
     (root / "README.md").write_text(README)
     (root / "docs" / "reproductions").mkdir(parents=True)
-    for name in ("lpl", "npps", "lrr"):
+    for name in PAPERS:
         (root / "docs" / "reproductions" / f"{name}.md").write_text(f"# {name}\n")
     spec = root / "tiny.yaml"
     spec.write_text(TINY_SPEC)

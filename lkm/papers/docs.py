@@ -49,7 +49,7 @@ from lkm.report.core import RATE, format_value, markdown_table
 from lkm.report.registry import ReportContext
 
 #: The Markdown files with generated blocks, relative to the repository root.
-DOC_FILES = ("README.md", "docs/reproductions/lpl.md", "docs/reproductions/npps.md", "docs/reproductions/lrr.md")
+DOC_FILES = ("README.md", *(f"docs/reproductions/{key}.md" for key in PAPERS))
 #: The committed snapshot, relative to the repository root.
 SNAPSHOT = Path("docs/runs")
 #: Where the docs' figures live, relative to the repository root.
