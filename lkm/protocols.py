@@ -15,8 +15,11 @@ index arrays into the dataset. Kinds (the ``protocol.kind`` key of a spec):
   Table 4, the IDA benchmarks): the official indices when the split file is present,
   else seeded random realizations of the official sizes; ``describe()`` says which.
 
-Generated datasets take ``holdout`` with integer ``train_size``/``test_size``. Later kinds
-(semi-supervised labeled/unlabeled splits) fill :attr:`Split.unlabeled`.
+- ``semisupervised``: a pool of training rows of which a few are labeled and the rest
+  unlabeled, and a test set (Yang, King, Lyu Sec. 5; Belkin, Niyogi, Sindhwani 2006):
+  fills :attr:`Split.unlabeled`.
+
+Generated datasets take ``holdout`` with integer ``train_size``/``test_size``.
 """
 
 from __future__ import annotations
@@ -285,4 +288,75 @@ class RealizationsProtocol(_Protocol):
         return f"official realizations {numbers} for {names}; elsewhere {random}"
 
 
-ProtocolSpec = KFoldProtocol | HoldoutProtocol | PredefinedProtocol | LearningCurveProtocol | RealizationsProtocol
+class SemiSupervisedProtocol(_Protocol):
+    """Semi-supervised realizations: a pool of training rows, ``labeled`` of them (or
+    ``labeled_per_class`` of every class) labeled at random per realization (seed
+    ``seed + r``), the rest of the pool unlabeled, and a test set.
+
+    ``pool``: ``"predefined"`` — the dataset's official training part is the pool and its
+    test part the test set; an integer N — the first N rows are the pool and the other
+    rows the test set (Letter in Yang et al.: 400 / 19,600). The pool's labels of
+    unlabeled rows never reach an estimator (the runner overwrites them before ``fit``);
+    they score the transductive error. The draws are written to the run folder
+    (``splits/<dataset>.json``).
+    """
+
+    kind: Literal["semisupervised"] = "semisupervised"
+    pool: Literal["predefined"] | int = Field("predefined", description="'predefined' or the first N rows")
+    labeled: int | None = Field(None, ge=1, description="labeled rows per realization, drawn from the pool")
+    labeled_per_class: int | None = Field(None, ge=1, description="labeled rows of every class per realization")
+    repeats: int = Field(1, ge=1, description="number of realizations")
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _one_way_to_label(self) -> SemiSupervisedProtocol:
+        if (self.labeled is None) == (self.labeled_per_class is None):
+            raise ValueError("give exactly one of labeled, labeled_per_class")
+        if isinstance(self.pool, int) and not isinstance(self.pool, bool) and self.pool < 2:
+            raise ValueError("pool must be 'predefined' or a row count >= 2")
+        return self
+
+    def _pool_and_test(self, dataset: Dataset) -> tuple[np.ndarray, np.ndarray]:
+        n = len(dataset.y)
+        if self.pool == "predefined":
+            parts = dataset.predefined_split
+            if not parts or "train" not in parts or "test" not in parts:
+                raise SpecError(f"protocol.pool: dataset '{dataset.name}' has no official train/test split; "
+                                "give pool: N (the first N rows)")
+            return np.asarray(parts["train"]), np.asarray(parts["test"])
+        if self.pool >= n:
+            raise SpecError(f"protocol.pool: {self.pool} rows but dataset '{dataset.name}' has {n}; nothing left to test on")
+        return np.arange(self.pool), np.arange(self.pool, n)
+
+    def splits(self, dataset: Dataset) -> list[Split]:
+        pool, test = self._pool_and_test(dataset)
+        y_pool = dataset.y[pool]
+        classes, counts = np.unique(y_pool, return_counts=True)
+        if self.labeled_per_class is not None and counts.min() <= self.labeled_per_class:
+            small = classes[int(np.argmin(counts))]
+            raise SpecError(f"protocol.labeled_per_class: {self.labeled_per_class} but class {small!r} of dataset "
+                            f"'{dataset.name}' has {counts.min()} rows in the pool (none would stay unlabeled)")
+        if self.labeled is not None and self.labeled >= len(pool):
+            raise SpecError(f"protocol.labeled: {self.labeled} of a pool of {len(pool)} rows of '{dataset.name}' "
+                            "leaves none unlabeled")
+        out = []
+        for r in range(self.repeats):
+            rng = np.random.default_rng(self.seed + r)
+            if self.labeled_per_class is not None:
+                chosen = np.concatenate([rng.choice(np.flatnonzero(y_pool == c), self.labeled_per_class, replace=False)
+                                         for c in classes])
+            else:
+                chosen = rng.choice(len(pool), self.labeled, replace=False)
+            labeled = np.zeros(len(pool), dtype=bool)
+            labeled[chosen] = True
+            out.append(Split(f"r{r}", pool, test, repeat=r, unlabeled=pool[~labeled]))
+        return out
+
+    def describe(self) -> str:
+        pool = "the official training part" if self.pool == "predefined" else f"the first {self.pool} rows"
+        how = f"{self.labeled} labeled" if self.labeled is not None else f"{self.labeled_per_class} labeled per class"
+        return f"{self.repeats} semi-supervised realization(s): {how} of {pool}, the rest unlabeled (seed {self.seed})"
+
+
+ProtocolSpec = (KFoldProtocol | HoldoutProtocol | PredefinedProtocol | LearningCurveProtocol | RealizationsProtocol
+                | SemiSupervisedProtocol)

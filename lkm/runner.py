@@ -33,7 +33,7 @@ from lkm.data import Dataset
 from lkm.errors import DataError, DatasetUnavailable, LkmError, NotApplicable, SpecError
 from lkm.kernels import DISTANCE_CHECKS, DistanceCache
 from lkm.methods import estimator_param_names, resolve_estimator
-from lkm.methods.base import cache_kwargs
+from lkm.methods.base import accepts_keyword, cache_kwargs
 from lkm.metrics import decision_values, fit_scores
 from lkm.preprocessing import preprocess
 from lkm.protocols import Split
@@ -317,6 +317,9 @@ def _run_job(
     split = tasks[0].split
     X_train, X_test = preprocess(preprocessing, X[split.train], X[split.test])
     y_train, y_test = y[split.train], y[split.test]
+    semi = _SemiSupervised.of(split, X_train, y_train)
+    if semi is not None:
+        y_train = semi.y_masked
     cache = DistanceCache()
     n_ok = n_failed = 0
     first_error = None
@@ -329,22 +332,28 @@ def _run_job(
             "n_features": X_train.shape[1], "preprocessing": preprocessing,
             "cache_warm": warm, "lkm_version": __version__,
         }
+        if semi is not None:
+            base.update(n_train=int((~semi.mask).sum()), n_unlabeled=int(semi.mask.sum()))
         tune_info: dict[str, Any] = {}
         try:
             est = resolve_estimator(task.estimator)(**task.params)
+            fit_X, fit_y, fit_extra = (X_train, y_train, {}) if semi is None else semi.fit_inputs(est)
             t0 = time.perf_counter()
             if task.tune:
-                est, tune_info = fit_tuned(est, task.tune, X_train, y_train)
+                est, tune_info = fit_tuned(est, task.tune, *((X_train, y_train) if semi is None else semi.labeled))
             else:
-                est.fit(X_train, y_train, **cache_kwargs(est, "fit", cache))
+                est.fit(fit_X, fit_y, **cache_kwargs(est, "fit", cache), **fit_extra)
             t1 = time.perf_counter()
             y_pred = est.predict(X_test, **cache_kwargs(est, "predict", None if task.tune else cache))
             t2 = time.perf_counter()
             info = dict(getattr(est, "info_", {}))  # as the test prediction left it
             train_score = {}
             if score_train:
-                y_fit = est.predict(X_train, **cache_kwargs(est, "predict", None if task.tune else cache))
-                train_score = {"train_accuracy": float(np.mean(y_fit == y_train))}
+                X_seen, y_seen = (X_train, y_train) if semi is None else semi.labeled
+                y_fit = est.predict(X_seen, **cache_kwargs(est, "predict", None))
+                train_score = {"train_accuracy": float(np.mean(y_fit == y_seen))}
+            if semi is not None:  # the transductive score: the pool's unlabeled rows
+                train_score["unlabeled_accuracy"] = float(np.mean(est.predict(semi.X_unlabeled) == semi.y_unlabeled))
         except NotApplicable as exc:  # outside the method's domain: recorded, not a failure
             store.append([{**base, "status": NOT_APPLICABLE, "error": f"{task.dataset}/{split.id}/{task.method}: {exc}"}])
             continue
@@ -371,6 +380,38 @@ def _run_job(
         }])
         n_ok += 1
     return n_ok, n_failed, first_error
+
+
+@dataclass
+class _SemiSupervised:
+    """A split's training pool with unlabeled rows (:attr:`Split.unlabeled`).
+
+    Their labels are overwritten (by the first labeled row's) before any estimator sees
+    ``y``: the true ones score the transductive accuracy only. Estimators whose ``fit``
+    takes ``unlabeled=`` (a boolean mask over the rows) get the whole pool; any other
+    estimator is fitted on the labeled rows alone, and a ``tune`` block searches on them.
+    """
+
+    mask: np.ndarray  # True: unlabeled row of the pool
+    y_masked: np.ndarray
+    labeled: tuple[np.ndarray, np.ndarray]
+    X_unlabeled: np.ndarray
+    y_unlabeled: np.ndarray
+    X_pool: np.ndarray
+
+    @classmethod
+    def of(cls, split: Split, X_train: np.ndarray, y_train: np.ndarray) -> _SemiSupervised | None:
+        if split.unlabeled is None:
+            return None
+        mask = np.isin(split.train, split.unlabeled)
+        y_masked = y_train.copy()
+        y_masked[mask] = y_train[~mask][0]
+        return cls(mask, y_masked, (X_train[~mask], y_train[~mask]), X_train[mask], y_train[mask], X_train)
+
+    def fit_inputs(self, est: Any) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+        if accepts_keyword(type(est), "fit", "unlabeled"):
+            return self.X_pool, self.y_masked, {"unlabeled": self.mask}
+        return self.labeled[0], self.labeled[1], {}
 
 
 def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.ndarray) -> tuple[Any, dict[str, Any]]:
@@ -461,6 +502,7 @@ def write_plan(plan: Plan, store: RunStore) -> Path:
     from lkm.store import text_sha256
 
     spec_yaml = spec_to_yaml(plan.spec)
+    write_semisupervised_draws(plan, store)
     return store.write_plan({
         "task_ids": sorted(plan.task_ids),
         "unavailable": plan.unavailable,
@@ -468,6 +510,24 @@ def write_plan(plan: Plan, store: RunStore) -> Path:
         "spec_sha256": text_sha256(spec_yaml),
         "spec_yaml": spec_yaml,
     })
+
+
+def write_semisupervised_draws(plan: Plan, store: RunStore) -> list[Path]:
+    """``splits/<dataset>.json`` for every dataset with semi-supervised splits: per split
+    id, the dataset rows drawn as labeled, left unlabeled, and tested."""
+    from lkm.store import atomic_save
+
+    written = []
+    for ds_id, splits in plan.splits.items():
+        if not any(s.unlabeled is not None for s in splits):
+            continue
+        draws = {s.id: {"labeled": np.setdiff1d(s.train, s.unlabeled).tolist(), "unlabeled": np.asarray(s.unlabeled).tolist(),
+                        "test": np.asarray(s.test).tolist()} for s in splits if s.unlabeled is not None}
+        path = store.root / "splits" / f"{ds_id.replace('/', '_')}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_save(path, lambda tmp, d=draws: Path(tmp).write_text(json.dumps(d, separators=(",", ":")) + "\n"))
+        written.append(path)
+    return written
 
 
 def dataset_provenance(plan: Plan) -> dict[str, Any]:

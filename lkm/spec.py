@@ -45,6 +45,7 @@ from lkm.protocols import (
     LearningCurveProtocol,
     PredefinedProtocol,
     RealizationsProtocol,
+    SemiSupervisedProtocol,
 )
 
 #: The paper's sigma grid (Tsuji et al., Sec. 9.2): 39 log-spaced values in [0.01, 100].
@@ -379,7 +380,8 @@ def _numeric_not_bool(annotation: Any) -> bool:
 
 
 ProtocolField = Annotated[
-    KFoldProtocol | HoldoutProtocol | PredefinedProtocol | LearningCurveProtocol | RealizationsProtocol,
+    KFoldProtocol | HoldoutProtocol | PredefinedProtocol | LearningCurveProtocol | RealizationsProtocol
+    | SemiSupervisedProtocol,
     Field(discriminator="kind"),
 ]
 
@@ -843,7 +845,7 @@ def _known_keys(loc: tuple[Any, ...]) -> list[str]:
     model: type[BaseModel] = models.get(str(loc[0]), Spec) if len(loc) > 1 else Spec
     if loc[0] == "protocol":
         return list({*KFoldProtocol.model_fields, *HoldoutProtocol.model_fields, *LearningCurveProtocol.model_fields,
-                     *RealizationsProtocol.model_fields})
+                     *RealizationsProtocol.model_fields, *SemiSupervisedProtocol.model_fields})
     if loc[0] == "paper" and len(loc) > 2:
         model = PaperValue
     return list(model.model_fields)
@@ -909,7 +911,7 @@ def split_count(spec: Spec, dataset_index: int) -> int:
     proto = d.protocol if d.protocol is not None else spec.protocol
     if isinstance(proto, KFoldProtocol):
         return proto.folds * proto.repeats
-    if isinstance(proto, HoldoutProtocol):
+    if isinstance(proto, (HoldoutProtocol, SemiSupervisedProtocol)):
         return proto.repeats
     if isinstance(proto, LearningCurveProtocol):
         return len(proto.sizes) * proto.repeats

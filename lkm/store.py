@@ -75,7 +75,7 @@ MARKER = ".lkm-run"
 LOCK_FILE = ".lkm-lock"
 TMP_PREFIX = ".lkm-tmp-"
 #: Everything lkm writes into a run folder; ``--fresh`` deletes these and nothing else.
-OWN_DIRS = ("records", "tables", "figures")
+OWN_DIRS = ("records", "tables", "figures", "splits")
 OWN_FILES = ("results.csv", "results.parquet", "plan.json", "spec.yaml", "provenance.json",
              "provenance-history.jsonl", "requirements.lock.txt")
 OWN_NAMES = frozenset((*OWN_DIRS, *OWN_FILES, MARKER, LOCK_FILE))

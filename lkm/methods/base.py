@@ -86,15 +86,19 @@ def _checked_decision(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray
 
 
 @functools.cache
-def _accepts_cache(cls: type, method: str) -> bool:
-    """Whether ``cls.<method>`` takes a ``cache`` keyword (inspected once per class)."""
+def accepts_keyword(cls: type, method: str, keyword: str) -> bool:
+    """Whether ``cls.<method>`` takes the keyword argument ``keyword`` (inspected once per class)."""
     try:
         parameters = inspect.signature(getattr(cls, method)).parameters
     except (AttributeError, TypeError, ValueError):
         return False
-    return "cache" in parameters and parameters["cache"].kind in (
+    return keyword in parameters and parameters[keyword].kind in (
         inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY
     )
+
+
+def _accepts_cache(cls: type, method: str) -> bool:
+    return accepts_keyword(cls, method, "cache")
 
 
 def cache_kwargs(estimator: Any, method: str, cache: DistanceCache | None) -> dict[str, Any]:

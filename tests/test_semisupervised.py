@@ -1,0 +1,114 @@
+"""The semi-supervised protocol and the runner's semi-supervised half: labeled /
+unlabeled / test draws, labels of unlabeled rows never reaching an estimator, the
+transductive and inductive scores, the draws saved in the run folder."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from lkm.data import Dataset
+from lkm.errors import SpecError
+from lkm.protocols import SemiSupervisedProtocol
+from lkm.runner import build_plan, execute, write_plan
+from lkm.spec import spec_from_dict
+from lkm.store import RunStore
+
+
+def _dataset() -> Dataset:
+    """Iris (150 rows, 3 classes of 50 in file order)."""
+    from lkm.data import load_dataset
+
+    return load_dataset("sklearn-iris")
+
+
+def test_draws_are_seeded_disjoint_and_cover_the_pool():
+    data = _dataset()
+    proto = SemiSupervisedProtocol(pool=100, labeled_per_class=2, repeats=3, seed=5)
+    a, b = proto.splits(data), proto.splits(data)
+    for s, t in zip(a, b, strict=True):
+        np.testing.assert_array_equal(s.unlabeled, t.unlabeled)  # same seed, same draws
+        labeled = np.setdiff1d(s.train, s.unlabeled)
+        assert len(labeled) == 2 * len(np.unique(data.y[:100]))
+        assert all((data.y[labeled] == c).sum() == 2 for c in np.unique(data.y[:100]))
+        np.testing.assert_array_equal(s.train, np.arange(100))
+        np.testing.assert_array_equal(s.test, np.arange(100, 150))
+    assert not np.array_equal(a[0].unlabeled, a[1].unlabeled)  # realizations differ
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"pool": 100, "labeled_per_class": 60}, "labeled_per_class: 60"),
+    ({"pool": 100, "labeled": 100}, "leaves none unlabeled"),
+    ({"pool": 150, "labeled": 3}, "nothing left to test on"),
+    ({"pool": "predefined", "labeled": 3}, "no official train/test split"),
+])
+def test_impossible_draws_are_one_line_spec_errors(kwargs, words):
+    with pytest.raises(SpecError, match=words) as err:
+        SemiSupervisedProtocol(**kwargs).splits(_dataset())
+    assert "\n" not in str(err.value)
+
+
+def test_exactly_one_way_to_choose_the_labeled_rows():
+    with pytest.raises(ValueError, match="exactly one of labeled, labeled_per_class"):
+        SemiSupervisedProtocol(pool=100)
+    with pytest.raises(ValueError, match="exactly one"):
+        SemiSupervisedProtocol(pool=100, labeled=3, labeled_per_class=1)
+
+
+class SpyTransductive(ClassifierMixin, BaseEstimator):
+    """Remembers what fit saw; predicts the labeled majority class."""
+
+    seen: list = []
+
+    def fit(self, X, y, unlabeled=None):
+        SpyTransductive.seen.append((len(y), None if unlabeled is None else unlabeled.copy(), np.asarray(y).copy()))
+        self.classes_ = np.unique(y if unlabeled is None else y[~unlabeled])
+        values, counts = np.unique(y if unlabeled is None else y[~unlabeled], return_counts=True)
+        self.majority_ = values[np.argmax(counts)]
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.majority_)
+
+
+def test_runner_hides_unlabeled_labels_scores_both_parts_and_saves_the_draws(tmp_path, monkeypatch):
+    spec = spec_from_dict({
+        "name": "semi", "datasets": ["sklearn-iris"],
+        "protocol": {"kind": "semisupervised", "pool": 120, "labeled_per_class": 2, "repeats": 2, "seed": 0},
+        "methods": [{"name": "spy", "estimator": f"{__name__}.SpyTransductive"},
+                    {"name": "knn", "estimator": "sklearn.neighbors.KNeighborsClassifier", "params": {"n_neighbors": 1}}],
+    })
+    SpyTransductive.seen = []
+    plan = build_plan(spec)
+    store = RunStore(tmp_path)
+    store.prepare()
+    write_plan(plan, store)
+    summary = execute(plan, store, jobs=1)
+    assert summary.failed == 0
+    recs = list(store.iter_records())
+    assert {r["method"] for r in recs} == {"spy", "knn"} and len(recs) == 4
+    for r in recs:
+        assert (r["n_train"], r["n_unlabeled"], r["n_test"]) == (6, 114, 30)
+        assert 0 <= r["unlabeled_accuracy"] <= 1 and 0 <= r["accuracy"] <= 1
+    draws = json.loads((tmp_path / "splits" / "sklearn-iris.json").read_text())
+    assert set(draws) == {"r0", "r1"} and len(draws["r0"]["labeled"]) == 6 and len(draws["r0"]["unlabeled"]) == 114
+    assert not set(draws["r0"]["labeled"]) & set(draws["r0"]["unlabeled"])
+
+
+def test_labels_of_unlabeled_rows_never_reach_fit():
+    from lkm.protocols import Split
+    from lkm.runner import _SemiSupervised
+
+    y = np.array(["a", "b", "c", "a", "b", "c"])
+    split = Split("r0", np.arange(6), np.arange(0), unlabeled=np.array([2, 4, 5]))
+    semi = _SemiSupervised.of(split, np.arange(12.0).reshape(6, 2), y)
+    assert list(semi.y_masked[semi.mask]) == ["a", "a", "a"]  # the first labeled row's label
+    X_fit, y_fit, extra = semi.fit_inputs(SpyTransductive())
+    assert len(y_fit) == 6 and extra["unlabeled"].sum() == 3
+    from sklearn.neighbors import KNeighborsClassifier
+
+    X_fit, y_fit, extra = semi.fit_inputs(KNeighborsClassifier())
+    assert list(y_fit) == ["a", "b", "a"] and extra == {}  # supervised: the labeled rows alone
