@@ -295,7 +295,8 @@ class SemiSupervisedProtocol(_Protocol):
 
     ``pool``: ``"predefined"`` — the dataset's official training part is the pool and its
     test part the test set; an integer N — the first N rows are the pool and the other
-    rows the test set (Letter in Yang et al.: 400 / 19,600). The pool's labels of
+    rows the test set (Letter in Yang et al.: 400 / 19,600), or with ``test:
+    predefined`` the official test part (Isolet: isolet1's 1560 rows, tested on isolet5). The pool's labels of
     unlabeled rows never reach an estimator (the runner overwrites them before ``fit``);
     they score the transductive error. The draws are written to the run folder
     (``splits/<dataset>.json``).
@@ -303,6 +304,9 @@ class SemiSupervisedProtocol(_Protocol):
 
     kind: Literal["semisupervised"] = "semisupervised"
     pool: Literal["predefined"] | int = Field("predefined", description="'predefined' or the first N rows")
+    test: Literal["rest", "predefined"] = Field(
+        "rest", description="with pool: N, the test set: the other rows, or the official test part (Isolet: isolet5)"
+    )
     labeled: int | None = Field(None, ge=1, description="labeled rows per realization, drawn from the pool")
     labeled_per_class: int | None = Field(None, ge=1, description="labeled rows of every class per realization")
     repeats: int = Field(1, ge=1, description="number of realizations")
@@ -326,7 +330,16 @@ class SemiSupervisedProtocol(_Protocol):
             return np.asarray(parts["train"]), np.asarray(parts["test"])
         if self.pool >= n:
             raise SpecError(f"protocol.pool: {self.pool} rows but dataset '{dataset.name}' has {n}; nothing left to test on")
-        return np.arange(self.pool), np.arange(self.pool, n)
+        pool = np.arange(self.pool)
+        if self.test == "predefined":
+            parts = dataset.predefined_split
+            if not parts or "test" not in parts:
+                raise SpecError(f"protocol.test: dataset '{dataset.name}' has no official test part; use test: rest")
+            test = np.asarray(parts["test"])
+            if np.isin(test, pool).any():
+                raise SpecError(f"protocol.pool: the first {self.pool} rows of '{dataset.name}' reach into its official test part")
+            return pool, test
+        return pool, np.arange(self.pool, n)
 
     def splits(self, dataset: Dataset) -> list[Split]:
         pool, test = self._pool_and_test(dataset)

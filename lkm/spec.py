@@ -399,6 +399,10 @@ class DatasetSpec(_Model):
     name: str
     label: str | None = Field(None, description="name shown in tables (default: name, plus classes)")
     classes: list[int | str] | None = None
+    groups: list[list[int | str]] | None = Field(
+        None, description="merge classes into one label per group (a binary task: [[1, 2, 3], [4, 5]]); "
+        "rows of other classes are dropped"
+    )
     params: dict[str, Any] = Field(default_factory=dict)
     protocol: ProtocolField | None = Field(
         None, description="this dataset's own protocol (e.g. its own hold-out sizes); default: the spec's"
@@ -468,12 +472,17 @@ class DatasetSpec(_Model):
         from lkm.data import load_dataset
 
         source = self.file_info() if self.path is not None else self.name
-        return load_dataset(source, data_dir=data_dir, classes=self.classes, **self.params)
+        data = load_dataset(source, data_dir=data_dir, classes=self.classes, **self.params)
+        if self.groups:
+            from lkm.data import merge_classes
+
+            data = merge_classes(data, self.groups)
+        return data
 
     @model_serializer(mode="wrap")
     def _without_unset_file_keys(self, handler: Any) -> dict[str, Any]:
         dump = handler(self)
-        for key in _FILE_KEYS:
+        for key in (*_FILE_KEYS, "groups"):  # unset: left out, so task ids stay what they were
             if dump.get(key) is None:
                 dump.pop(key, None)
         return dump
@@ -489,6 +498,10 @@ class DatasetSpec(_Model):
     def id(self) -> str:
         if self.label:
             return self.label
+        if self.groups:
+            from lkm.data import group_name
+
+            return f"{self.name}[{'|'.join(group_name(g) for g in self.groups)}]"
         if self.classes:
             return f"{self.name}[{'-'.join(str(c) for c in self.classes)}]"
         return self.name

@@ -112,3 +112,31 @@ def test_labels_of_unlabeled_rows_never_reach_fit():
 
     X_fit, y_fit, extra = semi.fit_inputs(KNeighborsClassifier())
     assert list(y_fit) == ["a", "b", "a"] and extra == {}  # supervised: the labeled rows alone
+
+
+def test_a_pool_of_the_first_rows_can_be_tested_on_the_official_test_part(data_dir):
+    """Isolet (Yang et al.): isolet1 (the first 1560 rows) is the pool, isolet5 the test set."""
+    from lkm.data import load_dataset
+
+    isolet = load_dataset("isolet")
+    (split,) = SemiSupervisedProtocol(pool=1560, test="predefined", labeled=52).splits(isolet)
+    assert len(split.train) == 1560 and len(split.unlabeled) == 1508
+    np.testing.assert_array_equal(split.test, isolet.predefined_split["test"])
+    assert len(split.test) == 1559
+
+
+def test_merged_class_groups_make_a_binary_task_with_its_own_id():
+    from lkm.data import load_dataset, merge_classes
+
+    spec = spec_from_dict({"name": "g", "datasets": [{"name": "sklearn-iris", "groups": [[0], [1, 2]]}],
+                           "methods": [{"name": "NN", "estimator": "nn"}]})
+    ds = spec.datasets[0]
+    assert ds.id == "sklearn-iris[0|1+2]"
+    data = ds.load()
+    assert sorted(data.classes) == ["0", "1+2"] and (data.y == "1+2").sum() == 100
+    assert "groups" not in spec_from_dict({"name": "g", "datasets": ["sklearn-iris"],
+                                           "methods": [{"name": "NN", "estimator": "nn"}]}).datasets[0].model_dump()
+    from lkm.errors import DataError
+
+    with pytest.raises(DataError, match="overlap in class"):
+        merge_classes(load_dataset("sklearn-iris"), [[0, 1], [1, 2]])

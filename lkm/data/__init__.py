@@ -197,6 +197,34 @@ def select_classes(dataset: Dataset, classes: Sequence) -> Dataset:
     )
 
 
+def group_name(group: Sequence) -> str:
+    """The label of a group of classes: ``first..last`` for three or more, else ``a+b``."""
+    return f"{group[0]}..{group[-1]}" if len(group) > 2 else "+".join(str(c) for c in group)
+
+
+def merge_classes(dataset: Dataset, groups: Sequence[Sequence]) -> Dataset:
+    """Rows of the classes in ``groups`` relabelled by their group (:func:`group_name`),
+    e.g. Isolet's letters 1-13 against 14-26 (Yang, King, Lyu Sec. 5); rows of other
+    classes are dropped. Groups must be disjoint, at least two, each non-empty."""
+    if isinstance(groups, (str, bytes)) or len(groups) < 2 or any(
+        isinstance(g, (str, bytes)) or not len(g) for g in groups
+    ):
+        raise DataError(f"dataset '{dataset.name}': groups must be a list of two or more non-empty lists of classes")
+    members = [_match_classes(g, dataset.y, dataset.name) for g in groups]
+    flat = [c for g in members for c in g]
+    if len(set(flat)) != len(flat):
+        twice = sorted({str(c) for c in flat if flat.count(c) > 1})
+        raise DataError(f"dataset '{dataset.name}': groups overlap in class(es) {', '.join(twice)}")
+    kept = select_classes(dataset, flat)
+    names = [group_name(g) for g in groups]
+    y = np.empty(len(kept.y), dtype=object)
+    for g, name in zip(members, names, strict=True):
+        y[np.isin(kept.y, g)] = name
+    y = y.astype(str)
+    return Dataset(kept.name, kept.X, y, sorted(names), kept.info, kept.predefined_split, kept.feature_names,
+                   kept.realizations)
+
+
 def load_dataset(
     name: str | DatasetInfo,
     *,
