@@ -22,6 +22,7 @@ from lkm.errors import SpecError, did_you_mean
 
 if TYPE_CHECKING:
     from lkm.methods.base import LocalKernelClassifier
+    from lkm.methods.manifold import PRLS, LapRLS, PLapRLS
     from lkm.methods.nearest import NearestNeighbor
     from lkm.methods.npps import NPPS, NPPSSVM
     from lkm.methods.projection import LocalizedProjectionLearning, ProjectionLearning
@@ -44,6 +45,9 @@ METHOD_PATHS: dict[str, str] = {
     "rls": "lkm.methods.risk.RegularizedLeastSquares",
     "lrr": "lkm.methods.risk.LocalRiskRegularization",
     "lrr_pair": "lkm.methods.risk.LocalRiskPair",
+    "prls": "lkm.methods.manifold.PRLS",
+    "laprls": "lkm.methods.manifold.LapRLS",
+    "plaprls": "lkm.methods.manifold.PLapRLS",
     "nn": "lkm.methods.nearest.NearestNeighbor",
 }
 
@@ -222,6 +226,7 @@ __all__ = [
     "SAMPLER_PATHS",
     "HKNN",
     "LDCV",
+    "LapRLS",
     "LocalKernelClassifier",
     "LocalRiskPair",
     "LocalRiskRegularization",
@@ -231,6 +236,8 @@ __all__ = [
     "NPPS",
     "NPPSSVM",
     "NearestNeighbor",
+    "PLapRLS",
+    "PRLS",
     "ProjectionLearning",
     "RegularizedLeastSquares",
     "SVMClassifier",
