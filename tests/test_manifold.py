@@ -1,0 +1,294 @@
+"""PRLS, LapRLS and PLapRLS (Yang, King, Lyu; Belkin, Niyogi, Sindhwani 2006): stationarity
+of the objectives, the kernel scalings, the null-space option, the printed eq. (14)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from lkm.errors import NumericalError
+from lkm.kernels import DistanceCache, gaussian_gram, heat_gram, squared_euclidean
+from lkm.methods import METHODS, PRLS, LapRLS, PLapRLS, RegularizedLeastSquares, resolve_estimator
+from lkm.methods.manifold import solve_stationary, stationary_system
+
+
+def _data(seed: int = 0, n: int = 40, d: int = 3, classes: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.digitize(X[:, 0] + 0.3 * rng.normal(size=n), np.linspace(-0.5, 0.5, classes - 1))
+    return X, y
+
+
+def _bracket(X: np.ndarray, sigma: float) -> np.ndarray:
+    """K - 2K' + K'' of the normalized heat kernel over c_t, from Gaussian Grams (t = σ²/2)."""
+    d = X.shape[1]
+    return (gaussian_gram(X, X, sigma) - 2 * 2 ** (-d / 2) * gaussian_gram(X, X, sigma * math.sqrt(2))
+            + 3 ** (-d / 2) * gaussian_gram(X, X, sigma * math.sqrt(3)))
+
+
+def _objective(model, X: np.ndarray, Y: np.ndarray, labeled: np.ndarray, a: np.ndarray, beta: float,
+               P: np.ndarray, gamma_A: float, gamma_I: float) -> float:
+    """Eq. (10)/(12) with the squared loss, written out: (1/l)Σ_lab (y - f)² + γ_A aᵀPa
+    + γ_I/(2n²) Σ_ij W_ij (f_i - f_j)² (Belkin's fᵀLf; the ordered-pair sum counts each edge
+    twice), or γ_I/n² fᵀLf for the normalized Laplacian."""
+    K = gaussian_gram(X, X, model.sigma_)
+    f = K @ a + beta
+    n, n_lab = X.shape[0], labeled.sum()
+    value = np.sum((Y[labeled] - f[labeled]) ** 2) / n_lab + gamma_A * a @ P @ a
+    if gamma_I:
+        L = model.laplacian_.toarray()
+        if model.normalized_laplacian:  # fᵀ(I - D^(-1/2)WD^(-1/2))f: no pairwise-difference form
+            return float(value + gamma_I / (n * n) * f @ L @ f)
+        W = np.diag(np.diag(L)) - L
+        value += gamma_I / (2 * n * n) * np.sum(W * (f[:, None] - f[None, :]) ** 2)
+    return float(value)
+
+
+def test_registered_keys() -> None:
+    for key, cls in {"prls": PRLS, "laprls": LapRLS, "plaprls": PLapRLS}.items():
+        assert resolve_estimator(key) is cls and METHODS[key] is cls
+
+
+# ---------------------------------------------------------------- PRLS
+
+
+def test_prls_solution_satisfies_eq_11_to_roundoff() -> None:
+    X, y = _data(1, classes=3)
+    sigma, gamma = 1.3, 0.05
+    model = PRLS(kernel="gaussian", sigma=sigma, gamma=gamma).fit(X, y)
+    K, P, n = gaussian_gram(X, X, sigma), _bracket(X, sigma), X.shape[0]
+    Y = np.where(y[:, None] == model.classes_[None, :], 1.0, -1.0)
+    a, beta = model.dual_coef_, model.intercept_
+    one = np.ones((n, 1))
+    row1 = (gamma * n * P + K @ K) @ a + K @ one @ beta[None, :] - K @ Y  # eq. (11), first row
+    row2 = one.T @ (Y - K @ a - one @ beta[None, :])  # eq. (11), second row
+    assert model.info_["solver"] == "cholesky" and model.info_["null_space_dim"] == 1
+    assert np.abs(row1).max() < 1e-10 * np.abs(K @ Y).max()
+    assert np.abs(row2).max() < 1e-10 * n
+
+
+def test_prls_perturbations_never_lower_the_objective() -> None:
+    X, y = _data(2)
+    model = PRLS(kernel="gaussian", sigma=0.9, gamma=0.01).fit(X, y)
+    Y = np.where(y == model.classes_[1], 1.0, -1.0)
+    P, labeled = _bracket(X, 0.9), np.ones(X.shape[0], dtype=bool)
+    a, beta = model.dual_coef_, float(model.intercept_)
+    best = _objective(model, X, Y, labeled, a, beta, P, 0.01, 0.0)
+    rng = np.random.default_rng(0)
+    for scale in (1e-6, 1e-3, 1.0):
+        for _ in range(50):
+            da, db = scale * rng.normal(size=a.size), scale * rng.normal()
+            assert _objective(model, X, Y, labeled, a + da, beta + db, P, 0.01, 0.0) >= best - 1e-12 * best
+
+
+def test_penalty_k_without_null_space_is_rls() -> None:
+    """null_space="none" with the penalty matrix replaced by K: the block system is
+    K(K + γlI)α = KY, RLS's (K + γlI)α = Y times K."""
+    X, y = _data(3, classes=3)
+    rls = RegularizedLeastSquares(kernel="heat", t=0.8, lam=0.02, unit_diagonal=True).fit(X, y)
+    K = heat_gram(X, X, 0.8, normalized=False)
+    Y = np.where(y[:, None] == rls.classes_[None, :], 1.0, -1.0)
+    M, r = stationary_system(K, K, np.zeros((40, 0)), Y, np.ones(40, dtype=bool), 0.02 * 40)
+    alpha, info = solve_stationary(M, r)
+    Xq = _data(4)[0]
+    np.testing.assert_allclose(heat_gram(Xq, X, 0.8, normalized=False) @ alpha, rls.decision_function(Xq),
+                               rtol=1e-8, atol=1e-10)
+    assert info["solver"] == "cholesky"
+
+
+def test_prls_without_null_space_is_rls_in_high_dimension() -> None:
+    """Where 2^(-d/2) and 3^(-d/2) vanish (d = 1400) the bracket is k_t: PRLS with
+    null_space="none" is RLS with the same gamma, end to end."""
+    rng = np.random.default_rng(5)
+    X, Xq = rng.normal(size=(30, 1400)), rng.normal(size=(10, 1400))
+    y = np.repeat([0, 1, 2], 10)
+    prls = PRLS(kernel="heat", t=400.0, gamma=0.03, null_space="none").fit(X, y)
+    rls = RegularizedLeastSquares(kernel="heat", t=400.0, lam=0.03, unit_diagonal=True).fit(X, y)
+    assert prls.info_["weight_2t"] < 1e-200 and prls.info_["weight_3t"] == 0.0
+    np.testing.assert_allclose(prls.decision_function(Xq), rls.decision_function(Xq), rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(prls.predict(Xq), rls.predict(Xq))
+
+
+def test_normalized_heat_kernel_equals_the_safe_form() -> None:
+    """d = 3: K_t, K_{2t}, K_{3t} normalized, computed directly, against unit_diagonal=False
+    (γ/c_t on the bracket) and unit_diagonal=True with γ/c_t given by hand."""
+    X, y = _data(6, d=3)
+    t, gamma, n, d = 0.7, 0.02, 40, 3
+    K, K1, K2 = (heat_gram(X, X, s * t, normalized=True) for s in (1, 2, 3))
+    Y = np.where(y == 1, 1.0, -1.0)[:, None]
+    M, r = stationary_system(K, K - 2 * K1 + K2, np.ones((n, 1)), Y, np.ones(n, dtype=bool), gamma * n)
+    x, _ = solve_stationary(M, r)
+    Xq = _data(7, d=3)[0]
+    direct = heat_gram(Xq, X, t, normalized=True) @ x[:n, 0] + x[n, 0]
+    normalized = PRLS(kernel="heat", t=t, gamma=gamma, unit_diagonal=False).fit(X, y)
+    np.testing.assert_allclose(normalized.decision_function(Xq), direct, rtol=1e-8, atol=1e-10)
+    c_t = (4 * math.pi * t) ** (-d / 2)
+    by_hand = PRLS(kernel="heat", t=t, gamma=gamma / c_t).fit(X, y)
+    np.testing.assert_allclose(by_hand.decision_function(Xq), direct, rtol=1e-8, atol=1e-10)
+
+
+def test_gaussian_width_sigma_is_heat_time_sigma_squared_over_two() -> None:
+    X, y = _data(8, classes=3)
+    gaussian = PLapRLS(kernel="gaussian", sigma=1.7, gamma_A=0.01, gamma_I=0.1).fit(X, y)
+    heat = PLapRLS(kernel="heat", t=1.7**2 / 2, gamma_A=0.01, gamma_I=0.1).fit(X, y)
+    np.testing.assert_allclose(gaussian.decision_function(X), heat.decision_function(X), rtol=1e-10, atol=1e-12)
+
+
+def test_normalized_penalty_overflow_names_d_and_t() -> None:
+    X = np.random.default_rng(0).normal(size=(6, 617))
+    with pytest.raises(NumericalError, match=r"d=617, t=8\.0.*unit_diagonal=True") as caught:
+        PRLS(t=8.0, unit_diagonal=False).fit(X, [0, 1] * 3)
+    assert "\n" not in str(caught.value)
+    PRLS(t=8.0).fit(X, [0, 1] * 3)  # the safe form fits
+
+
+def test_gamma_zero_with_singular_kernel_is_the_min_norm_least_squares_fit() -> None:
+    X, y = _data(9, n=20)
+    X, y = np.vstack([X, X[:5]]), np.concatenate([y, y[:5]])  # duplicated rows: K is singular
+    model = PRLS(kernel="gaussian", sigma=1.0, gamma=0.0).fit(X, y)
+    assert model.info_["solver"] == "eigh" and model.info_["rank"] < X.shape[0] + 1
+    A = np.hstack([gaussian_gram(X, X, 1.0), np.ones((25, 1))])
+    Y = np.where(y == model.classes_[1], 1.0, -1.0)
+    reference = np.linalg.lstsq(A, Y, rcond=None)[0]  # the min-norm least-squares coefficients
+    np.testing.assert_allclose(A @ np.append(model.dual_coef_, model.intercept_), A @ reference, atol=1e-6)
+    np.testing.assert_allclose(np.append(model.dual_coef_, model.intercept_), reference, rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- LapRLS, PLapRLS
+
+
+def _dense_laplacian(X: np.ndarray, k: int, t: float) -> np.ndarray:
+    D = squared_euclidean(X)
+    np.fill_diagonal(D, np.inf)
+    W = np.zeros_like(D)
+    for i, row in enumerate(D):
+        nearest = np.argsort(row, kind="stable")[:k]
+        W[i, nearest] = np.exp(-row[nearest] / (4 * t))
+    W = np.maximum(W, W.T)
+    return np.diag(W.sum(axis=1)) - W
+
+
+def test_laprls_is_belkins_closed_form() -> None:
+    X, y = _data(10, n=50)
+    labeled = np.zeros(50, dtype=bool)
+    labeled[::5] = True
+    gamma_A, gamma_I, t, n, n_lab = 0.02, 0.5, 0.6, 50, 10
+    model = LapRLS(kernel="heat", t=t, gamma_A=gamma_A, gamma_I=gamma_I, graph_k=5).fit(X, y, unlabeled=~labeled)
+    K, L = heat_gram(X, X, t, normalized=False), _dense_laplacian(X, 5, t)
+    J = np.diag(labeled.astype(float))
+    Y = np.where(labeled, np.where(y == model.classes_[1], 1.0, -1.0), 0.0)
+    alpha = np.linalg.solve(J @ K + gamma_A * n_lab * np.eye(n) + gamma_I * n_lab / n**2 * L @ K, Y)
+    np.testing.assert_allclose(model.laplacian_.toarray(), L, atol=1e-14)
+    np.testing.assert_allclose(model.dual_coef_, alpha, rtol=1e-7, atol=1e-9)
+    assert (model.info_["n_labeled"], model.info_["n_unlabeled"]) == (10, 40)
+
+
+def _fd_gradient(fun, x: np.ndarray, h: float = 1e-4) -> np.ndarray:
+    step = np.eye(x.size) * h
+    return np.array([(fun(x + s) - fun(x - s)) / (2 * h) for s in step])
+
+
+@pytest.mark.parametrize("normalized_laplacian", [False, True])
+def test_plaprls_is_a_stationary_point_of_eq_12_and_printed_14_is_not(normalized_laplacian: bool) -> None:
+    X, y = _data(11, n=36)
+    labeled = np.zeros(36, dtype=bool)
+    labeled[::4] = True
+    params = dict(kernel="gaussian", sigma=1.1, gamma_A=0.05, gamma_I=2.0, graph_k=4,
+                  normalized_laplacian=normalized_laplacian)
+    gradients = {}
+    for system in ("derived", "printed"):
+        model = PLapRLS(system=system, **params).fit(X, y, unlabeled=~labeled)
+        Y = np.where(y == model.classes_[1], 1.0, -1.0)
+        P = _bracket(X, 1.1)
+
+        def fun(v: np.ndarray, model=model, Y=Y, P=P) -> float:
+            return _objective(model, X, Y, labeled, v[:-1], v[-1], P, 0.05, 2.0)
+
+        x = np.append(model.dual_coef_, model.intercept_)
+        gradients[system] = _fd_gradient(fun, x)
+        assert model.info_["system"] == ("derived" if system == "derived" else "printed eq. (14)")
+    scale = np.abs(_fd_gradient(fun, np.zeros(37))).max()  # the gradient at 0: -(2/l)[K; 1]JY
+    assert np.abs(gradients["derived"]).max() < 1e-7 * scale
+    assert np.abs(gradients["printed"]).max() > 1e-3 * scale  # the β equation differs (ΨᵀΨ = n, not l)
+
+
+def test_laprls_is_a_stationary_point_of_its_objective() -> None:
+    X, y = _data(12, n=30)
+    labeled = np.arange(30) % 3 == 0
+    model = LapRLS(kernel="gaussian", sigma=0.8, gamma_A=0.03, gamma_I=1.0, graph_k=4,
+                   graph_weights="binary").fit(X, y, unlabeled=~labeled)
+    Y = np.where(y == model.classes_[1], 1.0, -1.0)
+    K = gaussian_gram(X, X, 0.8)
+    grad = _fd_gradient(lambda a: _objective(model, X, Y, labeled, a, 0.0, K, 0.03, 1.0), model.dual_coef_)
+    scale = np.abs(_fd_gradient(lambda a: _objective(model, X, Y, labeled, a, 0.0, K, 0.03, 1.0), 0 * grad)).max()
+    assert np.abs(grad).max() < 1e-7 * scale
+    assert set(np.unique(model.laplacian_.toarray()[~np.eye(30, dtype=bool)])) <= {0.0, -1.0}
+
+
+# ---------------------------------------------------------------- labels
+
+
+def test_unlabeled_mask_wins_and_minus_one_can_be_a_class() -> None:
+    X, y = _data(13, n=30)
+    y = np.where(y == 0, -1, 1)  # a legitimate ±1 task
+    mask = np.arange(30) >= 20
+    model = PLapRLS(kernel="gaussian", sigma=1.0).fit(X, y, unlabeled=mask)
+    assert list(model.classes_) == [-1, 1] and model.info_["n_labeled"] == 20
+    assert model.info_["unlabeled_rule"] == "mask"
+    disabled = PRLS(kernel="gaussian", sigma=1.0, unlabeled_label=None).fit(X, y)
+    assert list(disabled.classes_) == [-1, 1] and disabled.info_["n_unlabeled"] == 0
+    # the default rule: y == -1 is unlabeled (scikit-learn's convention)
+    z = np.where(mask, -1, np.where(y == -1, 0, 1))
+    default = PLapRLS(kernel="gaussian", sigma=1.0).fit(X, z)
+    assert list(default.classes_) == [0, 1] and default.info_["n_unlabeled"] == 10
+    strings = np.where(mask, "?", np.where(y == -1, "no", "yes"))
+    by_string = PLapRLS(kernel="gaussian", sigma=1.0, unlabeled_label="?").fit(X, strings)
+    np.testing.assert_allclose(by_string.decision_function(X), default.decision_function(X), atol=1e-12)
+
+
+def test_prls_ignores_unlabeled_rows() -> None:
+    X, y = _data(14, n=40, classes=3)
+    mask = np.arange(40) % 4 == 0
+    semi = PRLS(kernel="gaussian").fit(X, y, unlabeled=mask)
+    plain = PRLS(kernel="gaussian").fit(X[~mask], y[~mask])
+    np.testing.assert_allclose(semi.decision_function(X), plain.decision_function(X), atol=1e-12)
+    assert semi.sigma_ == plain.sigma_
+
+
+@pytest.mark.parametrize("cls", [PRLS, LapRLS, PLapRLS])
+def test_bad_labels_give_one_line_errors(cls) -> None:
+    X, y = _data(15, n=10)
+    with pytest.raises(ValueError, match="all 10 points are unlabeled") as caught:
+        cls().fit(X, np.full(10, -1))
+    assert "\n" not in str(caught.value)
+    with pytest.raises(ValueError, match="at least two classes"):
+        cls().fit(X, np.where(np.arange(10) < 5, 3, -1))  # one labeled class
+    with pytest.raises(ValueError, match="boolean mask"):
+        cls().fit(X, y, unlabeled=np.arange(10) % 2)  # ints, not a mask
+
+
+def test_laplacian_is_shared_across_label_sets_through_the_cache() -> None:
+    X, y = _data(16, n=30)
+    cache = DistanceCache()
+    first = LapRLS().fit(X, y, unlabeled=np.arange(30) < 10, cache=cache)
+    second = LapRLS().fit(X, y, unlabeled=np.arange(30) >= 20, cache=cache)
+    assert first.laplacian_ is second.laplacian_
+    np.testing.assert_allclose(first.decision_function(X, cache=cache), first.decision_function(X), atol=1e-12)
+
+
+def _expected_failed_checks(estimator) -> dict[str, str]:
+    if estimator.unlabeled_label == -1:
+        return {"check_classifiers_classes": "uses -1 as a class label, which unlabeled_label=-1 "
+                "(scikit-learn's semi-supervised convention) reads as 'unlabeled'"}
+    return {}
+
+
+@parametrize_with_checks(
+    [PRLS(unlabeled_label=None), LapRLS(unlabeled_label=None), PLapRLS(kernel="gaussian", system="printed")],
+    expected_failed_checks=_expected_failed_checks,
+)
+def test_sklearn_estimator_checks(estimator, check) -> None:
+    check(estimator)
