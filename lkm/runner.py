@@ -337,7 +337,7 @@ def _run_job(
         tune_info: dict[str, Any] = {}
         try:
             est = resolve_estimator(task.estimator)(**task.params)
-            fit_X, fit_y, fit_extra = (X_train, y_train, {}) if semi is None else semi.fit_inputs(est)
+            fit_X, fit_y, fit_extra = _supervised_inputs(est, X_train, y_train) if semi is None else semi.fit_inputs(est)
             t0 = time.perf_counter()
             if task.tune:
                 est, tune_info = fit_tuned(est, task.tune, *((X_train, y_train) if semi is None else semi.labeled))
@@ -380,6 +380,12 @@ def _run_job(
         }])
         n_ok += 1
     return n_ok, n_failed, first_error
+
+
+def _supervised_inputs(est: Any, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """Every row labeled: an estimator whose ``fit`` takes ``unlabeled=`` gets an all-False
+    mask, so a class labelled -1 is not read as "unlabeled" (sklearn's convention)."""
+    return X, y, ({"unlabeled": np.zeros(len(y), dtype=bool)} if accepts_keyword(type(est), "fit", "unlabeled") else {})
 
 
 @dataclass
@@ -435,7 +441,10 @@ def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.n
     folds = [(rows[a], rows[b]) for a, b in cv.split(X_train[rows], y_train[rows])]
     search = GridSearchCV(est, {k: list(v) for k, v in tune["grid"].items()}, scoring="accuracy",
                           cv=folds, refit=True, error_score="raise", n_jobs=1)
-    search.fit(X_train, y_train)
+    # an estimator that reads unlabeled rows from y (sklearn's -1) is told none are: a
+    # class labelled -1 (e.g. the IDA sets' ±1) is a class here
+    labeled = {"unlabeled": np.zeros(len(y_train), dtype=bool)} if accepts_keyword(type(est), "fit", "unlabeled") else {}
+    search.fit(X_train, y_train, **labeled)
     chosen = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in search.best_params_.items()}
     return search.best_estimator_, {
         "tuned_params": chosen, "cv_score": float(search.best_score_), "cv_folds": int(tune["cv"]),

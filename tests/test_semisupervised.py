@@ -140,3 +140,25 @@ def test_merged_class_groups_make_a_binary_task_with_its_own_id():
 
     with pytest.raises(DataError, match="overlap in class"):
         merge_classes(load_dataset("sklearn-iris"), [[0, 1], [1, 2]])
+
+
+def test_a_class_labelled_minus_one_is_a_class_in_supervised_runs(tmp_path):
+    """PRLS reads y == -1 as unlabeled (sklearn's convention) unless told otherwise; the
+    runner tells it every row is labeled, in plain fits and in a tune block's search."""
+    from lkm.data import load_dataset
+
+    data = load_dataset("ida-image")
+    assert -1 in set(data.y.tolist())
+    spec = spec_from_dict({
+        "name": "pm", "datasets": ["ida-image"], "protocol": {"kind": "holdout", "train_size": 200, "test_size": 200},
+        "methods": [{"name": "PRLS", "estimator": "prls", "params": {"kernel": "gaussian", "sigma": 3.0}},
+                    {"name": "PRLS-cv", "estimator": "prls", "params": {"kernel": "gaussian"},
+                     "tune": {"grid": {"sigma": [2.0, 4.0]}, "cv": 3}}],
+    })
+    plan = build_plan(spec)
+    store = RunStore(tmp_path)
+    store.prepare()
+    assert execute(plan, store, jobs=1).failed == 0
+    for r in store.iter_records():
+        assert r["info"]["n_unlabeled"] == 0 and r["info"]["n_labeled"] == 200
+        assert r["accuracy"] > 0.7
