@@ -40,6 +40,13 @@ SLOW_SPEC = textwrap.dedent("""\
 """)
 
 
+def _default_sigint() -> None:
+    """A child with Ctrl-C's default disposition: a shell starts background jobs with
+    SIGINT ignored, and an ignored signal stays ignored across exec (a test run from
+    `cmd &` would otherwise see children that cannot be interrupted)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _group(pgid: int) -> list[int]:
     """Live (non-zombie) processes of process group ``pgid``."""
     pids = []
@@ -114,6 +121,7 @@ def slow_run(tmp_path: Path) -> Iterator:
             [sys.executable, "-m", "lkm.cli", "run", str(spec), "--jobs", str(jobs), "--out", str(out),
              "--no-progress", *extra],
             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+            preexec_fn=_default_sigint,
         )
         started.append(proc)
         return proc
@@ -350,6 +358,7 @@ def test_sigint_during_svm_training_raises_keyboardinterrupt() -> None:
         except KeyboardInterrupt:
             print("interrupted")
     """)
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30,
+                         preexec_fn=_default_sigint)
     assert res.stdout.strip() == "interrupted", res.stdout + res.stderr
     assert "Exception ignored" not in res.stderr, res.stderr
