@@ -37,6 +37,17 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _restored_data_dir(monkeypatch):
+    """`--data-dir` sets LKM_DATA_DIR in the process (its workers read it): put it back
+    after each test, so a CLI test's mirror does not leak into the next test."""
+    value = os.environ.get("LKM_DATA_DIR")
+    if value is None:
+        monkeypatch.delenv("LKM_DATA_DIR", raising=False)
+    else:
+        monkeypatch.setenv("LKM_DATA_DIR", value)
+
+
+@pytest.fixture(autouse=True)
 def _isolated_user_registry(tmp_path, monkeypatch):
     """Never read or write the user's own dataset registry (`lkm datasets add`) from tests."""
     monkeypatch.setenv("LKM_USER_REGISTRY", str(tmp_path / "lkm-user-registry.yaml"))

@@ -118,7 +118,7 @@ def test_a_pool_of_the_first_rows_can_be_tested_on_the_official_test_part(data_d
     """Isolet (Yang et al.): isolet1 (the first 1560 rows) is the pool, isolet5 the test set."""
     from lkm.data import load_dataset
 
-    isolet = load_dataset("isolet")
+    isolet = load_dataset("isolet", data_dir=data_dir)
     (split,) = SemiSupervisedProtocol(pool=1560, test="predefined", labeled=52).splits(isolet)
     assert len(split.train) == 1560 and len(split.unlabeled) == 1508
     np.testing.assert_array_equal(split.test, isolet.predefined_split["test"])
@@ -142,12 +142,12 @@ def test_merged_class_groups_make_a_binary_task_with_its_own_id():
         merge_classes(load_dataset("sklearn-iris"), [[0, 1], [1, 2]])
 
 
-def test_a_class_labelled_minus_one_is_a_class_in_supervised_runs(tmp_path):
+def test_a_class_labelled_minus_one_is_a_class_in_supervised_runs(tmp_path, data_dir):
     """PRLS reads y == -1 as unlabeled (sklearn's convention) unless told otherwise; the
     runner tells it every row is labeled, in plain fits and in a tune block's search."""
     from lkm.data import load_dataset
 
-    data = load_dataset("ida-image")
+    data = load_dataset("ida-image", data_dir=data_dir)
     assert -1 in set(data.y.tolist())
     spec = spec_from_dict({
         "name": "pm", "datasets": ["ida-image"], "protocol": {"kind": "holdout", "train_size": 200, "test_size": 200},
@@ -155,7 +155,7 @@ def test_a_class_labelled_minus_one_is_a_class_in_supervised_runs(tmp_path):
                     {"name": "PRLS-cv", "estimator": "prls", "params": {"kernel": "gaussian"},
                      "tune": {"grid": {"sigma": [2.0, 4.0]}, "cv": 3}}],
     })
-    plan = build_plan(spec)
+    plan = build_plan(spec, data_dir=data_dir)
     store = RunStore(tmp_path)
     store.prepare()
     assert execute(plan, store, jobs=1).failed == 0
