@@ -17,15 +17,20 @@ that they solve the same problem:
     A fit takes milliseconds here, so per-call overhead decides the ratio: each repeat
     times a batch of calls of each side, alternately, and the median over the repeats is
     reported (at least :data:`SMALL_REPEATS` repeats).
+(f) PRLS(kernel="gaussian", gamma=1e-3) fit+predict (Yang, King, Lyu)
+                               vs KernelRidge(rbf, alpha=1e-3·l)          target <= 2.0
+(g) LapRLS(gamma_A = gamma_I = 1e-3, 6-NN graph over the training rows)
+                               vs KernelRidge(rbf, alpha=1e-3·l)          target <= 4.0
+    (the same data term and ridge on the same kernel; LapRLS adds the graph term)
 
 Two comparisons on USPS (Cevikalp et al.'s set; the official split, 7291 training /
-2007 test digits, 256 features in [-1, 1], not rescaled; ``usps_rows`` draws seeded
+2007 test digits, 256 features in [0, 1], not rescaled; ``usps_rows`` draws seeded
 subsets for a quick run):
 
-(f) HKNN(n_neighbors=10) fit+predict (Euclidean)
+(h) HKNN(n_neighbors=10) fit+predict (Euclidean)
                                vs KNeighborsClassifier(n_neighbors=10)    target <= 3.0
     on the full split (one repeat takes about a second), best of ``repeats``.
-(g) 1-NN with the two-sided tangent distance (NearestNeighbor(metric="tangent"),
+(i) 1-NN with the two-sided tangent distance (NearestNeighbor(metric="tangent"),
     2007 × 7291 distances) vs Euclidean KNeighborsClassifier(n_neighbors=1): the
     target is absolute, ours <= 300 s (``target_seconds``; the ratio is shown for
     scale), timed once (about two minutes on 2 cores). The distance store
@@ -50,8 +55,10 @@ SIGMA = 5.0
 SIGMA_GRID = np.logspace(-2, 2, 39)
 TARGETS = {
     "lpl_vs_knn": 2.0, "pl_vs_kernel_ridge": 1.5, "svm_vs_svc": 1.2, "pl_sweep_vs_kernel_ridge": 0.5,
-    "svm_small_vs_svc": 1.5, "hknn_vs_knn": 3.0,
+    "svm_small_vs_svc": 1.5, "hknn_vs_knn": 3.0, "prls_vs_kernel_ridge": 2.0, "laprls_vs_kernel_ridge": 4.0,
 }
+#: γ of the PRLS and LapRLS comparisons (γ_A = γ_I = γ for LapRLS); KernelRidge gets alpha = γ·l.
+MANIFOLD_GAMMA = 1e-3
 #: Absolute targets (seconds of ours), for comparisons whose reference only gives scale.
 TARGET_SECONDS = {"tangent_1nn_usps": 300.0}
 #: HKNN's K (and the reference's k) in the USPS comparison.
@@ -199,7 +206,7 @@ def run_bench(
     usps_rows: int | None = None,
     tangent: bool = True,
 ) -> list[dict[str, Any]]:
-    """Run the comparisons (a)-(g) ((g) only with ``tangent``); one dict per comparison
+    """Run the comparisons (a)-(i) ((i) only with ``tangent``); one dict per comparison
     (see the module doc). ``max_rows`` subsets spambase, ``usps_rows`` USPS.
 
     Keys: name, ours, reference, ours_seconds, reference_seconds, ratio, target (of the
@@ -214,6 +221,8 @@ def run_bench(
     from lkm.kernels import DistanceCache
     from lkm.methods import (
         HKNN,
+        PRLS,
+        LapRLS,
         LocalizedProjectionLearning,
         NearestNeighbor,
         ProjectionLearning,
@@ -290,6 +299,30 @@ def run_bench(
             "SVC() (gamma='scale')",
             _median_times(lambda: small(SVMClassifier()), lambda: small(SVC()), max(repeats, SMALL_REPEATS), SMALL_BATCH),
             TARGETS["svm_small_vs_svc"],
+        ))
+        # (h), (i): the same ridge on the same Gaussian kernel: (1/l)||y - f||² + γ αᵀPα is
+        # KernelRidge's ||y - Kα||² + alpha αᵀKα with alpha = γ·l (P = K for LapRLS)
+        ridge = MANIFOLD_GAMMA * len(y_train)
+
+        def kernel_ridge_at(alpha: float) -> float:
+            model = KernelRidge(kernel="rbf", gamma=gamma, alpha=alpha).fit(X_train, targets)
+            return accuracy(classes[(model.predict(X_test) > 0).astype(int)])
+
+        results.append(_result(
+            "prls_vs_kernel_ridge", f"PRLS(kernel='gaussian', sigma={SIGMA}, gamma={MANIFOLD_GAMMA:g})",
+            f"KernelRidge(kernel='rbf', gamma={gamma:g}, alpha={ridge:g})",
+            _best_times(lambda: ours(PRLS(kernel="gaussian", sigma=SIGMA, gamma=MANIFOLD_GAMMA)),
+                        lambda: kernel_ridge_at(ridge), repeats),
+            TARGETS["prls_vs_kernel_ridge"],
+        ))
+        results.append(_result(
+            "laprls_vs_kernel_ridge",
+            f"LapRLS(kernel='gaussian', sigma={SIGMA}, gamma_A={MANIFOLD_GAMMA:g}, gamma_I={MANIFOLD_GAMMA:g}, graph_k=6)",
+            f"KernelRidge(kernel='rbf', gamma={gamma:g}, alpha={ridge:g})",
+            _best_times(lambda: ours(LapRLS(kernel="gaussian", sigma=SIGMA, gamma_A=MANIFOLD_GAMMA,
+                                            gamma_I=MANIFOLD_GAMMA)),
+                        lambda: kernel_ridge_at(ridge), repeats),
+            TARGETS["laprls_vs_kernel_ridge"],
         ))
     Xu_train, yu_train, Xu_test, yu_test = usps_split(data_dir, usps_rows)
 
