@@ -292,3 +292,15 @@ def _expected_failed_checks(estimator) -> dict[str, str]:
 )
 def test_sklearn_estimator_checks(estimator, check) -> None:
     check(estimator)
+
+
+def test_graph_neighbours_tied_in_distance_go_to_the_lower_index():
+    """knn_laplacian selects with lkm.neighbors.k_smallest: point 0 is 1 away from both
+    point 1 and point 2, and with k = 1 joins point 1 (whose own nearest, like point 2's,
+    is elsewhere, so symmetrization adds no 0-2 edge)."""
+    from lkm.kernels import squared_euclidean
+    from lkm.methods.manifold import knn_laplacian
+
+    X = np.array([[0.0], [1.0], [-1.0], [1.1], [-1.1]])
+    L = knn_laplacian(squared_euclidean(X, None), 1, "binary", 1.0, False).toarray()
+    assert L[0, 1] == -1.0 and L[0, 2] == 0.0

@@ -62,6 +62,7 @@ from lkm.methods.base import (
     memoized,
     resolve_sigma,
 )
+from lkm.neighbors import k_smallest
 
 #: Default relative tolerance of the rank-revealing route (eigenvalues below rcond·max are dropped).
 RCOND = 1e-12
@@ -120,7 +121,7 @@ def knn_laplacian(
         return sp.csr_matrix((n, n))
     far = np.array(D, dtype=np.float64)
     np.fill_diagonal(far, np.inf)
-    nearest = np.argpartition(far, k - 1, axis=1)[:, :k]
+    nearest = k_smallest(far, k)  # the package's one tie rule: equal distances by lower index
     rows = np.repeat(np.arange(n), k)
     cols = nearest.ravel()
     values = heat_from_sq(far[rows, cols], t) if weights == "heat" else np.ones(rows.size)

@@ -330,3 +330,24 @@ def run_loader(root: Path, smoke: bool) -> Callable[[str, bool], Run | None]:
 
     return load
 
+
+
+def claims_table(claims: list[tuple[Any, ...]], perturbed: dict[str, Any], root: Path, smoke: bool) -> pd.DataFrame:
+    """A paper's claims table from ``claims`` — ``(number, claim, where, evaluator, runs)``
+    with ``runs`` one run name or a list of them — read from the run folders under
+    ``root``, verdicts labelled as a smoke run's with ``smoke``."""
+    load = run_loader(root, smoke)
+    table = pd.DataFrame([
+        claim_row(number, claim, where, evaluate, [names] if isinstance(names, str) else list(names), load,
+                  set(perturbed))
+        for number, claim, where, evaluate, names in claims
+    ])
+    return smoke_labelled(table) if smoke else table
+
+
+def write_claims(key: str, title: str, table: pd.DataFrame, root: Path, smoke: bool) -> list[Path]:
+    """Write ``root/<key>_claims[-smoke]/claims`` (Markdown, CSV, LaTeX)."""
+    from lkm.report.core import write_table
+
+    out = root / (f"{key}_claims-smoke" if smoke else f"{key}_claims")
+    return write_table(table, out / "claims", claims_caption(title, smoke))

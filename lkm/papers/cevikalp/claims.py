@@ -17,13 +17,11 @@ from lkm.papers.common import (
     Perturbed,
     Run,
     better_claim,
-    claim_row,
-    claims_caption,
+    claims_table,
     paper_values,
-    run_loader,
-    smoke_labelled,
+    write_claims,
 )
-from lkm.report.core import RATE, write_table
+from lkm.report.core import RATE
 from lkm.stats import Paired, mcnemar
 
 KEY = "cevikalp"
@@ -173,13 +171,9 @@ CLAIMS = [
 
 def evaluate_claims(root: Path, smoke: bool = False) -> pd.DataFrame:
     """The claims table from the run folders under ``root`` (written by ``lkm reproduce cevikalp``)."""
-    load = run_loader(root, smoke)
-    table = pd.DataFrame([claim_row(number, claim, where, evaluate, names, load, set(PERTURBED))
-                          for number, claim, where, evaluate, names in CLAIMS])
-    return smoke_labelled(table) if smoke else table
+    return claims_table(CLAIMS, PERTURBED, root, smoke)
 
 
 def write_summary(root: Path, smoke: bool = False) -> list[Path]:
     """Write ``root/cevikalp_claims[-smoke]/claims`` after the runs."""
-    out = root / ("cevikalp_claims-smoke" if smoke else "cevikalp_claims")
-    return write_table(evaluate_claims(root, smoke), out / "claims", claims_caption(TITLE, smoke))
+    return write_claims(KEY, TITLE, evaluate_claims(root, smoke), root, smoke)

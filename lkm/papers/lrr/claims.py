@@ -18,10 +18,8 @@ from lkm.papers.common import (
     Perturbed,
     Run,
     better_claim,
-    claim_row,
-    claims_caption,
-    run_loader,
-    smoke_labelled,
+    claims_table,
+    write_claims,
 )
 from lkm.papers.lrr.artificial import (
     class_counts_in_test,
@@ -29,7 +27,7 @@ from lkm.papers.lrr.artificial import (
     combined_accuracy,
     first_record,
 )
-from lkm.report.core import RATE, write_table
+from lkm.report.core import RATE
 from lkm.stats import paired_test
 
 KEY = "lrr"
@@ -128,14 +126,9 @@ CLAIMS = [
 
 def evaluate_claims(root: Path, smoke: bool = False) -> pd.DataFrame:
     """The claims table from the run folders under ``root`` (written by ``lkm reproduce lrr``)."""
-    load = run_loader(root, smoke)
-    table = pd.DataFrame([claim_row(number, claim, where, evaluate, [name], load, set(PERTURBED))
-                          for number, claim, where, evaluate, name in CLAIMS])
-    return smoke_labelled(table) if smoke else table
+    return claims_table(CLAIMS, PERTURBED, root, smoke)
 
 
 def write_summary(root: Path, smoke: bool = False) -> list[Path]:
     """Write ``root/lrr_claims[-smoke]/claims`` after the runs."""
-    out = root / ("lrr_claims-smoke" if smoke else "lrr_claims")
-    return write_table(evaluate_claims(root, smoke), out / "claims",
-                       claims_caption(TITLE, smoke))
+    return write_claims(KEY, TITLE, evaluate_claims(root, smoke), root, smoke)

@@ -15,16 +15,14 @@ import pandas as pd
 from lkm.papers.common import (
     Perturbed,
     Run,
-    claim_row,
-    claims_caption,
+    claims_table,
     noninferior_claim,
     paired_over,
     paper_values,
-    run_loader,
-    smoke_labelled,
+    write_claims,
 )
 from lkm.papers.npps.selection import selection_time_table, setting_stats
-from lkm.report.core import RATE, loglog_fit, write_table
+from lkm.report.core import RATE, loglog_fit
 
 KEY = "npps"
 TITLE = "Shin, Cho — NPPS and kNN invariance"
@@ -159,14 +157,9 @@ CLAIMS = [
 
 def evaluate_claims(root: Path, smoke: bool = False) -> pd.DataFrame:
     """The claims table from the run folders under ``root`` (written by ``lkm reproduce npps``)."""
-    load = run_loader(root, smoke)
-    table = pd.DataFrame([claim_row(number, claim, where, evaluate, names, load, set(PERTURBED))
-                          for number, claim, where, evaluate, names in CLAIMS])
-    return smoke_labelled(table) if smoke else table
+    return claims_table(CLAIMS, PERTURBED, root, smoke)
 
 
 def write_summary(root: Path, smoke: bool = False) -> list[Path]:
     """Write ``root/npps_claims[-smoke]/claims`` after the runs."""
-    out = root / ("npps_claims-smoke" if smoke else "npps_claims")
-    return write_table(evaluate_claims(root, smoke), out / "claims",
-                       claims_caption(TITLE, smoke))
+    return write_claims(KEY, TITLE, evaluate_claims(root, smoke), root, smoke)
