@@ -27,6 +27,8 @@ from lkm.stats import Paired, mcnemar
 KEY = "cevikalp"
 TITLE = "Cevikalp, Larlus, Douze, Jurie — local subspace classifiers"
 USPS, SEGMENTATION = "cevikalp_usps", "cevikalp_segmentation"
+#: The runs a two-run claim reads, in the order its evaluator receives them.
+RUNS = [USPS, SEGMENTATION]
 
 #: Runs the claims read, rerun under the fragility perturbation (lkm.papers.common).
 #: The tangent-distance rows of USPS are left out (tens of minutes); they enter the
@@ -74,10 +76,9 @@ def _test_words(run: Run | None) -> str:
 
 def _pairs_claim(runs: list[Run | None], pairs: list[tuple[str, str, str]], what: str) -> tuple[str, bool | str | None]:
     """Each (run key, a, b) pair must hold: a significantly better than b on every dataset."""
-    names = {USPS: 0, SEGMENTATION: 1}
     cells, verdicts = [], []
     for key, a, b in pairs:
-        run = runs[names[key]]
+        run = runs[RUNS.index(key)]
         res = _results(run, a, b)
         measure, ok = better_claim(res, a, b, f"{a} − {b} ({_test_words(run)})")
         cells.append(measure)
@@ -100,10 +101,9 @@ def _best_claim(runs: list[Run | None], method_by_run: dict[str, tuple[str, tupl
     """NHKNN is the best: highest rate, and no other row significantly better (holds when
     it is also significantly better than every other row; "partly" when the highest but
     not significantly better than some)."""
-    names = {USPS: 0, SEGMENTATION: 1}
     cells, verdicts = [], []
     for key, (best, rows) in method_by_run.items():
-        run = runs[names[key]]
+        run = runs[RUNS.index(key)]
         if run is None:
             continue
         for ds in run.datasets():
@@ -155,17 +155,17 @@ def _human_claim(run: Run | None) -> tuple[str, bool | str | None]:
 CLAIMS = [
     ("1", "NHKNN has the best recognition rate on both sets", "Sec. IV-A, IV-B; Tables I-II",
      lambda runs: _best_claim(runs, {USPS: ("NHKNN-TD", USPS_ROWS), SEGMENTATION: ("NHKNN", SEGMENTATION_ROWS)}),
-     [USPS, SEGMENTATION]),
+     RUNS),
     ("2", "every tangent-distance method beats its Euclidean counterpart on USPS", "Sec. IV-A",
      lambda runs: _pairs_claim(runs, [(USPS, "NN-TD", "NN"), (USPS, "NHKNN-TD", "HKNN"), (USPS, "NLDCV-TD", "LDCV")],
-                               "TD vs Euclidean"), [USPS, SEGMENTATION]),
+                               "TD vs Euclidean"), RUNS),
     ("3", "NHKNN beats the 2.5 % human error on USPS", "Sec. IV-A", _human_claim, [USPS]),
     ("4", "the nonlinear subspace classifiers beat their linear versions", "Sec. IV-B (and Table I)",
      lambda runs: _pairs_claim(runs, [(USPS, "NHKNN-TD", "HKNN"), (USPS, "NLDCV-TD", "LDCV"),
                                       (SEGMENTATION, "NHKNN", "HKNN"), (SEGMENTATION, "NLDCV", "LDCV")],
-                               "nonlinear vs linear"), [USPS, SEGMENTATION]),
+                               "nonlinear vs linear"), RUNS),
     ("5", "LDCV loses to NN on image segmentation (C·K must stay below d = 19)", "Sec. IV-B",
-     lambda runs: _pairs_claim(runs, [(SEGMENTATION, "NN", "LDCV")], "NN vs LDCV"), [USPS, SEGMENTATION]),
+     lambda runs: _pairs_claim(runs, [(SEGMENTATION, "NN", "LDCV")], "NN vs LDCV"), RUNS),
 ]
 
 
