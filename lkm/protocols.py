@@ -293,6 +293,10 @@ class SemiSupervisedProtocol(_Protocol):
     ``labeled_per_class`` of every class) labeled at random per realization (seed
     ``seed + r``), the rest of the pool unlabeled, and a test set.
 
+    ``labeled_group`` (a name of the dataset's ``row_groups``, Isolet's ``speaker``)
+    instead makes one realization per group present in the pool, labeling all of that
+    group's pool rows (Yang et al. Sec. 5.1: all 52 utterances of one speaker).
+
     ``pool``: ``"predefined"`` — the dataset's official training part is the pool and its
     test part the test set; an integer N — the first N rows are the pool and the other
     rows the test set (Letter in Yang et al.: 400 / 19,600), or with ``test:
@@ -309,13 +313,20 @@ class SemiSupervisedProtocol(_Protocol):
     )
     labeled: int | None = Field(None, ge=1, description="labeled rows per realization, drawn from the pool")
     labeled_per_class: int | None = Field(None, ge=1, description="labeled rows of every class per realization")
+    labeled_group: str | None = Field(
+        None, description="one realization per group of the dataset's row_groups (e.g. speaker), labeling its pool rows"
+    )
     repeats: int = Field(1, ge=1, description="number of realizations")
     seed: int = 0
 
     @model_validator(mode="after")
     def _one_way_to_label(self) -> SemiSupervisedProtocol:
-        if (self.labeled is None) == (self.labeled_per_class is None):
-            raise ValueError("give exactly one of labeled, labeled_per_class")
+        given = [k for k in ("labeled", "labeled_per_class", "labeled_group") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of labeled, labeled_per_class, labeled_group"
+                             + (f" (got {', '.join(given)})" if given else ""))
+        if self.labeled_group is not None and self.repeats != 1:
+            raise ValueError("repeats: labeled_group makes one realization per group; leave repeats out")
         if isinstance(self.pool, int) and not isinstance(self.pool, bool) and self.pool < 2:
             raise ValueError("pool must be 'predefined' or a row count >= 2")
         return self
@@ -341,8 +352,28 @@ class SemiSupervisedProtocol(_Protocol):
             return pool, test
         return pool, np.arange(self.pool, n)
 
+    def _group_splits(self, dataset: Dataset, pool: np.ndarray, test: np.ndarray) -> list[Split]:
+        name = self.labeled_group
+        known = dataset.row_groups or {}
+        if name not in known:
+            raise SpecError(f"protocol.labeled_group: dataset '{dataset.name}' has no row group {name!r} "
+                            f"(it has: {', '.join(known) or 'none'})")
+        groups = known[name][pool]
+        present = np.unique(groups[groups >= 0])
+        if present.size < 1:
+            raise SpecError(f"protocol.labeled_group: no row of the pool of '{dataset.name}' has a known {name}")
+        out = []
+        for r, g in enumerate(present):
+            labeled = groups == g
+            if labeled.all():
+                raise SpecError(f"protocol.labeled_group: {name} {g + 1} is the whole pool of '{dataset.name}'")
+            out.append(Split(f"{name}{g + 1}", pool, test, repeat=r, unlabeled=pool[~labeled]))
+        return out
+
     def splits(self, dataset: Dataset) -> list[Split]:
         pool, test = self._pool_and_test(dataset)
+        if self.labeled_group is not None:
+            return self._group_splits(dataset, pool, test)
         y_pool = dataset.y[pool]
         classes, counts = np.unique(y_pool, return_counts=True)
         if self.labeled_per_class is not None and counts.min() <= self.labeled_per_class:
@@ -367,6 +398,9 @@ class SemiSupervisedProtocol(_Protocol):
 
     def describe(self) -> str:
         pool = "the official training part" if self.pool == "predefined" else f"the first {self.pool} rows"
+        if self.labeled_group is not None:
+            return (f"one semi-supervised realization per {self.labeled_group}: all of its rows of {pool} labeled, "
+                    "the rest unlabeled")
         how = f"{self.labeled} labeled" if self.labeled is not None else f"{self.labeled_per_class} labeled per class"
         return f"{self.repeats} semi-supervised realization(s): {how} of {pool}, the rest unlabeled (seed {self.seed})"
 

@@ -98,9 +98,10 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
     """Load the datasets, draw the splits and expand every method's parameter grid."""
     datasets: dict[str, Dataset] = {}
     unavailable: dict[str, str] = {}
+    loaded: dict = {}  # whole datasets read once for all their binary tasks
     for i, d in enumerate(spec.datasets):
         try:
-            datasets[d.id] = d.load(data_dir)
+            datasets[d.id] = d.load(data_dir, loaded)
         except DatasetUnavailable as exc:
             if spec.missing_data == "skip":
                 unavailable[d.id] = str(exc)
@@ -125,7 +126,7 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
         ds_dump = _dataset_payload(ds_spec)
         for split in splits.get(ds_spec.id, []):
             for m in spec.methods:
-                if not m.runs_on(ds_spec.id):
+                if not m.runs_on(ds_spec.id, ds_spec.task_of):
                     continue
                 for params in spec.method_grid(m):
                     _check_metric_on(params.get("metric"), datasets[ds_spec.id], m, spec, source, checked)

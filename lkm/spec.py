@@ -11,6 +11,7 @@ reports the first problem as one line naming the file and key path.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import re
@@ -403,6 +404,11 @@ class DatasetSpec(_Model):
         None, description="merge classes into one label per group (a binary task: [[1, 2, 3], [4, 5]]); "
         "rows of other classes are dropped"
     )
+    tasks: Literal["one_vs_all", "pairwise"] | None = Field(
+        None, description="expand into binary tasks: each class against the rest, or every pair of classes "
+        "(rows of other classes dropped); tables report the average binary error over the tasks"
+    )
+    task_of: str | None = Field(None, description="set by `tasks`: the id of the dataset a binary task comes from")
     params: dict[str, Any] = Field(default_factory=dict)
     protocol: ProtocolField | None = Field(
         None, description="this dataset's own protocol (e.g. its own hold-out sizes); default: the spec's"
@@ -466,13 +472,23 @@ class DatasetSpec(_Model):
         return user_dataset(self.name, path or Path(str(self.path)), target=self.target, fmt=self.format,
                             impute=self.impute, sha256=self.sha256)
 
-    def load(self, data_dir: str | Path | None = None) -> Any:
+    def load(self, data_dir: str | Path | None = None, loaded: dict | None = None) -> Any:
         """The :class:`~lkm.data.Dataset` this entry names: a registered dataset by name, or
-        the user's file (``path:``) with its pinned sha256 checked."""
-        from lkm.data import load_dataset
+        the user's file (``path:``) with its pinned sha256 checked. ``loaded`` (a dict the
+        caller keeps) holds whole datasets already read, so the binary tasks of one
+        dataset read its files once."""
+        from lkm.data import load_dataset, select_classes
 
-        source = self.file_info() if self.path is not None else self.name
-        data = load_dataset(source, data_dir=data_dir, classes=self.classes, **self.params)
+        key = json.dumps([self.name, self.path, self.sha256, self.params], sort_keys=True, default=str)
+        if loaded is not None and key in loaded:
+            data = loaded[key]
+        else:
+            source = self.file_info() if self.path is not None else self.name
+            data = load_dataset(source, data_dir=data_dir, **self.params)
+            if loaded is not None:
+                loaded[key] = data
+        if self.classes is not None:
+            data = select_classes(data, self.classes)
         if self.groups:
             from lkm.data import merge_classes
 
@@ -482,10 +498,32 @@ class DatasetSpec(_Model):
     @model_serializer(mode="wrap")
     def _without_unset_file_keys(self, handler: Any) -> dict[str, Any]:
         dump = handler(self)
-        for key in (*_FILE_KEYS, "groups"):  # unset: left out, so task ids stay what they were
+        for key in (*_FILE_KEYS, "groups", "tasks", "task_of"):  # unset: left out, so task ids stay what they were
             if dump.get(key) is None:
                 dump.pop(key, None)
         return dump
+
+    def binary_tasks(self) -> list[DatasetSpec]:
+        """The binary tasks ``tasks`` asks for, each a dataset entry of its own (id
+        ``name[c|rest]`` or ``name[a|b]``, ``task_of`` = this entry's id). The classes are
+        ``classes`` if given, else the registry's ``class_counts``."""
+        classes = list(self.classes or [])
+        if not classes:
+            from lkm.data import dataset_info
+
+            counts = None if self.path is not None else dataset_info(self.name).class_counts
+            if not counts:
+                raise ValueError(f"tasks: the registry lists no classes for {self.name!r}; give classes:")
+            classes = sorted(counts)
+        if self.groups:
+            raise ValueError("tasks: give either tasks or groups, not both")
+        base = self.model_dump(exclude={"tasks", "task_of", "label", "classes"}, exclude_none=True)
+        if self.tasks == "one_vs_all":
+            return [DatasetSpec.model_validate({**base, "classes": self.classes, "groups": [[c], [o for o in classes if o != c]],
+                                                "label": f"{self.id}[{c}|rest]", "task_of": self.id})
+                    for c in classes]
+        return [DatasetSpec.model_validate({**base, "classes": [a, b], "label": f"{self.id}[{a}|{b}]", "task_of": self.id})
+                for i, a in enumerate(classes) for b in classes[i + 1:]]
 
     @field_validator("classes")
     @classmethod
@@ -548,8 +586,9 @@ class MethodSpec(_Model):
     def _parse_grids(cls, v: Any, info: ValidationInfo) -> Any:
         return _grids(v or {}, info, f"methods ({info.data.get('name')}).sweep")
 
-    def runs_on(self, dataset_id: str) -> bool:
-        return self.datasets is None or dataset_id in self.datasets
+    def runs_on(self, dataset_id: str, task_of: str | None = None) -> bool:
+        """Whether this method runs on a dataset (or on every binary task of ``task_of``)."""
+        return self.datasets is None or dataset_id in self.datasets or (task_of is not None and task_of in self.datasets)
 
 
 class StudySpec(_Model):
@@ -647,6 +686,12 @@ class Spec(_Model):
     @classmethod
     def _names_to_dicts(cls, v: Any) -> Any:
         return [{"name": d} if isinstance(d, str) else d for d in v] if isinstance(v, list) else v
+
+    @field_validator("datasets", mode="after")
+    @classmethod
+    def _expand_tasks(cls, v: list[DatasetSpec]) -> list[DatasetSpec]:
+        """A ``tasks:`` entry becomes its binary tasks, in place (see DatasetSpec.binary_tasks)."""
+        return [t for d in v for t in (d.binary_tasks() if d.tasks else [d])]
 
     _notes: list[str] = PrivateAttr(default_factory=list)
 
@@ -968,7 +1013,7 @@ def planned_fits(spec: Spec, n_splits_per_dataset: Mapping[str, int] | None = No
     for i, d in enumerate(spec.datasets):
         given = (n_splits_per_dataset or {}).get(d.id)
         n_splits = given if given is not None else split_count(spec, i)
-        per_split = sum(method_grid_size(spec, m) for m in spec.methods if m.runs_on(d.id))
+        per_split = sum(method_grid_size(spec, m) for m in spec.methods if m.runs_on(d.id, d.task_of))
         total += n_splits * per_split if spec.methods else 0
         total += sum(math.prod(len(g) for g in st.sweep.values()) for st in spec.studies)
     return total
@@ -1042,7 +1087,7 @@ def validate_semantics(spec: Spec, source: str, max_fits: int | None = None) -> 
         if m.tune:
             _validate_tune(spec, i, m, estimator_param_names(resolve_estimator(m.estimator)), source)
     _validate_studies(spec, source)
-    dataset_ids = [d.id for d in spec.datasets]
+    dataset_ids = list(dict.fromkeys([d.id for d in spec.datasets] + [d.task_of for d in spec.datasets if d.task_of]))
     for i, m in enumerate(spec.methods):
         for j, ds in enumerate(m.datasets or []):
             if ds not in dataset_ids:

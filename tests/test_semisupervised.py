@@ -52,7 +52,7 @@ def test_impossible_draws_are_one_line_spec_errors(kwargs, words):
 
 
 def test_exactly_one_way_to_choose_the_labeled_rows():
-    with pytest.raises(ValueError, match="exactly one of labeled, labeled_per_class"):
+    with pytest.raises(ValueError, match="exactly one of labeled, labeled_per_class, labeled_group"):
         SemiSupervisedProtocol(pool=100)
     with pytest.raises(ValueError, match="exactly one"):
         SemiSupervisedProtocol(pool=100, labeled=3, labeled_per_class=1)
@@ -162,3 +162,56 @@ def test_a_class_labelled_minus_one_is_a_class_in_supervised_runs(tmp_path, data
     for r in store.iter_records():
         assert r["info"]["n_unlabeled"] == 0 and r["info"]["n_labeled"] == 200
         assert r["accuracy"] > 0.7
+
+
+def test_isolet_speaker_of_a_row_is_its_rank_within_the_letter_halved(data_dir):
+    """The registry's speaker rule, checked on the data: in Isolet1 the nearest row of
+    another letter belongs to the same speaker far above chance (1/30)."""
+    from lkm.data import load_dataset
+    from lkm.kernels import sq_dists
+
+    isolet = load_dataset("isolet", data_dir=data_dir)
+    speaker = isolet.row_groups["speaker"]
+    X, y, s = isolet.X[:1560], isolet.y[:1560], speaker[:1560]
+    assert np.bincount(s).tolist() == [52] * 30  # 30 speakers, 26 letters x 2 each
+    D = sq_dists(X, X)
+    D[y[:, None] == y[None, :]] = np.inf
+    same = (s[D.argmin(axis=1)] == s).mean()
+    assert same > 0.4  # measured 0.52; a wrong rule (e.g. rank % 30) gives < 0.35
+    assert (speaker[1560:6238] >= 0).sum() == 6238 - 1560 - 58  # Isolet4's letter 6 lacks two rows: unknown
+    assert speaker[6238:].max() == -1  # isolet5: no rule given
+
+
+def test_labeled_group_makes_one_realization_per_speaker(data_dir):
+    from lkm.data import load_dataset
+
+    isolet = load_dataset("isolet", data_dir=data_dir)
+    splits = SemiSupervisedProtocol(pool=1560, test="predefined", labeled_group="speaker").splits(isolet)
+    assert [s.id for s in splits] == [f"speaker{g}" for g in range(1, 31)]
+    for split in splits:
+        labeled = np.setdiff1d(split.train, split.unlabeled)
+        assert len(labeled) == 52 and len(np.unique(isolet.row_groups["speaker"][labeled])) == 1
+        assert len(split.unlabeled) == 1508 and len(split.test) == 1559
+    with pytest.raises(SpecError, match="has no row group 'session'"):
+        SemiSupervisedProtocol(pool=100, labeled_group="session").splits(_dataset())
+    with pytest.raises(ValueError, match="repeats"):
+        SemiSupervisedProtocol(pool=1560, labeled_group="speaker", repeats=3)
+
+
+def test_tasks_expand_a_dataset_into_binary_tasks_methods_follow_the_family():
+    spec = spec_from_dict({"name": "t", "datasets": [{"name": "sklearn-iris", "tasks": "one_vs_all"},
+                                                     {"name": "sklearn-wine", "tasks": "pairwise"}],
+                           "methods": [{"name": "NN", "estimator": "nn", "datasets": ["sklearn-iris"]}]})
+    ids = [d.id for d in spec.datasets]
+    assert ids[:3] == ["sklearn-iris[0|rest]", "sklearn-iris[1|rest]", "sklearn-iris[2|rest]"]
+    assert ids[3:] == ["sklearn-wine[0|1]", "sklearn-wine[0|2]", "sklearn-wine[1|2]"]
+    assert {d.task_of for d in spec.datasets} == {"sklearn-iris", "sklearn-wine"}
+    one = spec.datasets[1].load()
+    assert len(one.y) == 150 and (one.y == "1").sum() == 50  # one against the rest keeps every row
+    pair = spec.datasets[5].load()
+    assert sorted(np.unique(pair.y).tolist()) == [1, 2]  # a pair drops the other classes
+    plan = build_plan(spec)
+    assert {t.dataset for t in plan.tasks} == set(ids[:3])  # NN restricted to iris runs on its three tasks
+    with pytest.raises(Exception, match="tasks"):
+        spec_from_dict({"name": "t", "datasets": [{"name": "sklearn-iris", "tasks": "pairwise", "groups": [[0], [1]]}],
+                        "methods": [{"name": "NN", "estimator": "nn"}]})

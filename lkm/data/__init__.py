@@ -54,7 +54,8 @@ class Dataset:
     or str); ``classes`` the sorted unique labels; ``predefined_split`` the official
     partition as index arrays (e.g. ``{"train": idx, "test": idx}``) or None;
     ``realizations`` the official numbered (train, test) index pairs of a benchmark
-    (realization r is ``realizations[r - 1]``), or None when its split file is absent.
+    (realization r is ``realizations[r - 1]``), or None when its split file is absent;
+    ``row_groups`` per-row group ids by name (Isolet's ``speaker``; -1 where unknown), or None.
     """
 
     name: str
@@ -65,6 +66,7 @@ class Dataset:
     predefined_split: dict[str, np.ndarray] | None
     feature_names: list[str] | None = None
     realizations: list[tuple[np.ndarray, np.ndarray]] | None = None
+    row_groups: dict[str, np.ndarray] | None = None
 
     def __repr__(self) -> str:
         split = ", ".join(f"{k}={len(v)}" for k, v in (self.predefined_split or {}).items())
@@ -194,7 +196,47 @@ def select_classes(dataset: Dataset, classes: Sequence) -> Dataset:
         split,
         dataset.feature_names,
         realizations,
+        {k: v[keep] for k, v in dataset.row_groups.items()} if dataset.row_groups else None,
     )
+
+
+def row_groups_by_rank(y: np.ndarray, rank_within_class: int, blocks: Sequence[int], dataset: str) -> np.ndarray:
+    """Group ids recovered from the row order: in each block of consecutive rows (sizes
+    ``blocks``), the r-th row of a class (in row order) belongs to group
+    ``offset + r // rank_within_class``, ``offset`` counting the groups of earlier blocks.
+
+    Isolet1-4 (Cai's files) list each speaker's two utterances of a letter in speaker
+    order, so the speaker is the rank within the letter // 2, per file. A class with
+    fewer rows than the block's largest class (a missing utterance) cannot be assigned
+    by rank: its rows get -1, as do rows after the last block.
+    """
+    if sum(blocks) > len(y):
+        raise DataError(f"dataset '{dataset}': row_groups blocks cover {sum(blocks)} rows but it has {len(y)}")
+    groups = np.full(len(y), -1, dtype=np.int64)
+    start = offset = 0
+    for size in blocks:
+        block = y[start:start + size]
+        classes, counts = np.unique(block, return_counts=True)
+        full = counts.max()
+        for c, count in zip(classes, counts, strict=True):
+            if count == full:
+                rows = start + np.flatnonzero(block == c)
+                groups[rows] = offset + np.arange(count) // rank_within_class
+        offset += -(-full // rank_within_class)
+        start += size
+    return groups
+
+
+def _row_groups(info: DatasetInfo, y: np.ndarray) -> dict[str, np.ndarray] | None:
+    if not info.row_groups:
+        return None
+    out = {}
+    for name, rule in info.row_groups.items():
+        try:
+            out[name] = row_groups_by_rank(y, int(rule["rank_within_class"]), [int(b) for b in rule["blocks"]], info.name)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataError(f"dataset '{info.name}': row_groups.{name}: give rank_within_class and blocks ({exc})") from None
+    return out
 
 
 def group_name(group: Sequence) -> str:
@@ -222,7 +264,7 @@ def merge_classes(dataset: Dataset, groups: Sequence[Sequence]) -> Dataset:
         y[np.isin(kept.y, g)] = name
     y = y.astype(str)
     return Dataset(kept.name, kept.X, y, sorted(names), kept.info, kept.predefined_split, kept.feature_names,
-                   kept.realizations)
+                   kept.realizations, kept.row_groups)
 
 
 def load_dataset(
@@ -269,5 +311,6 @@ def load_dataset(
         parsed.predefined_split,
         parsed.feature_names,
         official_realizations(info, X, parsed.y, data_dir) if info.source == "file" else None,
+        _row_groups(info, parsed.y),
     )
     return dataset if classes is None else select_classes(dataset, classes)

@@ -13,6 +13,9 @@ entry names one dataset and says where its rows come from:
 
 ``n_samples``, ``n_features`` and ``class_counts`` are the statistics verified by parsing
 the files; the tests check them against the loaded data and the mirror's MANIFEST.json.
+``row_groups`` names per-row groups recoverable from the row order (Isolet's speakers:
+``{speaker: {rank_within_class: 2, blocks: [1560, ...]}}``, see
+:func:`lkm.data.row_groups_by_rank`), which a semi-supervised protocol can label whole.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ _ENTRY_KEYS = {
     "n_samples",
     "n_features",
     "class_counts",
+    "row_groups",
     "meta",
 }
 _FILE_KEYS = {"name", "dir", "url", "sha256", "size", "origin", "alternatives"}
@@ -110,6 +114,7 @@ class DatasetInfo:
     n_samples: int | None = None
     n_features: int | None = None
     class_counts: dict | None = None
+    row_groups: dict | None = None
     aliases: tuple[str, ...] = ()
     meta: dict = field(default_factory=dict)
     reader: str = ""
@@ -191,6 +196,7 @@ def _dataset_info(raw: Any, index: int) -> DatasetInfo:
         n_samples=raw.get("n_samples"),
         n_features=raw.get("n_features"),
         class_counts=raw.get("class_counts"),
+        row_groups=raw.get("row_groups"),
         aliases=tuple(str(a) for a in raw.get("aliases") or ()),
         meta=dict(raw.get("meta") or {}),
         reader=str(reader),
