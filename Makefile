@@ -9,7 +9,7 @@ export LKM_DATA_DIR ?= $(abspath ../shared/datasets)
 LOCK   := requirements.lock
 ENV    := $(if $(LOCKED),install-locked,install)
 
-.PHONY: help install install-locked lock docs-figures docs-check demo test lint bench bench-cli reproduce reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke clean
+.PHONY: help install install-locked lock docs-figures docs-check demo test lint bench bench-cli reproduce reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -51,7 +51,7 @@ bench: install  ## speed ratios against reference libraries (one spambase fold)
 bench-cli: install  ## wall time of everyday commands (help, methods, datasets list, a sonar sweep, lkm report): median of 5
 	$(BIN)/python scripts/bench_cli.py -n 5
 
-reproduce: reproduce-lpl reproduce-npps reproduce-lrr reproduce-cevikalp  ## every reproduction that exists so far
+reproduce: reproduce-lpl reproduce-npps reproduce-lrr reproduce-cevikalp reproduce-prls  ## every reproduction that exists so far
 
 reproduce-lpl: $(ENV)  ## Tsuji, Kudo, Tanaka: every table, figure and claim (~15 min cold, seconds when recorded)
 	$(LKM) reproduce lpl --jobs 2
@@ -79,6 +79,12 @@ reproduce-cevikalp: $(ENV)  ## Cevikalp et al. (local subspace classifiers): Tab
 
 reproduce-cevikalp-smoke: $(ENV)  ## the same with few settings (what CI checks)
 	$(LKM) reproduce cevikalp --smoke --jobs 2
+
+reproduce-prls: $(ENV)  ## Yang, King, Lyu (PRLS, PLapRLS vs RLS, LapRLS): Fig. 1 toy, Fig. 2 Isolet, Letter and USPS tables, claims
+	$(LKM) reproduce prls --jobs 2
+
+reproduce-prls-smoke: $(ENV)  ## the same with few settings (what CI checks)
+	$(LKM) reproduce prls --smoke --jobs 2
 
 docs-figures: install  ## snapshot results/ into docs/runs/, then regenerate README's and docs' tables and figures from it
 	$(LKM) docs snapshot --results results

@@ -313,6 +313,10 @@ class SemiSupervisedProtocol(_Protocol):
     )
     labeled: int | None = Field(None, ge=1, description="labeled rows per realization, drawn from the pool")
     labeled_per_class: int | None = Field(None, ge=1, description="labeled rows of every class per realization")
+    per_class_of: Literal["task", "original"] = Field(
+        "task", description="labeled_per_class counts the task's classes, or the classes before `groups`/`tasks` "
+        "merged them (Letter: 2 of each of the 26 letters in every one-vs-all task)"
+    )
     labeled_group: str | None = Field(
         None, description="one realization per group of the dataset's row_groups (e.g. speaker), labeling its pool rows"
     )
@@ -375,6 +379,12 @@ class SemiSupervisedProtocol(_Protocol):
         if self.labeled_group is not None:
             return self._group_splits(dataset, pool, test)
         y_pool = dataset.y[pool]
+        if self.per_class_of == "original" and self.labeled_per_class is not None:
+            original = (dataset.row_groups or {}).get("original_class")
+            if original is None:
+                raise SpecError(f"protocol.per_class_of: dataset '{dataset.name}' has no merged classes "
+                                "(original needs groups: or tasks: one_vs_all)")
+            y_pool = original[pool]
         classes, counts = np.unique(y_pool, return_counts=True)
         if self.labeled_per_class is not None and counts.min() <= self.labeled_per_class:
             small = classes[int(np.argmin(counts))]
@@ -401,7 +411,8 @@ class SemiSupervisedProtocol(_Protocol):
         if self.labeled_group is not None:
             return (f"one semi-supervised realization per {self.labeled_group}: all of its rows of {pool} labeled, "
                     "the rest unlabeled")
-        how = f"{self.labeled} labeled" if self.labeled is not None else f"{self.labeled_per_class} labeled per class"
+        how = (f"{self.labeled} labeled" if self.labeled is not None else
+               f"{self.labeled_per_class} labeled per {'original ' if self.per_class_of == 'original' else ''}class")
         return f"{self.repeats} semi-supervised realization(s): {how} of {pool}, the rest unlabeled (seed {self.seed})"
 
 

@@ -342,6 +342,8 @@ def _run_job(
             t0 = time.perf_counter()
             if task.tune:
                 est, tune_info = fit_tuned(est, task.tune, *((X_train, y_train) if semi is None else semi.labeled))
+                if semi is not None and fit_extra:  # the chosen setting refitted with the unlabeled rows too
+                    est.fit(fit_X, fit_y, **cache_kwargs(est, "fit", cache), **fit_extra)
             else:
                 est.fit(fit_X, fit_y, **cache_kwargs(est, "fit", cache), **fit_extra)
             t1 = time.perf_counter()
@@ -396,7 +398,9 @@ class _SemiSupervised:
     Their labels are overwritten (by the first labeled row's) before any estimator sees
     ``y``: the true ones score the transductive accuracy only. Estimators whose ``fit``
     takes ``unlabeled=`` (a boolean mask over the rows) get the whole pool; any other
-    estimator is fitted on the labeled rows alone, and a ``tune`` block searches on them.
+    estimator is fitted on the labeled rows alone. A ``tune`` block searches on the
+    labeled rows alone (its CV fits see no unlabeled row); the chosen setting of an
+    estimator taking ``unlabeled=`` is then refitted on the whole pool.
     """
 
     mask: np.ndarray  # True: unlabeled row of the pool
@@ -458,7 +462,11 @@ def run_study(
     store_root: str, X: np.ndarray, y: np.ndarray, task: StudyTask, preprocessing: str
 ) -> tuple[int, int, str | None]:
     """Run one study task on the whole dataset and append its record."""
+    from lkm.outputs import load_plugins
     from lkm.studies import STUDIES
+
+    if task.study not in STUDIES:  # a paper's study, in a fresh worker process
+        load_plugins()
 
     store = RunStore(store_root)
     base = {

@@ -1086,6 +1086,7 @@ def validate_semantics(spec: Spec, source: str, max_fits: int | None = None) -> 
             _check_params(m.estimator, params, f"{source}: methods[{i}] ({m.name})")
         if m.tune:
             _validate_tune(spec, i, m, estimator_param_names(resolve_estimator(m.estimator)), source)
+    load_plugins()  # papers register outputs and studies (lkm.outputs entry points)
     _validate_studies(spec, source)
     dataset_ids = list(dict.fromkeys([d.id for d in spec.datasets] + [d.task_of for d in spec.datasets if d.task_of]))
     for i, m in enumerate(spec.methods):

@@ -24,7 +24,7 @@ from lkm.errors import LkmError, did_you_mean
 
 @app.command()
 def reproduce(
-    paper: Annotated[str, typer.Argument(help="Paper key: `lpl` (Tsuji, Kudo, Tanaka, Localized Projection Learning) `npps` (Shin, Cho, NPPS and kNN invariance), `lrr` (Li, Chen, Tang, local risk regularization) or `cevikalp` (Cevikalp, Larlus, Douze, Jurie, local subspace classifiers).", show_default=False)],
+    paper: Annotated[str, typer.Argument(help="Paper key: `lpl` (Tsuji, Kudo, Tanaka, Localized Projection Learning) `npps` (Shin, Cho, NPPS and kNN invariance), `lrr` (Li, Chen, Tang, local risk regularization), `cevikalp` (Cevikalp, Larlus, Douze, Jurie, local subspace classifiers) or `prls` (Yang, King, Lyu, partially penalized RLS).", show_default=False)],
     results: Annotated[Path, typer.Option("--results", help="Folder holding one run folder per experiment.")] = Path("results"),
     jobs: JobsOpt = 2,
     data_dir: DataDirOpt = None,

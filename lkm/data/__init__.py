@@ -146,7 +146,8 @@ def _load_sklearn(info: DatasetInfo) -> Parsed:
 
 def _generate(info: DatasetInfo, params: dict) -> Parsed:
     X, y = generate(info.reader, {**info.options, **params}, dataset=info.name)
-    return Parsed(X, np.asarray(y, dtype=np.int64), ["x1", "x2"] if X.shape[1] == 2 else None)
+    y = np.asarray(y)  # float targets (a regression toy set) stay float; classes become int64
+    return Parsed(X, y if y.dtype.kind == "f" else y.astype(np.int64), ["x1", "x2"] if X.shape[1] == 2 else None)
 
 
 def _match_classes(requested: Sequence, y: np.ndarray, dataset: str) -> list:
@@ -247,7 +248,9 @@ def group_name(group: Sequence) -> str:
 def merge_classes(dataset: Dataset, groups: Sequence[Sequence]) -> Dataset:
     """Rows of the classes in ``groups`` relabelled by their group (:func:`group_name`),
     e.g. Isolet's letters 1-13 against 14-26 (Yang, King, Lyu Sec. 5); rows of other
-    classes are dropped. Groups must be disjoint, at least two, each non-empty."""
+    classes are dropped. Groups must be disjoint, at least two, each non-empty. The
+    classes before merging stay in ``row_groups["original_class"]`` (codes in sorted
+    class order), for draws per original class."""
     if isinstance(groups, (str, bytes)) or len(groups) < 2 or any(
         isinstance(g, (str, bytes)) or not len(g) for g in groups
     ):
@@ -263,8 +266,10 @@ def merge_classes(dataset: Dataset, groups: Sequence[Sequence]) -> Dataset:
     for g, name in zip(members, names, strict=True):
         y[np.isin(kept.y, g)] = name
     y = y.astype(str)
+    original = np.unique(kept.y, return_inverse=True)[1].astype(np.int64)  # the classes before merging
+    row_groups = {**(kept.row_groups or {}), "original_class": original}
     return Dataset(kept.name, kept.X, y, sorted(names), kept.info, kept.predefined_split, kept.feature_names,
-                   kept.realizations, kept.row_groups)
+                   kept.realizations, row_groups)
 
 
 def load_dataset(

@@ -187,6 +187,15 @@ def npps_overlap(*, n_samples: int, separation: float, random_state: int) -> Gen
     return _shuffled(rng, X, y)
 
 
+def constant_line(*, n_samples: int, level: float, noise: float, random_state: int) -> Generated:
+    """Regression targets, not classes: x uniform on [0, 1] (one feature), y = level +
+    noise·ε, ε ~ N(0, 1). Yang, King, Lyu's toy set (Fig. 1: level 1, noise 0.005; the
+    first half of the rows trains, the second half tests)."""
+    rng = np.random.default_rng(random_state)
+    X = rng.uniform(0.0, 1.0, size=(n_samples, 1))
+    return X, level + noise * rng.standard_normal(n_samples)
+
+
 #: Generator name in the registry -> function.
 GENERATORS: dict[str, Callable[..., Generated]] = {
     "moons": moons,
@@ -198,6 +207,7 @@ GENERATORS: dict[str, Callable[..., Generated]] = {
     "npps_sine": npps_sine,
     "npps_checkerboard": npps_checkerboard,
     "npps_overlap": npps_overlap,
+    "constant_line": constant_line,
 }
 
 

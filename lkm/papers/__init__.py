@@ -7,6 +7,7 @@ paper prints that the code compares with (``paper_values.yaml``).
 - :mod:`lkm.papers.npps` — Shin, Cho, NPPS and kNN invariance.
 - :mod:`lkm.papers.lrr` — Li, Chen, Tang, local risk regularization.
 - :mod:`lkm.papers.cevikalp` — Cevikalp, Larlus, Douze, Jurie, local subspace classifiers.
+- :mod:`lkm.papers.prls` — Yang, King, Lyu, partially penalized RLS (PRLS, PLapRLS).
 
 :mod:`lkm.papers.common` holds what they share; :mod:`lkm.papers.docs` builds the docs'
 tables from their snapshot runs. Each package is also an entry point of the group
@@ -15,7 +16,7 @@ tables from their snapshot runs. Each package is also an entry point of the grou
 
 from types import ModuleType
 
-from lkm.papers import cevikalp, lpl, lrr, npps
+from lkm.papers import cevikalp, lpl, lrr, npps, prls
 
 #: Papers by the key `lkm reproduce` takes.
-PAPERS: dict[str, ModuleType] = {"lpl": lpl, "npps": npps, "lrr": lrr, "cevikalp": cevikalp}
+PAPERS: dict[str, ModuleType] = {"lpl": lpl, "npps": npps, "lrr": lrr, "cevikalp": cevikalp, "prls": prls}

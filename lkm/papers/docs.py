@@ -196,6 +196,20 @@ def cevikalp_table(snap: Snapshot, name: str) -> pd.DataFrame:
     return paper_table(snap.context(name)).drop(columns=["dataset"])
 
 
+def prls_semi(snap: Snapshot, name: str) -> pd.DataFrame:
+    """A semi-supervised table of Yang et al. beside ours (:func:`lkm.papers.prls.outputs.semi_table`)."""
+    from lkm.papers.prls.outputs import semi_table
+
+    return semi_table(snap.context(name))
+
+
+def prls_toy(snap: Snapshot) -> pd.DataFrame:
+    """The toy set's test MSE per method and γ (:func:`lkm.papers.prls.toy.toy_table`)."""
+    from lkm.papers.prls.toy import toy_rows, toy_table
+
+    return toy_table(toy_rows(snap.context("prls_toy")))
+
+
 #: Every block id the docs may use.
 BLOCKS: dict[str, Block] = {
     "lpl/accuracy": Block(("lpl_vs_svm",), lambda s: accuracy_wide(s, "lpl_vs_svm"),
@@ -217,6 +231,15 @@ BLOCKS: dict[str, Block] = {
                              "Cevikalp et al. Table II (image segmentation rate %) beside ours"),
     "cevikalp/claims": _claims_block("cevikalp", False, "Cevikalp et al.: every claim with our measure and verdict"),
     "cevikalp/claims-short": _claims_block("cevikalp", True, "Cevikalp et al.: claims and verdicts"),
+    "prls/toy": Block(("prls_toy",), prls_toy, "Yang et al. Fig. 1 toy: test MSE per method and gamma"),
+    "prls/isolet": Block(("prls_isolet",), lambda s: prls_semi(s, "prls_isolet"),
+                         "Yang et al. Sec. 5.1 Isolet: unlabeled and test error, 30 labeled speakers"),
+    "prls/letter": Block(("prls_letter",), lambda s: prls_semi(s, "prls_letter"),
+                         "Yang et al. Sec. 5.2 Letter: average one-vs-all error beside the paper's"),
+    "prls/usps": Block(("prls_usps",), lambda s: prls_semi(s, "prls_usps"),
+                       "Yang et al. Sec. 5.3 USPS: average pairwise error beside the paper's"),
+    "prls/claims": _claims_block("prls", False, "Yang et al.: every claim with our measure and verdict"),
+    "prls/claims-short": _claims_block("prls", True, "Yang et al.: claims and verdicts"),
 }
 
 
