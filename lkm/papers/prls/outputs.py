@@ -135,7 +135,7 @@ def _prls_isolet(ctx: ReportContext) -> list[Path]:
             ax.set_ylabel("error %")
             ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=8, loc="upper right", framealpha=0.9)
+            ax.legend(fontsize=8, loc="best", framealpha=0.9)
     fig.suptitle(f"Yang et al. Fig. 2 (ours): {family}, one labeled speaker per realization", fontsize=11)
     fig.tight_layout()
     return ctx.save_figure(fig, "prls_isolet")
