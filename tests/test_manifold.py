@@ -12,7 +12,15 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from lkm.errors import NumericalError
 from lkm.kernels import DistanceCache, gaussian_gram, heat_gram, squared_euclidean
 from lkm.methods import METHODS, PRLS, LapRLS, PLapRLS, RegularizedLeastSquares, resolve_estimator
-from lkm.methods.manifold import solve_stationary, stationary_system
+from lkm.methods.manifold import (
+    LapRLSRegressor,
+    PRLSRegressor,
+    poly_gram,
+    solve_belkin,
+    solve_reduced,
+    solve_stationary,
+    stationary_system,
+)
 
 
 def _data(seed: int = 0, n: int = 40, d: int = 3, classes: int = 2) -> tuple[np.ndarray, np.ndarray]:
@@ -30,11 +38,11 @@ def _bracket(X: np.ndarray, sigma: float) -> np.ndarray:
 
 
 def _objective(model, X: np.ndarray, Y: np.ndarray, labeled: np.ndarray, a: np.ndarray, beta: float,
-               P: np.ndarray, gamma_A: float, gamma_I: float) -> float:
+               P: np.ndarray, gamma_A: float, gamma_I: float, K: np.ndarray | None = None) -> float:
     """Eq. (10)/(12) with the squared loss, written out: (1/l)Σ_lab (y - f)² + γ_A aᵀPa
     + γ_I/(2n²) Σ_ij W_ij (f_i - f_j)² (Belkin's fᵀLf; the ordered-pair sum counts each edge
-    twice), or γ_I/n² fᵀLf for the normalized Laplacian."""
-    K = gaussian_gram(X, X, model.sigma_)
+    twice), or γ_I/n² fᵀLf for the normalized Laplacian. K: the Gaussian Gram unless given."""
+    K = gaussian_gram(X, X, model.sigma_) if K is None else K
     f = K @ a + beta
     n, n_lab = X.shape[0], labeled.sum()
     value = np.sum((Y[labeled] - f[labeled]) ** 2) / n_lab + gamma_A * a @ P @ a
@@ -146,15 +154,19 @@ def test_normalized_penalty_overflow_names_d_and_t() -> None:
 
 
 def test_gamma_zero_with_singular_kernel_is_the_min_norm_least_squares_fit() -> None:
+    """γ = 0 and duplicated rows: β is eliminated exactly, α is the minimum-norm
+    least-squares solution of the centred problem, (QK)⁺QY, and β = mean(Y - Kα)."""
     X, y = _data(9, n=20)
     X, y = np.vstack([X, X[:5]]), np.concatenate([y, y[:5]])  # duplicated rows: K is singular
     model = PRLS(kernel="gaussian", sigma=1.0, gamma=0.0).fit(X, y)
     assert model.info_["solver"] == "eigh" and model.info_["rank"] < X.shape[0] + 1
-    A = np.hstack([gaussian_gram(X, X, 1.0), np.ones((25, 1))])
+    K = gaussian_gram(X, X, 1.0)
     Y = np.where(y == model.classes_[1], 1.0, -1.0)
-    reference = np.linalg.lstsq(A, Y, rcond=None)[0]  # the min-norm least-squares coefficients
-    np.testing.assert_allclose(A @ np.append(model.dual_coef_, model.intercept_), A @ reference, atol=1e-6)
-    np.testing.assert_allclose(np.append(model.dual_coef_, model.intercept_), reference, rtol=1e-4, atol=1e-4)
+    alpha = np.linalg.lstsq(K - K.mean(axis=0), Y - Y.mean(), rcond=None)[0]
+    beta = np.mean(Y - K @ alpha)
+    np.testing.assert_allclose(K @ model.dual_coef_ + model.intercept_, K @ alpha + beta, atol=1e-6)
+    np.testing.assert_allclose(np.append(model.dual_coef_, model.intercept_), np.append(alpha, beta),
+                               rtol=1e-4, atol=1e-4)
 
 
 # ---------------------------------------------------------------- LapRLS, PLapRLS
@@ -264,8 +276,9 @@ def test_bad_labels_give_one_line_errors(cls) -> None:
     with pytest.raises(ValueError, match="all 10 points are unlabeled") as caught:
         cls().fit(X, np.full(10, -1))
     assert "\n" not in str(caught.value)
-    with pytest.raises(ValueError, match="at least two classes"):
-        cls().fit(X, np.where(np.arange(10) < 5, 3, -1))  # one labeled class
+    with pytest.raises(ValueError, match="at least two classes") as caught:
+        cls().fit(X, np.where(np.arange(10) < 5, 3, -1))  # the other class has no labeled point
+    assert "\n" not in str(caught.value)
     with pytest.raises(ValueError, match="boolean mask"):
         cls().fit(X, y, unlabeled=np.arange(10) % 2)  # ints, not a mask
 
@@ -280,14 +293,15 @@ def test_laplacian_is_shared_across_label_sets_through_the_cache() -> None:
 
 
 def _expected_failed_checks(estimator) -> dict[str, str]:
-    if estimator.unlabeled_label == -1:
+    if getattr(estimator, "unlabeled_label", None) == -1:
         return {"check_classifiers_classes": "uses -1 as a class label, which unlabeled_label=-1 "
                 "(scikit-learn's semi-supervised convention) reads as 'unlabeled'"}
     return {}
 
 
 @parametrize_with_checks(
-    [PRLS(unlabeled_label=None), LapRLS(unlabeled_label=None), PLapRLS(kernel="gaussian", system="printed")],
+    [PRLS(unlabeled_label=None), LapRLS(unlabeled_label=None), PLapRLS(kernel="gaussian", system="printed"),
+     PRLSRegressor(), LapRLSRegressor(), LapRLSRegressor(kernel="poly", null_space="constant", gamma_I=0.0)],
     expected_failed_checks=_expected_failed_checks,
 )
 def test_sklearn_estimator_checks(estimator, check) -> None:
@@ -304,3 +318,221 @@ def test_graph_neighbours_tied_in_distance_go_to_the_lower_index():
     X = np.array([[0.0], [1.0], [-1.0], [1.1], [-1.1]])
     L = knn_laplacian(squared_euclidean(X, None), 1, "binary", 1.0, False).toarray()
     assert L[0, 1] == -1.0 and L[0, 2] == 0.0
+
+
+# ---------------------------------------------------------------- the solve routes
+
+
+def _full_solution(K, P, Psi, Y, labeled, ridge, L=None, graph=0.0) -> np.ndarray:
+    """The reference: the normal equations of the stationarity system, by solve_stationary."""
+    M, r = stationary_system(K, P, Psi, Y, labeled, ridge, L, graph)
+    return solve_stationary(M, r)[0]
+
+
+@pytest.mark.parametrize("null_space", ["none", "constant"])
+@pytest.mark.parametrize("gamma_I", [0.0, 0.7])
+def test_belkin_lu_route_gives_the_normal_equations_function(null_space: str, gamma_I: float) -> None:
+    """LapRLS's one LU, (GK + λ₁I)α + GΨβ = JY with Ψᵀα = 0, against the symmetric
+    normal equations: the same f (α may differ by a null vector of K, not here: K is PD)."""
+    X, y = _data(17, n=40, classes=3)
+    labeled = np.arange(40) % 3 != 0
+    model = LapRLS(kernel="gaussian", sigma=1.2, gamma_A=0.02, gamma_I=gamma_I, null_space=null_space,
+                   graph_k=5).fit(X, y, unlabeled=~labeled)
+    assert model.info_["solver"] == "lu"
+    K = gaussian_gram(X, X, 1.2)
+    Y = np.where(labeled[:, None], np.where(y[:, None] == model.classes_[None, :], 1.0, -1.0), 0.0)
+    Psi = np.ones((40, 1)) if null_space == "constant" else np.zeros((40, 0))
+    lam2 = model.info_["lambda_2"]
+    x = _full_solution(K, K, Psi, Y, labeled, model.info_["lambda_1"], getattr(model, "laplacian_", None), lam2)
+    Xq = _data(18)[0]
+    Kq = gaussian_gram(Xq, X, 1.2)
+    reference = Kq @ x[:40] + (x[40] if null_space == "constant" else 0.0)
+    np.testing.assert_allclose(model.decision_function(Xq), reference, rtol=1e-8, atol=1e-10)
+    if null_space == "constant":  # the β rows of the symmetric system reduce to Ψᵀα = 0
+        np.testing.assert_allclose(model.dual_coef_.sum(axis=0), 0.0, atol=1e-10)
+
+
+@pytest.mark.parametrize("gamma_I", [0.0, 0.9])
+@pytest.mark.parametrize("normalized_laplacian", [False, True])
+def test_reduced_cholesky_route_equals_the_full_system(gamma_I: float, normalized_laplacian: bool) -> None:
+    """β eliminated first (syrk without a graph, one product with it), against the full
+    normal equations, coefficient by coefficient."""
+    X, y = _data(19, n=36, classes=3)
+    labeled = np.arange(36) % 4 != 1
+    model = PLapRLS(kernel="gaussian", sigma=1.0, gamma_A=0.03, gamma_I=gamma_I, graph_k=4,
+                    normalized_laplacian=normalized_laplacian).fit(X, y, unlabeled=~labeled)
+    assert model.info_["solver"] == "cholesky"
+    K, P = gaussian_gram(X, X, 1.0), _bracket(X, 1.0)
+    Y = np.where(labeled[:, None], np.where(y[:, None] == model.classes_[None, :], 1.0, -1.0), 0.0)
+    args = (K, P, np.ones((36, 1)), Y, labeled, model.info_["lambda_1"], getattr(model, "laplacian_", None),
+            model.info_["lambda_2"])
+    x = _full_solution(*args)
+    np.testing.assert_allclose(np.vstack([model.dual_coef_, model.intercept_]), x, rtol=1e-8, atol=1e-10)
+    reduced, info = solve_reduced(*args)
+    np.testing.assert_allclose(reduced, x, rtol=1e-8, atol=1e-10)
+
+
+def test_singular_systems_are_refused_by_the_fast_routes() -> None:
+    """λ₁ = 0 with duplicated rows: Belkin's LU is skipped and the reduced system takes
+    the rank-revealing route; the result is a stationary point."""
+    X, y = _data(20, n=20)
+    X, y = np.vstack([X, X[:4]]), np.concatenate([y, y[:4]])
+    K = gaussian_gram(X, X, 1.0)
+    Y = np.where(y == 1, 1.0, -1.0)[:, None]
+    every = np.ones(24, dtype=bool)
+    assert solve_belkin(K, np.zeros((24, 0)), Y, every, 0.0) is None
+    assert solve_reduced(K, K, np.ones((24, 1)), Y, every, 0.0)[1]["solver"] == "eigh"
+    model = LapRLS(kernel="gaussian", sigma=1.0, gamma_A=0.0, gamma_I=0.0).fit(X, y)
+    assert model.info_["solver"] == "eigh"
+    grad = _fd_gradient(lambda a: _objective(model, X, Y[:, 0], every, a, 0.0, K, 0.0, 0.0), model.dual_coef_)
+    assert np.abs(grad).max() < 1e-6
+
+
+def test_laprls_with_a_constant_is_stationary() -> None:
+    X, y = _data(21, n=30)
+    labeled = np.arange(30) % 3 == 0
+    model = LapRLS(kernel="gaussian", sigma=0.9, gamma_A=0.05, gamma_I=1.5, graph_k=4,
+                   null_space="constant").fit(X, y, unlabeled=~labeled)
+    Y = np.where(y == model.classes_[1], 1.0, -1.0)
+    K = gaussian_gram(X, X, 0.9)
+
+    def fun(v: np.ndarray) -> float:
+        return _objective(model, X, Y, labeled, v[:-1], v[-1], K, 0.05, 1.5)
+
+    grad = _fd_gradient(fun, np.append(model.dual_coef_, model.intercept_))
+    assert np.abs(grad).max() < 1e-7 * np.abs(_fd_gradient(fun, np.zeros(31))).max()
+    assert model.info_["null_space_dim"] == 1 and model.info_["solver"] == "lu"
+
+
+# ---------------------------------------------------------------- the polynomial kernel
+
+
+def test_poly_kernel_is_the_inner_product_over_d_plus_coef0_to_the_degree() -> None:
+    X, Xq = _data(22, n=6, d=5)[0], _data(23, n=4, d=5)[0]
+    np.testing.assert_allclose(poly_gram(Xq, X, 3, 1.0), (Xq @ X.T / 5 + 1.0) ** 3, rtol=1e-14)
+    model = LapRLS(kernel="poly", degree=2, coef0=0.5, gamma_I=0.0).fit(X, [0, 1, 0, 1, 0, 1])
+    assert (model.info_["kernel"], model.info_["degree"], model.info_["coef0"]) == ("poly", 2, 0.5)
+    assert "t" not in model.info_
+
+
+@pytest.mark.parametrize("null_space", ["none", "constant"])
+def test_poly_laprls_is_a_stationary_point(null_space: str) -> None:
+    X, y = _data(24, n=30, d=4)
+    X = np.abs(X) / 3  # pixel-like features in [0, 1]
+    labeled = np.arange(30) % 2 == 0
+    model = LapRLS(kernel="poly", degree=3, gamma_A=0.02, gamma_I=0.8, graph_k=4, graph_weights="binary",
+                   null_space=null_space).fit(X, y, unlabeled=~labeled)
+    Y = np.where(y == model.classes_[1], 1.0, -1.0)
+    K = (X @ X.T / 4 + 1.0) ** 3
+    beta = float(model.intercept_)
+
+    def fun(v: np.ndarray) -> float:
+        return _objective(model, X, Y, labeled, v[:30], v[30] if v.size > 30 else beta, K, 0.02, 0.8, K)
+
+    x = np.append(model.dual_coef_, model.intercept_) if null_space == "constant" else model.dual_coef_
+    grad = _fd_gradient(fun, x, h=1e-5)
+    assert np.abs(grad).max() < 1e-7 * np.abs(_fd_gradient(fun, 0 * x, h=1e-5)).max()
+
+
+def test_poly_rls_with_an_unpenalized_constant_is_the_bordered_system() -> None:
+    """LapRLS(kernel="poly", gamma_I=0, null_space="constant") is Yang et al.'s Sec. 5.3
+    RLS with f = Σ α_i K(x_i, ·) + a, a unpenalized: [[K + γl I, 1], [1ᵀ, 0]] [α; a] = [y; 0]."""
+    X, y = _data(25, n=25, d=6)
+    model = LapRLS(kernel="poly", gamma_A=0.01, gamma_I=0.0, null_space="constant").fit(X, y)
+    K = (X @ X.T / 6 + 1.0) ** 3
+    Y = np.where(y == model.classes_[1], 1.0, -1.0)
+    M = np.block([[K + 0.01 * 25 * np.eye(25), np.ones((25, 1))], [np.ones((1, 25)), np.zeros((1, 1))]])
+    x = np.linalg.solve(M, np.append(Y, 0.0))
+    np.testing.assert_allclose(model.dual_coef_, x[:25], rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(model.intercept_, x[25], rtol=1e-8, atol=1e-10)
+    belkin = LapRLS(kernel="poly", gamma_A=0.01, gamma_I=0.0).fit(X, y)  # Belkin's RLS: no constant
+    np.testing.assert_allclose(belkin.dual_coef_, np.linalg.solve(K + 0.25 * np.eye(25), Y), rtol=1e-8)
+
+
+def test_laprls_without_graph_or_constant_is_rls() -> None:
+    """RegularizedLeastSquares solves (K + lam·ℓ·I)α = y; LapRLS's ridge is gamma_A·l."""
+    X, y = _data(26, n=40, classes=3)
+    Xq = _data(27)[0]
+    laprls = LapRLS(kernel="gaussian", sigma=1.4, gamma_A=0.03, gamma_I=0.0, null_space="none").fit(X, y)
+    rls = RegularizedLeastSquares(kernel="gaussian", sigma=1.4, lam=0.03).fit(X, y)
+    np.testing.assert_allclose(laprls.decision_function(Xq), rls.decision_function(Xq), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [PRLS, PLapRLS, PRLSRegressor])
+def test_bracket_penalty_refuses_the_polynomial_kernel(cls) -> None:
+    X, y = _data(28, n=12)
+    with pytest.raises(ValueError, match="heat/Gaussian kernel.*kernel='poly'") as caught:
+        cls(kernel="poly").fit(X, y)
+    assert "\n" not in str(caught.value)
+
+
+def test_poly_graph_needs_its_own_heat_time() -> None:
+    X, y = _data(29, n=12)
+    with pytest.raises(ValueError, match="give graph_t or graph_weights='binary'") as caught:
+        LapRLS(kernel="poly", gamma_I=0.1).fit(X, y)
+    assert "\n" not in str(caught.value)
+    LapRLS(kernel="poly", gamma_I=0.1, graph_t=2.0).fit(X, y)
+
+
+# ---------------------------------------------------------------- regressors
+
+
+def _toy(seed: int = 30, n: int = 20) -> tuple[np.ndarray, np.ndarray]:
+    """Yang et al.'s Fig. 1: x uniform on [0, 1], y = 1 + 0.005ε."""
+    rng = np.random.default_rng(seed)
+    return rng.uniform(size=(n, 1)), 1.0 + 0.005 * rng.normal(size=n)
+
+
+def test_prls_regressor_is_a_stationary_point_for_real_targets() -> None:
+    X, y = _toy()
+    model = PRLSRegressor(kernel="gaussian", sigma=0.3, gamma=0.01).fit(X, y)
+    P, every = _bracket(X, 0.3), np.ones(20, dtype=bool)
+
+    def fun(v: np.ndarray) -> float:
+        return _objective(model, X, y, every, v[:-1], v[-1], P, 0.01, 0.0)
+
+    grad = _fd_gradient(fun, np.append(model.dual_coef_, model.intercept_))
+    assert np.abs(grad).max() < 1e-7 * np.abs(_fd_gradient(fun, np.zeros(21))).max()
+    assert model.predict(X).shape == (20,)
+
+
+def test_laprls_regressor_is_a_stationary_point_for_real_targets() -> None:
+    X, y = _toy(31, n=30)
+    labeled = np.arange(30) % 3 == 0
+    model = LapRLSRegressor(kernel="gaussian", sigma=0.2, gamma_A=0.01, gamma_I=0.5, graph_k=3,
+                            null_space="constant").fit(X, y, unlabeled=~labeled)
+    K = gaussian_gram(X, X, 0.2)
+
+    def fun(v: np.ndarray) -> float:
+        return _objective(model, X, y, labeled, v[:-1], v[-1], K, 0.01, 0.5)
+
+    grad = _fd_gradient(fun, np.append(model.dual_coef_, model.intercept_))
+    assert np.abs(grad).max() < 1e-7 * np.abs(_fd_gradient(fun, np.zeros(31))).max()
+
+
+@pytest.mark.parametrize("gamma", [1e-6, 1e-3, 1.0, 1000.0])
+def test_prls_regressor_fits_constant_targets_exactly(gamma: float) -> None:
+    """The constant is unpenalized: y = c gives α = 0, β = c for every gamma."""
+    X = _toy()[0]
+    model = PRLSRegressor(kernel="gaussian", sigma=0.3, gamma=gamma).fit(X, np.full(20, 2.5))
+    np.testing.assert_allclose(model.predict(np.linspace(-1, 2, 31)[:, None]), 2.5, rtol=1e-9)
+
+
+def test_laprls_regressor_without_graph_is_kernel_ridge() -> None:
+    from sklearn.kernel_ridge import KernelRidge
+
+    X, y = _toy(32)
+    ours = LapRLSRegressor(kernel="gaussian", sigma=0.3, gamma_A=0.01, gamma_I=0.0).fit(X, y)
+    reference = KernelRidge(kernel="rbf", gamma=1 / (2 * 0.3**2), alpha=0.01 * 20).fit(X, y)
+    Xq = np.linspace(0, 1, 17)[:, None]
+    np.testing.assert_allclose(ours.predict(Xq), reference.predict(Xq), rtol=1e-9, atol=1e-12)
+
+
+def test_regressors_keep_minus_one_targets_and_reject_all_unlabeled() -> None:
+    X, _ = _toy(33, n=10)
+    y = np.where(np.arange(10) % 2, 1.0, -1.0)
+    model = PRLSRegressor(kernel="gaussian", sigma=0.3).fit(X, y)
+    assert model.info_["n_labeled"] == 10  # unlabeled_label=None: -1.0 is a target
+    with pytest.raises(ValueError, match="all 10 points are unlabeled") as caught:
+        LapRLSRegressor().fit(X, y, unlabeled=np.ones(10, dtype=bool))
+    assert "\n" not in str(caught.value)

@@ -187,7 +187,7 @@ def npps_overlap(*, n_samples: int, separation: float, random_state: int) -> Gen
     return _shuffled(rng, X, y)
 
 
-def constant_line(*, n_samples: int, level: float, noise: float, random_state: int) -> Generated:
+def yang_toy(*, n_samples: int, level: float, noise: float, random_state: int) -> Generated:
     """Regression targets, not classes: x uniform on [0, 1] (one feature), y = level +
     noise·ε, ε ~ N(0, 1). Yang, King, Lyu's toy set (Fig. 1: level 1, noise 0.005; the
     first half of the rows trains, the second half tests)."""
@@ -207,7 +207,7 @@ GENERATORS: dict[str, Callable[..., Generated]] = {
     "npps_sine": npps_sine,
     "npps_checkerboard": npps_checkerboard,
     "npps_overlap": npps_overlap,
-    "constant_line": constant_line,
+    "yang_toy": yang_toy,
 }
 
 

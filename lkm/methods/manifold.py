@@ -8,12 +8,21 @@ points plus an unpenalized part ``Ψβ`` (Yang et al., eqs. (10) and (12)):
     f = Kα + Ψβ,  n = l + u,
 
 * :class:`PRLS` (eq. (10)): labeled points only, P = K - 2K' + K'' (eq. (9)), no graph;
-* :class:`LapRLS` (Belkin et al.): P = K (the RKHS norm), no Ψ, a k-NN graph Laplacian L;
+* :class:`LapRLS` (Belkin et al.): P = K (the RKHS norm), a k-NN graph Laplacian L, no Ψ
+  (or constants, ``null_space="constant"``);
 * :class:`PLapRLS` (eq. (12)): P = K - 2K' + K'' and the graph.
 
-The stationarity conditions of the objective form one symmetric block system (the
-normal equations written out in :func:`solve_stationary`), factored once for all
-one-vs-all right-hand sides.
+:class:`PRLSRegressor` and :class:`LapRLSRegressor` minimize the same objectives for one
+real-valued target (Yang et al.'s Fig. 1 toy) and predict f(x).
+
+Solving. The stationarity conditions are the symmetric block system written out in
+:func:`stationary_system` (the reference, kept for the printed eq. (14) and the singular
+cases). It is solved without forming it: for P = K (LapRLS) by Belkin et al.'s one LU
+(:func:`solve_belkin`); otherwise, or when that LU is singular, with β eliminated by
+one Cholesky of an n × n matrix (:func:`solve_reduced`), whose pivots below
+``rcond``·max (γ = 0 with a singular K, duplicated rows, a numerically singular
+Gaussian K) switch to the minimum-norm ``eigh`` route (:func:`solve_stationary`).
+All one-vs-all columns share the factorization.
 
 Kernel conventions (Sec. 4.1, eq. (16)). With the *normalized* heat kernel
 ``K_t = c_t k_t``, ``c_s = (4πs)^(-d/2)``, ``k_s(x, y) = exp(-||x - y||²/4s)``, the
@@ -37,23 +46,28 @@ float64's range, e.g. d = 617, exactly where they are negligible against 1). So:
   by c_t = (4πt)^(-d/2), astronomically large for d = 617 (c_t ≈ 1e-617 at t = 8).
 * ``kernel="gaussian"`` with width σ, ``exp(-||x - y||²/2σ²)``, is k_t with t = σ²/2
   (so k_{2t}, k_{3t} have widths σ√2, σ√3); it is always unit-diagonal.
+* ``kernel="poly"`` (LapRLS only; Belkin et al.'s USPS kernel, Yang et al. Sec. 5.3):
+  ``(x·y/d + coef0)^degree`` (:func:`poly_gram`). It has no semigroup, so the bracket
+  penalty is undefined for it and PRLS / PLapRLS refuse it.
 """
 
 from __future__ import annotations
 
 import math
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh, lstsq
+from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh, lstsq, lu_factor, lu_solve, solve
+from scipy.linalg.blas import dsyrk
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from lkm.errors import NumericalError
-from lkm.kernels import DistanceCache, heat_from_sq, sq_dists
+from lkm.kernels import DistanceCache, heat_from_sq, polynomial_kernel, sq_dists
 from lkm.methods.base import (
     SCALE,
     SIGMA_CONSTRAINT,
@@ -66,8 +80,6 @@ from lkm.neighbors import k_smallest
 
 #: Default relative tolerance of the rank-revealing route (eigenvalues below rcond·max are dropped).
 RCOND = 1e-12
-
-
 def semigroup_weights(d: int) -> tuple[float, float]:
     """``(2^(-d/2), 3^(-d/2))``, the weights of k_{2t} and k_{3t} in the bracket
     ``k_t - 2·2^(-d/2) k_{2t} + 3^(-d/2) k_{3t}`` (computed in logs; 0.0 where they
@@ -91,12 +103,12 @@ def normalized_gamma(gamma: float, d: int, t: float) -> float:
     return math.exp(log_value)
 
 
-def penalty_bracket(D: np.ndarray, t: float, d: int) -> np.ndarray:
+def penalty_bracket(D: np.ndarray, t: float, d: int, k_t: np.ndarray | None = None) -> np.ndarray:
     """``B_t = k_t - 2·2^(-d/2) k_{2t} + 3^(-d/2) k_{3t}`` from squared distances D: the
     penalty ``K - 2K' + K''`` (eq. (9), (16)) of the normalized heat kernel divided by
-    its prefactor c_t (module docstring)."""
+    its prefactor c_t (module docstring). ``k_t``: ``heat_from_sq(D, t)`` if already computed."""
     w2, w3 = semigroup_weights(d)
-    B = heat_from_sq(D, t)
+    B = heat_from_sq(D, t) if k_t is None else k_t.copy()
     if w2 > 0.0:
         B -= (2.0 * w2) * heat_from_sq(D, 2.0 * t)
     if w3 > 0.0:
@@ -163,12 +175,13 @@ def stationary_system(
     o = Psi.shape[1]
     A = np.hstack([K, Psi]) if o else K
     Jm = labeled.astype(np.float64)[:, None]
-    GA = Jm * A
     if L is not None and graph > 0.0:
-        GA += graph * (L @ A)
-    M = A.T @ GA
+        M = A.T @ (Jm * A + graph * (L @ A))
+        M = 0.5 * (M + M.T)
+    else:  # AᵀJA by syrk (lower triangle), mirrored
+        M = dsyrk(1.0, (A if labeled.all() else A[labeled]).T, lower=1)
+        M += np.tril(M, -1).T
     M[:n, :n] += ridge * P
-    M = 0.5 * (M + M.T)
     r = A.T @ (Jm * Y)
     if printed and o:
         JA = Jm * A
@@ -182,8 +195,8 @@ def stationary_system(
 def solve_stationary(M: np.ndarray, r: np.ndarray, rcond: float = RCOND, symmetric: bool = True) -> tuple[np.ndarray, dict[str, Any]]:
     """Solve ``M x = r`` for all columns of r with one factorization.
 
-    Symmetric M (the objective's own system, PSD): Cholesky when every pivot² exceeds
-    ``rcond`` times the largest; otherwise (a singular penalty, γ = 0 with a singular K)
+    Symmetric M (the objective's own system, PSD; only its lower triangle is read):
+    Cholesky when every pivot² exceeds ``rcond`` times the largest; otherwise (a singular penalty, γ = 0 with a singular K)
     the rank-revealing route: ``eigh``, eigenvalues below ``rcond·max`` dropped, giving
     the minimum-norm least-squares solution — a minimizer of the objective, since a
     convex quadratic bounded below has a consistent stationarity system. Non-symmetric
@@ -209,10 +222,124 @@ def solve_stationary(M: np.ndarray, r: np.ndarray, rcond: float = RCOND, symmetr
     return x, {"solver": "eigh", "rank": int(keep.sum())}
 
 
+def poly_gram(A: np.ndarray, B: np.ndarray, degree: int, coef0: float) -> np.ndarray:
+    """``(a·b/d + coef0)^degree`` between the rows of A and B, d = n_features
+    (:func:`lkm.kernels.polynomial_kernel` on the inner product divided by d, scikit-learn's
+    default ``gamma = 1/n_features``). The 1/d is a documented choice: a positive rescaling
+    of the inner product (the same kernel as ``(a·b + d·coef0)^degree`` up to the factor
+    d^degree, absorbed by the regularization weights) that keeps the values O(1) — for
+    USPS's 256 pixels in [0, 1], a·b/d lies in [0, 1] and the kernel in
+    [coef0^degree, (1 + coef0)^degree]."""
+    return polynomial_kernel(A, np.asarray(B) / A.shape[1], degree=int(degree), coef0=float(coef0))
+
+
+def _unpenalized_fit(S: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``S⁻¹ rhs`` for the small SPD block S = ΨᵀGΨ (o × o; o = 0 gives an empty result)."""
+    if S.shape[0] == 0:
+        return np.zeros((0, rhs.shape[1]))
+    return solve(S, rhs, assume_a="pos", check_finite=False)
+
+
+def solve_reduced(
+    K: np.ndarray,
+    P: np.ndarray,
+    Psi: np.ndarray,
+    Y: np.ndarray,
+    labeled: np.ndarray,
+    ridge: float,
+    L: sp.spmatrix | None = None,
+    graph: float = 0.0,
+    rcond: float = RCOND,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Solve the system of :func:`stationary_system` with β eliminated first: one n × n
+    symmetric system for α, by :func:`solve_stationary` (Cholesky, or its minimum-norm
+    route when singular), then β. Y is 0 on unlabeled rows.
+
+    With G = J + λ₂L, h = GΨ and S = Ψᵀh (o × o, S ⪰ ΨᵀJΨ: nonsingular when a labeled
+    point exists), the β rows give ``β = S⁻¹Ψᵀ(JY - GKα)``; substituted in the α rows,
+
+        (K G_β K + λ₁P) α = K(JY - h S⁻¹ΨᵀJY),   G_β = G - h S⁻¹hᵀ,
+
+    the Schur complement of the β block, so (α, β) solve the full system. Without a graph
+    G_β is the projection J - JΨ(ΨᵀJΨ)⁻¹ΨᵀJ and K G_β K = RᵀR, R = the labeled rows of K
+    minus their least-squares fit on Ψ (column-centred for constant Ψ): one BLAS syrk
+    (half the flops of a general product; no cancellation between KJK and the β terms).
+    With a graph, K(G_β K) is one product. When the α system is singular (γ = 0 with a
+    singular K, duplicated rows) α is its minimum-norm solution and β follows exactly,
+    so a target in the span of Ψ (e.g. a constant) is fitted exactly for every γ.
+    """
+    with_graph = L is not None and graph > 0.0
+    if with_graph:
+        h = graph * (L @ Psi)
+        h[labeled] += Psi[labeled]
+    else:
+        h = np.where(labeled[:, None], Psi, 0.0)
+    S = Psi.T @ h
+    coef_K = _unpenalized_fit(S, h.T @ K)  # β = coef_Y - coef_K α
+    coef_Y = _unpenalized_fit(S, Psi.T @ Y)
+    if with_graph:
+        GK = graph * (L @ K)
+        GK[labeled] += K[labeled]
+        GK -= h @ coef_K
+        M = (GK.T @ K).T  # K(G_β K), Fortran-ordered for LAPACK
+    else:
+        R = K if labeled.all() else K[labeled]
+        if Psi.shape[1]:
+            R = R - Psi[labeled] @ coef_K
+        M = dsyrk(1.0, R.T, lower=1)  # RᵀR, lower triangle (all solve_stationary reads)
+    M += ridge * P.T  # P is symmetric; .T matches M's Fortran order
+    alpha, how = solve_stationary(M, K @ (Y - h @ coef_Y), rcond)
+    return np.vstack([alpha, coef_Y - coef_K @ alpha]), {**how, "rank": how["rank"] + Psi.shape[1]}
+
+
+def solve_belkin(
+    K: np.ndarray,
+    Psi: np.ndarray,
+    Y: np.ndarray,
+    labeled: np.ndarray,
+    ridge: float,
+    L: sp.spmatrix | None = None,
+    graph: float = 0.0,
+    rcond: float = RCOND,
+) -> tuple[np.ndarray, dict[str, Any]] | None:
+    """P = K (LapRLS): Belkin et al.'s ``(GK + λ₁I)α + GΨβ = JY`` with ``Ψᵀα = 0``
+    (G = J + λ₂L; Y: 0 on unlabeled rows), one LU for all columns (L sparse: LK is cheap).
+
+    The symmetric system's α rows are K times the first equation; given it,
+    ``G(Kα + Ψβ) - JY = -λ₁α``, so its β rows read ``λ₁Ψᵀα = 0``: every solution here
+    solves the symmetric system. For λ₁ > 0 the matrix is nonsingular (GK is similar to
+    K^½GK^½ ⪰ 0; a null vector would give λ₁αᵀKα = -fᵀGf ≤ 0), and its α may differ from
+    another solution of the symmetric system by a null vector v of K, whose function
+    Σ v_i K(x_i, ·) is 0: the same f. Returns None for λ₁ = 0 or a pivot of U below
+    ``rcond`` times the largest (then take the symmetric route).
+    """
+    if ridge <= 0.0:
+        return None
+    n, o = K.shape[0], Psi.shape[1]
+    Z = np.zeros((n + o, n + o))
+    top = Z[:n, :n]
+    top[labeled] = K[labeled]
+    h = np.where(labeled[:, None], Psi, 0.0)
+    if L is not None and graph > 0.0:
+        top += graph * (L @ K)
+        h += graph * (L @ Psi)
+    top[np.diag_indices(n)] += ridge
+    Z[:n, n:] = h
+    Z[n:, :n] = Psi.T
+    lu, piv = lu_factor(Z.T, overwrite_a=True, check_finite=False)  # Z.T is Fortran-ordered: no copy
+    pivots = np.abs(np.diag(lu))
+    if not pivots.min() > rcond * pivots.max():
+        return None
+    rhs = np.vstack([Y, np.zeros((o, Y.shape[1]))])
+    return lu_solve((lu, piv), rhs, trans=1, check_finite=False), {"solver": "lu", "rank": n + o}
+
+
 _SHARED_CONSTRAINTS: dict = {
-    "kernel": [StrOptions({"heat", "gaussian"})],
+    "kernel": [StrOptions({"heat", "gaussian", "poly"})],
     "t": [Interval(Real, 0, None, closed="neither")],
     "sigma": SIGMA_CONSTRAINT,
+    "degree": [Interval(Integral, 1, None, closed="left")],
+    "coef0": [Interval(Real, 0, None, closed="left")],
     "unit_diagonal": ["boolean"],
     "unlabeled_label": [None, Integral, str],
     "rcond": [Interval(Real, 0, 1, closed="left")],
@@ -224,64 +351,73 @@ _GRAPH_CONSTRAINTS: dict = {
     "graph_weights": [StrOptions({"heat", "binary"})],
     "graph_t": [None, Interval(Real, 0, None, closed="neither")],
     "normalized_laplacian": ["boolean"],
+    "null_space": [StrOptions({"constant", "none"})],
+}
+_PRLS_CONSTRAINTS: dict = {
+    **_SHARED_CONSTRAINTS,
+    "gamma": [Interval(Real, 0, None, closed="left")],
+    "null_space": [StrOptions({"constant", "none"})],
 }
 
 
-class _ManifoldBase(LocalKernelClassifier):
-    """Shared fitting: label mask, kernel scaling, the block system, ``f = k a + β``."""
+def manifold_gram(kernel: dict[str, Any], A: np.ndarray, B: np.ndarray, cache: DistanceCache | None = None,
+                  D: np.ndarray | None = None) -> np.ndarray:
+    """The kernel matrix between the rows of A and B for a fitted kernel description
+    (``info_``'s kernel, t or degree and coef0): unit-diagonal k_t from squared distances
+    (D, if given), or :func:`poly_gram`."""
+    if kernel["kernel"] == "poly":
+        return poly_gram(A, B, kernel["degree"], kernel["coef0"])
+    return heat_from_sq(sq_dists(A, B, cache) if D is None else D, kernel["t"])
+
+
+class _ManifoldFit:
+    """Shared by the classifiers and the regressors: label mask, kernel, the solve, f."""
 
     conditional_params = {"sigma": ("kernel", ("gaussian",)), "t": ("kernel", ("heat",)),
-                          "unit_diagonal": ("kernel", ("heat",))}
-    _numerical_params = ("kernel", "sigma", "t")
+                          "unit_diagonal": ("kernel", ("heat",)), "degree": ("kernel", ("poly",)),
+                          "coef0": ("kernel", ("poly",))}
+    _numerical_params = ("kernel", "sigma", "t", "degree", "coef0")
     #: Whether unlabeled rows join the kernel expansion and the graph (not for PRLS).
     _uses_unlabeled = True
 
     # ------------------------------------------------------------------ inputs
-    def _unlabeled_mask(self, y: np.ndarray, unlabeled: Any) -> tuple[np.ndarray, str]:
+    def _unlabeled_mask(self, y: np.ndarray, unlabeled: Any, need: str) -> np.ndarray:
+        """The unlabeled rows (``unlabeled``, else ``y == unlabeled_label``); sets ``_rule``.
+        Raises when every row is unlabeled (``need`` says what is needed)."""
         if unlabeled is not None:
             mask = np.asarray(unlabeled)
             if mask.dtype != bool or mask.shape != y.shape:
                 raise ValueError(f"unlabeled must be a boolean mask of shape {y.shape}; got dtype "
                                  f"{mask.dtype} and shape {mask.shape}")
-            return mask, "mask"
-        label = self.unlabeled_label
-        if label is None:
-            return np.zeros(y.shape, dtype=bool), "none"
-        if y.dtype.kind in "iuf" and not isinstance(label, str):
-            return y == label, f"y == {label!r}"
-        if y.dtype.kind == "O":
-            return np.fromiter((v == label for v in y), dtype=bool, count=y.size), f"y == {label!r}"
-        if y.dtype.kind == "U" and isinstance(label, str):
-            return y == label, f"y == {label!r}"
-        return np.zeros(y.shape, dtype=bool), f"y == {label!r}"
-
-    def _validate_semi(self, X: Any, y: Any, unlabeled: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Validate; set classes_ (from labeled rows), class_count_, sigma_. Returns
-        (X, mask of labeled rows, class index per labeled row)."""
-        self._validate_params()
-        self._reject_boolean_numbers()
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_feature_scale(X, type(self).__name__)
-        mask, rule = self._unlabeled_mask(y, unlabeled)
+            rule = "mask"
+        elif self.unlabeled_label is None:
+            mask, rule = np.zeros(y.shape, dtype=bool), "none"
+        else:
+            label = self.unlabeled_label
+            rule = f"y == {label!r}"
+            if y.dtype.kind in "iuf" and not isinstance(label, str):
+                mask = y == label
+            elif y.dtype.kind == "O":
+                mask = np.fromiter((v == label for v in y), dtype=bool, count=y.size)
+            elif y.dtype.kind == "U" and isinstance(label, str):
+                mask = y == label
+            else:
+                mask = np.zeros(y.shape, dtype=bool)
         if mask.all():
-            raise ValueError(f"{type(self).__name__}: all {y.size} points are unlabeled ({rule}); "
-                             "give at least one labeled point of each of two classes")
-        y_labeled = y[~mask]
-        check_classification_targets(y_labeled)
-        self.classes_, y_index = np.unique(y_labeled, return_inverse=True)
-        if self.classes_.size < 2:
-            raise ValueError(f"{type(self).__name__} needs samples of at least two classes; got 1 class "
-                             f"among the {y_labeled.size} labeled points")
-        self.class_count_ = np.bincount(y_index, minlength=self.classes_.size)
+            raise ValueError(f"{type(self).__name__}: all {y.size} points are unlabeled ({rule}); give {need}")
         self._rule = rule
-        return X, ~mask, y_index
+        return mask
 
-    def _t_and_units(self, X: np.ndarray) -> float:
-        """The heat time t of the unit-diagonal kernel k_t (σ²/2 for the Gaussian)."""
+    def _kernel_spec(self, X: np.ndarray) -> dict[str, Any]:
+        """The kernel in use (recorded in ``info_``): k_t's t (σ²/2 for the Gaussian, whose
+        ``sigma_`` is set here) or the polynomial's degree and coef0."""
+        if self.kernel == "poly":
+            return {"kernel": "poly", "degree": int(self.degree), "coef0": float(self.coef0)}
         if self.kernel == "gaussian":
             self.sigma_ = resolve_sigma(self.sigma, X)
-            return 0.5 * self.sigma_ * self.sigma_
-        return float(self.t)
+            return {"kernel": "gaussian", "t": 0.5 * self.sigma_ * self.sigma_, "unit_diagonal": True,
+                    "sigma": self.sigma_}
+        return {"kernel": "heat", "t": float(self.t), "unit_diagonal": bool(self.unit_diagonal)}
 
     def _penalty_weight(self, gamma: float, d: int, t: float) -> float:
         if self.kernel == "heat" and not self.unit_diagonal:
@@ -290,44 +426,57 @@ class _ManifoldBase(LocalKernelClassifier):
 
     # ------------------------------------------------------------------ the solve
     def _fit_system(
-        self, X: np.ndarray, labeled: np.ndarray, y_index: np.ndarray, cache: DistanceCache | None,
+        self, X: np.ndarray, labeled: np.ndarray, labels: np.ndarray, cache: DistanceCache | None,
         *, gamma: float, bracket: bool, null_space: str, gamma_I: float = 0.0, printed: bool = False,
     ) -> None:
-        """Fit ``f = k_t(·, X_fit) a + Ψβ`` at the stationary point (or the printed system)."""
-        if not self._uses_unlabeled and not labeled.all():
+        """Fit ``f = k(·, X_fit) a + Ψβ`` at the stationary point (or the printed system);
+        ``labels``: the targets of the labeled rows, (l,) or (l, tasks)."""
+        if bracket and self.kernel == "poly":
+            raise ValueError(f"{type(self).__name__}: the penalty K - 2K' + K'' (eqs. (9), (16)) is defined only "
+                             "for the heat/Gaussian kernel (K' = K_2t by the semigroup property), not kernel='poly'; "
+                             "use LapRLS(kernel='poly', gamma_I=0, null_space='constant') for RLS with an "
+                             "unpenalized constant")
+        n_unlabeled = int((~labeled).sum())
+        if not self._uses_unlabeled and n_unlabeled:
             X = X[labeled]
             labeled = np.ones(X.shape[0], dtype=bool)
         n, d = X.shape
         n_lab = int(labeled.sum())
-        t = self._t_and_units(X)
-        D = sq_dists(X, X, cache)
-        K = heat_from_sq(D, t)
-        P = penalty_bracket(D, t, d) if bracket else K
-        Psi = np.ones((n, 1)) if null_space == "constant" else np.zeros((n, 0))
-        labels = self._dummy_outputs(y_index)
-        Y = np.zeros((n, labels.shape[1] if labels.ndim == 2 else 1))
-        Y[labeled] = labels.reshape(n_lab, -1)
+        kernel = self._kernel_spec(X)
+        t = kernel.get("t")
+        D = sq_dists(X, X, cache) if t is not None or gamma_I > 0.0 else None
         L = None
         lam2 = 0.0
         if gamma_I > 0.0:
-            graph_t = t if self.graph_t is None else float(self.graph_t)
+            graph_t = self.graph_t if self.graph_t is not None else t
+            if graph_t is None and self.graph_weights == "heat":
+                raise ValueError(f"{type(self).__name__}: graph_t=None means the kernel's heat time, which "
+                                 "kernel='poly' does not have; give graph_t or graph_weights='binary'")
             L = memoized(cache, ("lkm.manifold.laplacian", self.graph_k, self.graph_weights, graph_t,
                                  bool(self.normalized_laplacian)),
                          lambda: knn_laplacian(D, self.graph_k, self.graph_weights, graph_t,
                                                self.normalized_laplacian), X)
             lam2 = gamma_I * n_lab / float(n * n)
+        K = manifold_gram(kernel, X, X, D=D)
+        P = penalty_bracket(D, t, d, K) if bracket else K
+        Psi = np.ones((n, 1)) if null_space == "constant" else np.zeros((n, 0))
+        Y = np.zeros((n, labels.shape[1] if labels.ndim == 2 else 1))
+        Y[labeled] = labels.reshape(n_lab, -1)
         lam1 = self._penalty_weight(gamma, d, t) * n_lab
-        M, r = stationary_system(K, P, Psi, Y, labeled, lam1, L, lam2, printed)
         symmetric = not (printed and Psi.shape[1])  # printed == derived without Ψ
-        x, how = solve_stationary(M, r, self.rcond, symmetric=symmetric)
+        if symmetric:
+            solved = None if bracket else solve_belkin(K, Psi, Y, labeled, lam1, L, lam2, self.rcond)
+            x, how = solved or solve_reduced(K, P, Psi, Y, labeled, lam1, L, lam2, self.rcond)
+        else:
+            M, r = stationary_system(K, P, Psi, Y, labeled, lam1, L, lam2, printed)
+            x, how = solve_stationary(M, r, self.rcond, symmetric=False)
         self.X_fit_ = X
-        if labels.ndim == 1:  # two classes: one column, stored 1-D
+        if labels.ndim == 1:  # two classes or one regression target: one column, stored 1-D
             x = x[:, 0]
         self.dual_coef_ = x[:n]
         self.intercept_ = x[n] if Psi.shape[1] else np.zeros(x.shape[1:])
         self.info_ = {
-            "n_labeled": n_lab, "n_unlabeled": n - n_lab if self._uses_unlabeled else None, "unlabeled_rule": self._rule,
-            "kernel": self.kernel, "t": t, "unit_diagonal": bool(self.unit_diagonal or self.kernel == "gaussian"),
+            "n_labeled": n_lab, "n_unlabeled": n_unlabeled, "unlabeled_rule": self._rule, **kernel,
             "penalty": "K-2K'+K''" if bracket else "K", "null_space_dim": int(Psi.shape[1]),
             "lambda_1": lam1, "lambda_2": lam2, "system": "derived" if symmetric else "printed eq. (14)",
             **how,
@@ -335,8 +484,6 @@ class _ManifoldBase(LocalKernelClassifier):
         if bracket:
             w2, w3 = semigroup_weights(d)
             self.info_.update(weight_2t=w2, weight_3t=w3)
-        if self.kernel == "gaussian":
-            self.info_["sigma"] = self.sigma_
         if L is not None:
             self.info_.update(graph_k=int(self.graph_k), graph_weights=self.graph_weights, graph_t=graph_t,
                               normalized_laplacian=bool(self.normalized_laplacian),
@@ -345,11 +492,68 @@ class _ManifoldBase(LocalKernelClassifier):
         else:
             self.__dict__.pop("laplacian_", None)  # no graph in this fit (gamma_I = 0)
 
+    def _expansion(self, X: np.ndarray, cache: DistanceCache | None) -> np.ndarray:
+        """``f(x) = Σ a_i k(x, x_i) + β`` at validated query rows."""
+        return manifold_gram(self.info_, X, self.X_fit_, cache) @ self.dual_coef_ + self.intercept_
+
+
+class _ManifoldBase(_ManifoldFit, LocalKernelClassifier):
+    """Classifiers: labels from the labeled rows, ±1 one-vs-all columns, ``f = k a + β``."""
+
+    def _options(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def fit(self, X: Any, y: Any, unlabeled: Any = None, cache: DistanceCache | None = None) -> Self:
+        """Fit (``unlabeled``: optional boolean mask of unlabeled rows, which wins over
+        ``unlabeled_label``; PRLS ignores those rows, LapRLS and PLapRLS put them in the
+        expansion and the graph). ``classes_`` come from the labeled rows."""
+        self._validate_params()
+        self._reject_boolean_numbers()
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_feature_scale(X, type(self).__name__)
+        mask = self._unlabeled_mask(y, unlabeled, "at least one labeled point of each of two classes")
+        y_labeled = y[~mask]
+        check_classification_targets(y_labeled)
+        self.classes_, y_index = np.unique(y_labeled, return_inverse=True)
+        if self.classes_.size < 2:
+            raise ValueError(f"{type(self).__name__} needs samples of at least two classes; got 1 class "
+                             f"among the {y_labeled.size} labeled points")
+        self.class_count_ = np.bincount(y_index, minlength=self.classes_.size)
+        self._fit_system(X, ~mask, self._dummy_outputs(y_index), cache, **self._options())
+        return self
+
     def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
-        """One-vs-all scores ``f(x) = Σ a_i k_t(x, x_i) + β``: (n,) for two classes
+        """One-vs-all scores ``f(x) = Σ a_i k(x, x_i) + β``: (n,) for two classes
         (positive means ``classes_[1]``), else (n, n_classes)."""
-        X = self._validate_query(X)
-        return heat_from_sq(sq_dists(X, self.X_fit_, cache), self.info_["t"]) @ self.dual_coef_ + self.intercept_
+        return self._expansion(self._validate_query(X), cache)
+
+
+class _ManifoldRegressor(_ManifoldFit, RegressorMixin, BaseEstimator):
+    """Regressors: one real-valued target, ``predict`` = f(x). Input and finiteness checks
+    are :class:`LocalKernelClassifier`'s."""
+
+    _reject_boolean_numbers = LocalKernelClassifier._reject_boolean_numbers
+    _numerical_context = LocalKernelClassifier._numerical_context
+    _check_finite = LocalKernelClassifier._check_finite
+    _validate_query = LocalKernelClassifier._validate_query
+
+    def _options(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def fit(self, X: Any, y: Any, unlabeled: Any = None, cache: DistanceCache | None = None) -> Self:
+        """Fit on real-valued y (``unlabeled``: optional boolean mask of rows whose y is
+        unknown, which wins over ``unlabeled_label``, None by default: -1.0 is a target)."""
+        self._validate_params()
+        self._reject_boolean_numbers()
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        check_feature_scale(X, type(self).__name__)
+        mask = self._unlabeled_mask(y, unlabeled, "at least one labeled point")
+        self._fit_system(X, ~mask, y[~mask].astype(np.float64), cache, **self._options())
+        return self
+
+    def predict(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
+        """``f(x) = Σ a_i k(x, x_i) + β``, shape (n,)."""
+        return self._check_finite(self._expansion(self._validate_query(X), cache))
 
 
 class PRLS(_ManifoldBase):
@@ -359,17 +563,21 @@ class PRLS(_ManifoldBase):
     ``K' = K_{2t}``, ``K'' = K_{3t}`` (eq. (16)) and Ψ = constants (``null_space=
     "constant"``, unpenalized: they lie in the null space of I - L_K for the heat kernel)
     or no Ψ (``"none"``). The stationarity system (11),
-    ``(γl(K-2K'+K'') + K²)α + KΨβ = KY``, ``Ψᵀ(Y - Kα - Ψβ) = 0``, is solved as one
-    symmetric block system (:func:`stationary_system` with J = I and no graph) by
-    Cholesky, or, when it is singular (γ = 0 with a singular K), by the documented
-    minimum-norm least-squares route (:func:`solve_stationary`, ``rcond``).
+    ``(γl(K-2K'+K'') + K²)α + KΨβ = KY``, ``Ψᵀ(Y - Kα - Ψβ) = 0``, is solved with β
+    eliminated, ``((QK)ᵀQK + γl(K-2K'+K''))α = (QK)ᵀY`` with QK the column-centred K
+    (:func:`solve_reduced`: one syrk and one Cholesky), or, when singular (γ = 0 with a
+    singular K), by the documented minimum-norm least-squares route
+    (:func:`solve_stationary`, ``rcond``). No exact route avoids the K² product: with K
+    invertible eq. (11) is ``(K + γlK⁻¹B)α + Ψβ = Y``, which needs K⁻¹B (a Gaussian K
+    is far too ill-conditioned for that) or a 2n × 2n system.
 
     Kernel scaling: see the module docstring (``unit_diagonal=True``, the default, is the
     numerically safe form; False means gamma multiplies the normalized heat kernel's
-    penalty). Unlabeled rows (``fit(X, y, unlabeled=mask)``, else ``y == unlabeled_label``,
-    -1 by default, None to disable) are ignored. Several classes: one-vs-all ±1 columns
-    solved with one factorization; predict takes the sign (two classes) or the argmax;
-    an exact tie goes to the class with more labeled points, then the lower class index
+    penalty). ``kernel="poly"`` raises ValueError (the bracket needs the heat semigroup).
+    Unlabeled rows (``fit(X, y, unlabeled=mask)``, else ``y == unlabeled_label``, -1 by
+    default, None to disable) are ignored. Several classes: one-vs-all ±1 columns solved
+    with one factorization; predict takes the sign (two classes) or the argmax; an exact
+    tie goes to the class with more labeled points, then the lower class index
     (:meth:`LocalKernelClassifier._labels_from_decision`).
 
     ``info_``: n_labeled, n_unlabeled, unlabeled_rule, kernel, t (of k_t; σ²/2 for the
@@ -378,17 +586,15 @@ class PRLS(_ManifoldBase):
     """
 
     _uses_unlabeled = False
-    _parameter_constraints: dict = {
-        **_SHARED_CONSTRAINTS,
-        "gamma": [Interval(Real, 0, None, closed="left")],
-        "null_space": [StrOptions({"constant", "none"})],
-    }
+    _parameter_constraints: dict = _PRLS_CONSTRAINTS
 
     def __init__(
         self,
         kernel: str = "heat",
         t: float = 1.0,
         sigma: float | str = SCALE,
+        degree: int = 3,
+        coef0: float = 1.0,
         gamma: float = 0.01,
         null_space: str = "constant",
         unit_diagonal: bool = True,
@@ -398,42 +604,46 @@ class PRLS(_ManifoldBase):
         self.kernel = kernel
         self.t = t
         self.sigma = sigma
+        self.degree = degree
+        self.coef0 = coef0
         self.gamma = gamma
         self.null_space = null_space
         self.unit_diagonal = unit_diagonal
         self.unlabeled_label = unlabeled_label
         self.rcond = rcond
 
-    def fit(self, X: Any, y: Any, unlabeled: Any = None, cache: DistanceCache | None = None) -> PRLS:
-        """Fit on the labeled rows (``unlabeled``: optional boolean mask, which wins over
-        ``unlabeled_label``)."""
-        X, labeled, y_index = self._validate_semi(X, y, unlabeled)
-        self._fit_system(X, labeled, y_index, cache, gamma=float(self.gamma), bracket=True,
-                         null_space=self.null_space)
-        self.info_["n_unlabeled"] = int((~labeled).sum())
-        return self
+    def _options(self) -> dict[str, Any]:
+        return {"gamma": float(self.gamma), "bracket": True, "null_space": self.null_space}
 
 
 class LapRLS(_ManifoldBase):
     """Laplacian regularized least squares (Belkin, Niyogi, Sindhwani 2006).
 
-    Minimizes ``(1/l)Σ_{labeled}(y_i - f(x_i))² + gamma_A||f||²_K + (gamma_I/n²) fᵀLf``
-    over ``f = Σ_{i≤n} α_i K(x_i, ·)``, n = l + u. Belkin et al.'s solution
-    ``α = (JK + γ_A l I + γ_I l/n² LK)⁻¹ Y`` is solved in the symmetric form
-    ``(KJK + γ_A l K + γ_I l/n² KLK)α = KJY``: it is K times theirs, so their α solves
-    it, and any two solutions differ by v with Kv = 0, whose function Σ v_i K(x_i, ·) has
-    RKHS norm vᵀKv = 0 — the same f everywhere. (The paper's eq. (12) writes the graph
-    term as Σ_{i,j}(f_i - f_j)²W_ij = 2fᵀLf; gamma_I here is Belkin's, fᵀLf.)
+    Minimizes ``(1/l)Σ_{labeled}(y_i - f(x_i))² + gamma_A||f_K||²_K + (gamma_I/n²) fᵀLf``
+    over ``f = f_K + Ψβ``, ``f_K = Σ_{i≤n} α_i K(x_i, ·)``, n = l + u, with no Ψ
+    (``null_space="none"``, Belkin's) or an unpenalized constant (``"constant"``:
+    ``f = Σ α_i K(x_i, ·) + a``; with gamma_I = 0 that is RLS with an unpenalized
+    constant, Yang et al.'s Sec. 5.3 comparison). Solved in Belkin et al.'s form
+    ``(JK + γ_A l I + γ_I l/n² LK)α + GΨβ = JY``, ``Ψᵀα = 0`` (:func:`solve_belkin`, one
+    LU). The objective's own stationarity system is K times that: its solutions may differ
+    from this α by a null vector v of K (Kv = 0), whose function has RKHS norm vᵀKv = 0 —
+    the same f everywhere. gamma_A = 0 (or a singular LU) takes the symmetric route
+    (:func:`solve_reduced`, else the minimum-norm eigh route). (The paper's eq. (12)
+    writes the graph term as Σ_{i,j}(f_i - f_j)²W_ij = 2fᵀLf; gamma_I here is Belkin's.)
+
+    Kernels: ``"heat"``/``"gaussian"`` as PRLS; ``"poly"``: ``(x·y/d + coef0)^degree``,
+    d = n_features (:func:`poly_gram`; Belkin et al. used degree 3 on USPS).
 
     Graph: each point joined to its ``graph_k`` nearest others over labeled + unlabeled
     points, symmetrized by max(W, Wᵀ), weights ``exp(-||x_i - x_j||²/4·graph_t)``
     (``"heat"``, graph_t defaults to the kernel's t, σ²/2 for the Gaussian, so the
-    weights are the kernel's own values) or 1 (``"binary"``); L = D - W, or
-    I - D^(-1/2)WD^(-1/2) with ``normalized_laplacian`` (:func:`knn_laplacian`). The
-    graph does not depend on the labels and is memoized in ``cache``. ``sigma="scale"``
-    is resolved from all rows (labeled and unlabeled). The paper's quoted
-    "γ_A l" and "γ_I l/(u+l)²" are ``info_['lambda_1']`` and ``info_['lambda_2']``.
-    Unlabeled rows: ``fit(X, y, unlabeled=mask)``, else ``y == unlabeled_label`` (-1).
+    weights are the kernel's own values; the polynomial kernel needs graph_t or
+    ``"binary"``) or 1 (``"binary"``); L = D - W, or I - D^(-1/2)WD^(-1/2) with
+    ``normalized_laplacian`` (:func:`knn_laplacian`). The graph does not depend on the
+    labels and is memoized in ``cache``. ``sigma="scale"`` is resolved from all rows
+    (labeled and unlabeled). The paper's quoted "γ_A l" and "γ_I l/(u+l)²" are
+    ``info_['lambda_1']`` and ``info_['lambda_2']``. Unlabeled rows:
+    ``fit(X, y, unlabeled=mask)``, else ``y == unlabeled_label`` (-1).
     """
 
     _parameter_constraints: dict = {**_SHARED_CONSTRAINTS, **_GRAPH_CONSTRAINTS}
@@ -443,12 +653,15 @@ class LapRLS(_ManifoldBase):
         kernel: str = "heat",
         t: float = 1.0,
         sigma: float | str = SCALE,
+        degree: int = 3,
+        coef0: float = 1.0,
         gamma_A: float = 0.01,
         gamma_I: float = 0.01,
         graph_k: int = 6,
         graph_weights: str = "heat",
         graph_t: float | None = None,
         normalized_laplacian: bool = False,
+        null_space: str = "none",
         unit_diagonal: bool = True,
         unlabeled_label: Any = -1,
         rcond: float = RCOND,
@@ -456,22 +669,22 @@ class LapRLS(_ManifoldBase):
         self.kernel = kernel
         self.t = t
         self.sigma = sigma
+        self.degree = degree
+        self.coef0 = coef0
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.graph_k = graph_k
         self.graph_weights = graph_weights
         self.graph_t = graph_t
         self.normalized_laplacian = normalized_laplacian
+        self.null_space = null_space
         self.unit_diagonal = unit_diagonal
         self.unlabeled_label = unlabeled_label
         self.rcond = rcond
 
-    def fit(self, X: Any, y: Any, unlabeled: Any = None, cache: DistanceCache | None = None) -> LapRLS:
-        """Fit on all rows (``unlabeled``: optional boolean mask, which wins over ``unlabeled_label``)."""
-        X, labeled, y_index = self._validate_semi(X, y, unlabeled)
-        self._fit_system(X, labeled, y_index, cache, gamma=float(self.gamma_A), bracket=False,
-                         null_space="none", gamma_I=float(self.gamma_I))
-        return self
+    def _options(self) -> dict[str, Any]:
+        return {"gamma": float(self.gamma_A), "bracket": False, "null_space": self.null_space,
+                "gamma_I": float(self.gamma_I)}
 
 
 class PLapRLS(LapRLS):
@@ -496,14 +709,14 @@ class PLapRLS(LapRLS):
     is not symmetric and is the stationary point of no objective.
 
     ``system="derived"`` (default) solves the derived, symmetric system (a minimizer of
-    E); ``"printed"`` solves eq. (14) as printed (least squares, for comparison; where
-    it differs its solution is not stationary for E). Other parameters as LapRLS, plus
-    ``null_space`` as PRLS.
+    E; :func:`solve_reduced`, β eliminated, one Cholesky); ``"printed"`` solves eq. (14)
+    as printed (least squares, for comparison; where it differs its solution is not
+    stationary for E). Other parameters as LapRLS (``null_space`` defaults to
+    ``"constant"``; ``kernel="poly"`` raises ValueError, as for PRLS).
     """
 
     _parameter_constraints: dict = {
         **LapRLS._parameter_constraints,
-        "null_space": [StrOptions({"constant", "none"})],
         "system": [StrOptions({"derived", "printed"})],
     }
 
@@ -512,6 +725,8 @@ class PLapRLS(LapRLS):
         kernel: str = "heat",
         t: float = 1.0,
         sigma: float | str = SCALE,
+        degree: int = 3,
+        coef0: float = 1.0,
         gamma_A: float = 0.01,
         gamma_I: float = 0.01,
         graph_k: int = 6,
@@ -524,16 +739,94 @@ class PLapRLS(LapRLS):
         unlabeled_label: Any = -1,
         rcond: float = RCOND,
     ) -> None:
-        super().__init__(kernel=kernel, t=t, sigma=sigma, gamma_A=gamma_A, gamma_I=gamma_I, graph_k=graph_k,
-                         graph_weights=graph_weights, graph_t=graph_t, normalized_laplacian=normalized_laplacian,
+        super().__init__(kernel=kernel, t=t, sigma=sigma, degree=degree, coef0=coef0, gamma_A=gamma_A,
+                         gamma_I=gamma_I, graph_k=graph_k, graph_weights=graph_weights, graph_t=graph_t,
+                         normalized_laplacian=normalized_laplacian, null_space=null_space,
                          unit_diagonal=unit_diagonal, unlabeled_label=unlabeled_label, rcond=rcond)
-        self.null_space = null_space
         self.system = system
 
-    def fit(self, X: Any, y: Any, unlabeled: Any = None, cache: DistanceCache | None = None) -> PLapRLS:
-        """Fit on all rows (``unlabeled``: optional boolean mask, which wins over ``unlabeled_label``)."""
-        X, labeled, y_index = self._validate_semi(X, y, unlabeled)
-        self._fit_system(X, labeled, y_index, cache, gamma=float(self.gamma_A), bracket=True,
-                         null_space=self.null_space, gamma_I=float(self.gamma_I),
-                         printed=self.system == "printed")
-        return self
+    def _options(self) -> dict[str, Any]:
+        return {**super()._options(), "bracket": True, "printed": self.system == "printed"}
+
+
+class PRLSRegressor(_ManifoldRegressor):
+    """PRLS (eq. (10)) for one real-valued target: ``predict`` is f(x) = Σ a_i k_t(x, x_i) + β.
+
+    Parameters and solve as :class:`PRLS`, except ``unlabeled_label`` (None by default: a
+    real target may be -1). With the constant unpenalized, constant targets y = c are
+    fitted exactly (α = 0, β = c) for every gamma — the point of Yang et al.'s Fig. 1.
+    """
+
+    _uses_unlabeled = False
+    _parameter_constraints: dict = _PRLS_CONSTRAINTS
+    _options = PRLS._options
+
+    def __init__(
+        self,
+        kernel: str = "heat",
+        t: float = 1.0,
+        sigma: float | str = SCALE,
+        degree: int = 3,
+        coef0: float = 1.0,
+        gamma: float = 0.01,
+        null_space: str = "constant",
+        unit_diagonal: bool = True,
+        unlabeled_label: Any = None,
+        rcond: float = RCOND,
+    ) -> None:
+        self.kernel = kernel
+        self.t = t
+        self.sigma = sigma
+        self.degree = degree
+        self.coef0 = coef0
+        self.gamma = gamma
+        self.null_space = null_space
+        self.unit_diagonal = unit_diagonal
+        self.unlabeled_label = unlabeled_label
+        self.rcond = rcond
+
+
+class LapRLSRegressor(_ManifoldRegressor):
+    """LapRLS (Belkin et al.) for one real-valued target: ``predict`` is f(x).
+
+    Parameters and solve as :class:`LapRLS`, except ``unlabeled_label`` (None by default).
+    With ``gamma_I=0`` and ``null_space="none"`` it is kernel RLS regression,
+    ``(K + gamma_A·l·I)α = y``.
+    """
+
+    _parameter_constraints: dict = LapRLS._parameter_constraints
+    _options = LapRLS._options
+
+    def __init__(
+        self,
+        kernel: str = "heat",
+        t: float = 1.0,
+        sigma: float | str = SCALE,
+        degree: int = 3,
+        coef0: float = 1.0,
+        gamma_A: float = 0.01,
+        gamma_I: float = 0.01,
+        graph_k: int = 6,
+        graph_weights: str = "heat",
+        graph_t: float | None = None,
+        normalized_laplacian: bool = False,
+        null_space: str = "none",
+        unit_diagonal: bool = True,
+        unlabeled_label: Any = None,
+        rcond: float = RCOND,
+    ) -> None:
+        self.kernel = kernel
+        self.t = t
+        self.sigma = sigma
+        self.degree = degree
+        self.coef0 = coef0
+        self.gamma_A = gamma_A
+        self.gamma_I = gamma_I
+        self.graph_k = graph_k
+        self.graph_weights = graph_weights
+        self.graph_t = graph_t
+        self.normalized_laplacian = normalized_laplacian
+        self.null_space = null_space
+        self.unit_diagonal = unit_diagonal
+        self.unlabeled_label = unlabeled_label
+        self.rcond = rcond
