@@ -138,7 +138,7 @@ def slow_run(tmp_path: Path) -> Iterator:
             proc.communicate(timeout=10)
 
 
-def _wait_for_records(proc: subprocess.Popen, out: Path, n: int = 1, timeout: float = 10) -> None:
+def _wait_for_records(proc: subprocess.Popen, out: Path, n: int = 1, timeout: float = 60) -> None:
     ok = _wait_until(lambda: proc.poll() is not None or len(_lines(out)) >= n, timeout)
     assert ok and proc.poll() is None, f"no records within {timeout} s (exit {proc.returncode})"
 
