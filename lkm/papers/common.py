@@ -351,3 +351,21 @@ def write_claims(key: str, title: str, table: pd.DataFrame, root: Path, smoke: b
 
     out = root / (f"{key}_claims-smoke" if smoke else f"{key}_claims")
     return write_table(table, out / "claims", claims_caption(title, smoke))
+
+
+def most_chosen_setting(records: pd.DataFrame, rename: dict[str, str] | None = None) -> str:
+    """The most chosen tuned setting over ``records`` (their ``info.tuned_params``), e.g.
+    ``K=10, q=6.15 (10/10 splits)``; ties by the setting's text, not by the order fits
+    finished; ``rename`` shortens parameter names (``{"n_neighbors": "K"}``)."""
+    import json
+    from collections import Counter
+
+    from lkm.report.core import format_value
+
+    infos = [i if isinstance(i, dict) else {} for i in records["info"]] if "info" in records.columns else []
+    counts = Counter(json.dumps(i["tuned_params"], sort_keys=True) for i in infos if "tuned_params" in i)
+    if not counts:
+        return "–"
+    top, n = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    text = ", ".join(f"{(rename or {}).get(k, k)}={format_value(v)}" for k, v in json.loads(top).items())
+    return text if len(records) == 1 else f"{text} ({n}/{len(records)} splits)"

@@ -19,33 +19,20 @@ configs/cevikalp_usps.yaml (Table I) and configs/cevikalp_segmentation.yaml (Tab
 
 from __future__ import annotations
 
-import json
 import math
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from lkm.papers.common import paper_values
-from lkm.report.core import RATE, format_value, load_pyplot
+from lkm.papers.common import most_chosen_setting, paper_values
+from lkm.report.core import RATE, load_pyplot
 from lkm.report.registry import ReportContext, figure, table
 from lkm.store import NOT_APPLICABLE
 
 #: Suffix of the tuned variant of a row's method.
 TUNED = "-cv"
-
-
-def _chosen(records: pd.DataFrame) -> str:
-    """The most chosen tuned setting over the splits, e.g. ``K=10, q=6.15 (10/10)``."""
-    infos = [i if isinstance(i, dict) else {} for i in records["info"]]
-    counts = Counter(json.dumps(i.get("tuned_params", {}), sort_keys=True) for i in infos)
-    if not counts:
-        return "–"
-    top, n = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))  # ties: not the order fits finished
-    text = ", ".join(f"{'K' if k == 'n_neighbors' else k}={format_value(v)}" for k, v in json.loads(top).items())
-    return text if len(records) == 1 else f"{text} ({n}/{len(records)} splits)"
 
 
 def _rate(records: pd.DataFrame) -> tuple[float, float]:
@@ -84,7 +71,7 @@ def paper_table(ctx: ReportContext) -> pd.DataFrame:
                 row = {"paper's rate %": f"{entry['rate']:.2f} ± {entry['std']:.2f}",
                        "ours, paper's K, q: rate %": _rate_cell(stated), "ours, tuned: rate %": _rate_cell(tuned)}
             rows.append({"dataset": ds, "the paper's row": entry["row"], "method": entry["method"], **row,
-                         "tuned setting": _chosen(tuned) if not tuned.empty else "–"})
+                         "tuned setting": most_chosen_setting(tuned, {"n_neighbors": "K"}) if not tuned.empty else "–"})
     return pd.DataFrame(rows)
 
 

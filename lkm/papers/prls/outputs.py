@@ -14,15 +14,13 @@ configs/prls_letter.yaml and configs/prls_usps.yaml (the toy set: :mod:`.toy`).
 
 from __future__ import annotations
 
-import json
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from lkm.papers.common import paper_values
-from lkm.report.core import RATE, format_value, load_pyplot
+from lkm.papers.common import most_chosen_setting, paper_values
+from lkm.report.core import RATE, load_pyplot
 from lkm.report.registry import ReportContext, figure, table
 
 
@@ -53,17 +51,6 @@ def _cell(values: pd.Series) -> str:
     return f"{RATE * v.mean():.2f}" + (f" ± {RATE * v.std(ddof=1):.2f}" if len(v) > 1 else "")
 
 
-def _chosen(ctx: ReportContext, ids: list[str], method: str) -> str:
-    ok = ctx.ok
-    rows = ok[ok["dataset"].isin(ids) & (ok["method"] == method)] if not ok.empty else ok
-    infos = [i if isinstance(i, dict) else {} for i in rows.get("info", [])]
-    counts = Counter(json.dumps(i["tuned_params"], sort_keys=True) for i in infos if "tuned_params" in i)
-    if not counts:
-        return "–"
-    top, n = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    return ", ".join(f"{k}={format_value(v)}" for k, v in json.loads(top).items()) + f" ({n}/{len(rows)})"
-
-
 def semi_table(ctx: ReportContext) -> pd.DataFrame:
     which = ctx.options("prls_semi").get("table")
     paper = paper_values(__package__).get(which, {}).get("rows", {}) if which else {}
@@ -81,7 +68,8 @@ def semi_table(ctx: ReportContext) -> pd.DataFrame:
                 "unlabeled error % (paper)": "–" if p is None or p[0] is None else f"{p[0]:.2f}",
                 "test error % (ours)": _cell(err["test"]),
                 "test error % (paper)": "–" if p is None or p[1] is None else f"{p[1]:.2f}",
-                "tuned setting (most chosen)": _chosen(ctx, ids, m.name),
+                "tuned setting (most chosen)": most_chosen_setting(
+                    ctx.ok[ctx.ok["dataset"].isin(ids) & (ctx.ok["method"] == m.name)]),
             })
     return pd.DataFrame(out)
 
