@@ -25,6 +25,9 @@ _FREEZE_SKIP = {"pip", "setuptools", "wheel", "distribute"}
 
 
 def _pools() -> list[dict[str, Any]]:
+    # LIBSVM's OpenMP runtime (the system libgomp): loaded here so that this process and
+    # a fresh worker list the same libraries, whatever else has been imported before.
+    import libsvm.svm  # noqa: F401
     import numpy  # noqa: F401  (threadpoolctl lists only libraries already loaded)
     import scipy.linalg  # noqa: F401
     import sklearn.utils  # noqa: F401  (its OpenMP runtime)
