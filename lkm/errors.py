@@ -41,6 +41,12 @@ class NumericalError(LkmError, ValueError):
     decision values). The message names the parameter or data and its value."""
 
 
+class InsufficientMemory(LkmError, MemoryError):
+    """A computation would need more memory than is available, found before allocating it
+    (:func:`lkm.kernels.check_memory`). The message names the problem size, the bytes
+    needed and the bytes available, and where the available figure came from."""
+
+
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """Return ' (did you mean 'x'?)' for the closest choice, or a list of valid choices."""
     choices = sorted(set(choices))

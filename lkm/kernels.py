@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from lkm.errors import NumericalError
+from lkm.errors import InsufficientMemory, LkmError, NumericalError
 
 SquaredDistanceFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -59,27 +60,146 @@ def times_scale(
         return np.multiply(x, -scale if negate else scale, out=out)
 
 
-def squared_euclidean(A: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
+#: Environment variable that sets the memory lkm may plan with (e.g. ``4GiB``, ``500MB``,
+#: ``2e9``) in place of what the system reports (:func:`available_memory`).
+MEMORY_LIMIT_ENV = "LKM_MEMORY_LIMIT"
+#: Allocations below this many bytes are not checked (reading /proc costs more than they do).
+CHECK_MIN_BYTES = 16 * 2**20
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 10**3, "kib": 2**10, "m": 2**20, "mb": 10**6, "mib": 2**20,
+          "g": 2**30, "gb": 10**9, "gib": 2**30, "t": 2**40, "tb": 10**12, "tib": 2**40}
+
+
+def parse_bytes(text: str) -> int:
+    """``"4GiB"`` → 4·2³⁰ bytes: a number with an optional unit (K/M/G/T and KiB/MiB/…
+    binary, KB/MB/… decimal). Raises :class:`~lkm.errors.LkmError` naming the text."""
+    match = re.fullmatch(r"\s*([0-9.]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _UNITS:
+        raise LkmError(f"{MEMORY_LIMIT_ENV}={text!r}: expected a size such as 4GiB, 500MB or 2e9")
+    return int(float(match.group(1)) * _UNITS[unit])
+
+
+def format_bytes(n: float) -> str:
+    """Bytes as a short binary-unit string (``1.9 GiB``)."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def available_memory() -> tuple[int, str]:
+    """Bytes a new allocation may use, and where the figure comes from: ``$LKM_MEMORY_LIMIT``
+    if set, else the smaller of MemAvailable (/proc/meminfo, or psutil) and the room left
+    under a cgroup memory limit (v2 ``memory.max``, v1 ``memory.limit_in_bytes``)."""
+    env = os.environ.get(MEMORY_LIMIT_ENV, "").strip()
+    if env:
+        return parse_bytes(env), MEMORY_LIMIT_ENV
+    found: list[tuple[int, str]] = []
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    found.append((int(line.split()[1]) * 1024, "MemAvailable"))
+                    break
+    except OSError:
+        try:
+            import psutil
+
+            found.append((int(psutil.virtual_memory().available), "psutil"))
+        except ImportError:
+            pass
+    room = _cgroup_room()
+    if room is not None:
+        found.append((room, "cgroup limit"))
+    return min(found) if found else (2**62, "unknown")
+
+
+def _cgroup_room() -> int | None:
+    """Limit minus usage of this process's memory cgroup, or None without a limit."""
+    candidates = []
+    try:
+        with open("/proc/self/cgroup") as fh:
+            for line in fh:
+                parts = line.rstrip("\n").split(":", 2)
+                if len(parts) == 3 and parts[0] == "0":
+                    base = Path("/sys/fs/cgroup") / parts[2].lstrip("/")
+                    candidates.append((base / "memory.max", base / "memory.current"))
+    except OSError:
+        pass
+    candidates += [(Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory.current")),
+                   (Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"), Path("/sys/fs/cgroup/memory/memory.usage_in_bytes"))]
+    for limit_file, usage_file in candidates:
+        try:
+            limit = limit_file.read_text().strip()
+            usage = int(usage_file.read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if limit == "max" or int(limit) >= 2**60:
+            return None
+        return max(0, int(limit) - usage)
+    return None
+
+
+def check_memory(needed: int, what: str, *, always: bool = False) -> None:
+    """Raise :class:`~lkm.errors.InsufficientMemory` (one line naming ``what``, the bytes
+    needed and the bytes available) when ``needed`` bytes exceed :func:`available_memory`,
+    before anything is allocated: an allocation the machine cannot hold otherwise ends
+    in the kernel's OOM killer, with no message. Sizes below :data:`CHECK_MIN_BYTES` are
+    not checked unless ``always``."""
+    if needed < CHECK_MIN_BYTES and not always:
+        return
+    available, source = available_memory()
+    if needed > available:
+        raise InsufficientMemory(
+            f"{what}: needs {format_bytes(needed)} but {format_bytes(available)} is available ({source}); "
+            "use fewer training rows or a machine with more memory"
+            + ("" if source == MEMORY_LIMIT_ENV else f" ({MEMORY_LIMIT_ENV} overrides the figure)")
+        )
+
+
+def squared_euclidean(A: np.ndarray, B: np.ndarray | None = None, *, block_rows: int | None = None) -> np.ndarray:
     """Pairwise squared Euclidean distances ``||a_i - b_j||²`` through matrix products.
 
     Round-off can make the expansion ``|a|² + |b|² - 2 a·b`` slightly negative; it is
-    clipped at zero. When ``B`` is ``A`` the diagonal is set to exactly zero.
+    clipped at zero. When ``B`` is ``A`` the diagonal is set to exactly zero and the
+    matrix is exactly symmetric. The products run in row blocks (:func:`inner_products`;
+    ``block_rows`` rows at a time, default :data:`PRODUCT_BLOCK_BYTES` of output), and
+    the output's memory is checked first (:func:`check_memory`).
     """
     A = np.asarray(A, dtype=np.float64)
     same = B is None or B is A
-    B = A if B is None else np.asarray(B, dtype=np.float64)
+    B = A if same else np.asarray(B, dtype=np.float64)
+    check_memory(8 * A.shape[0] * B.shape[0], f"squared distances of {A.shape[0]:,} x {B.shape[0]:,} rows")
     a2 = np.einsum("ij,ij->i", A, A)
     b2 = a2 if same else np.einsum("ij,ij->i", B, B)
-    D = A @ B.T
-    for rows in _row_blocks(D):
-        block = D[rows]
-        block *= -2.0
-        block += a2[rows, None]
-        block += b2[None, :]
-        np.maximum(block, 0.0, out=block)
+    D = np.empty((A.shape[0], B.shape[0]))
+    for rows, cols in _blocked_products(A, B, D, same, block_rows):
+        step = max(1, _BLOCK_BYTES // max(1, 8 * cols.stop))  # elementwise passes in cache
+        for start in range(rows.start, rows.stop, step):
+            r = slice(start, min(start + step, rows.stop))
+            block = D[r, cols]
+            block *= -2.0
+            block += a2[r, None]
+            block += b2[None, cols]
+            np.maximum(block, 0.0, out=block)
     if same:
         np.fill_diagonal(D, 0.0)
     return D
+
+
+def inner_products(A: np.ndarray, B: np.ndarray | None = None, *, block_rows: int | None = None) -> np.ndarray:
+    """``A @ B.T`` (``A @ A.T`` for ``B=None``; then exactly symmetric), in row blocks
+    through BLAS gemm: never through syrk, which the scipy-openblas builds 0.3.30/0.3.31
+    (SkylakeX, pthreads) crash in with two threads for outputs of order ≳ 15,000
+    (MNIST 16,000 × 784: ``X @ X.T`` ends in SIGSEGV; numpy and scipy alike)."""
+    A = np.asarray(A, dtype=np.float64)
+    same = B is None or B is A
+    B = A if same else np.asarray(B, dtype=np.float64)
+    check_memory(8 * A.shape[0] * B.shape[0], f"inner products of {A.shape[0]:,} x {B.shape[0]:,} rows")
+    out = np.empty((A.shape[0], B.shape[0]))
+    for _ in _blocked_products(A, B, out, same, block_rows):
+        pass
+    return out
 
 
 #: Elementwise passes over large matrices run block by block so that each block is
@@ -92,6 +212,40 @@ def _row_blocks(D: np.ndarray):
     row_bytes = max(1, D[:1].nbytes)
     step = max(1, _BLOCK_BYTES // row_bytes)
     return (slice(i, i + step) for i in range(0, D.shape[0], step))
+
+
+#: Output bytes of one block of :func:`inner_products` / :func:`squared_euclidean`: large
+#: enough for BLAS efficiency, small enough that its elementwise passes stay near cache.
+PRODUCT_BLOCK_BYTES = 64 * 2**20
+#: Fewest rows in a product block (gemm is slow on very thin blocks).
+MIN_BLOCK_ROWS = 32
+
+
+def _blocked_products(A: np.ndarray, B: np.ndarray, out: np.ndarray, same: bool, block_rows: int | None):
+    """Fill ``out`` with ``A @ B.T`` one row block at a time, yielding ``(rows, cols)`` after
+    each block so the caller can transform it while it is still warm.
+
+    Every product is a gemm into ``out``: numpy sends ``M @ M.T`` (same buffer, square
+    output) to syrk, so the one block where that could happen (the first diagonal block
+    when ``same``) multiplies by a copy. When ``same`` only the lower triangle (with the
+    diagonal blocks) is computed, and each block row, once the caller has transformed it,
+    is mirrored into the upper triangle: half the flops, an exactly symmetric result."""
+    m, n = A.shape[0], B.shape[0]
+    if block_rows is None:
+        block_rows = max(MIN_BLOCK_ROWS, PRODUCT_BLOCK_BYTES // max(1, 8 * n))
+    step = max(1, int(block_rows))
+    for i in range(0, m, step):
+        j = min(i + step, m)
+        rows = slice(i, j)
+        cols = slice(0, j) if same else slice(0, n)
+        right = B[cols] if not (same and i == 0) else B[cols].copy()
+        np.matmul(A[rows], right.T, out=out[rows, cols])
+        yield rows, cols
+        if same:
+            diagonal = out[rows, rows]
+            upper = np.triu_indices(j - i, 1)
+            diagonal[upper] = diagonal.T[upper]
+            out[:i, rows] = out[rows, :i].T
 
 
 #: Distances a kernel can be built on. Later papers register more (e.g. "tangent").
@@ -341,14 +495,15 @@ def polynomial_kernel(
     A: np.ndarray, B: np.ndarray | None = None, *, degree: int = 2, coef0: float = 1.0
 ) -> np.ndarray:
     """Polynomial kernel ``(a·b + coef0)^degree`` (Shin & Cho, Sec. 3)."""
-    B = A if B is None else B
-    return (np.asarray(A) @ np.asarray(B).T + coef0) ** degree
+    K = inner_products(A, B)
+    K += coef0
+    K **= degree
+    return K
 
 
 def linear_kernel(A: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
-    """Linear kernel ``a·b``."""
-    B = A if B is None else B
-    return np.asarray(A) @ np.asarray(B).T
+    """Linear kernel ``a·b`` (:func:`inner_products`)."""
+    return inner_products(A, B)
 
 
 class DistanceCache:
@@ -370,6 +525,10 @@ class DistanceCache:
             self._keep += [A, B]
             self._store[key] = persisted_sq_dists(metric, A, None if A is B else B)
         return self._store[key]
+
+    def has_sq_dists(self, A: np.ndarray, B: np.ndarray, metric: str = "euclidean") -> bool:
+        """Whether :meth:`sq_dists` of this pair is already held (costs no new memory)."""
+        return ("sq", metric, id(A), id(B)) in self._store
 
     def memo(self, key: Any, compute: Callable[[], Any], *arrays: np.ndarray) -> Any:
         """Return ``compute()`` memoized under ``key`` and the identities of ``arrays``."""

@@ -24,14 +24,17 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.linalg import cho_factor, cho_solve, lapack, solve_triangular
 from scipy.spatial.distance import squareform
 from sklearn.utils._param_validation import Interval, StrOptions
+from threadpoolctl import threadpool_limits
 
 from lkm.kernels import (
     EXP_FLUSH_BELOW,
     DistanceCache,
+    check_memory,
     exp_rows_scaled,
     exponent_scale,
+    format_bytes,
     gaussian_from_sq,
-    gaussian_gram,
+    inner_products,
     sq_dists,
     underflow_share,
 )
@@ -54,6 +57,14 @@ RUN_DEPENDENT_INFO = ("neighbor_seconds", "neighbor_cached", "recall_seconds")
 #: sigmas in [0.01, 100]) moved by up to 23 under a 1e-15 relative perturbation of the
 #: training data, against at most 4e-4 (and no changed prediction) at 1e-10.
 DEFAULT_RCOND = 1e-10
+#: Bytes of the test × training kernel block PL's predict evaluates at a time.
+QUERY_BLOCK_BYTES = 32 * 2**20
+#: Cholesky factorizations (dpotrf) of at least this order run on one BLAS thread: the
+#: installed OpenBLAS (scipy-openblas 0.3.30, pthreads) crashes (SIGSEGV) in its
+#: two-thread dpotrf, which calls its threaded syrk, at order 16,000; that syrk crashes
+#: from order ~15,400 (measured), so this leaves a margin.
+SINGLE_THREAD_FACTOR_ORDER = 8192
+
 #: ``solver="auto"`` uses :func:`eigh_pinv_solve` up to this many distinct training rows
 #: (about a second) and :func:`psd_pinv_solve` above.
 EIGH_MAX_ROWS = 2000
@@ -119,10 +130,16 @@ def psd_pinv_solve(
     if not (overwrite_g and A.flags.f_contiguous and A.dtype == np.float64):
         A = np.array(A, dtype=np.float64, order="F")
     cutoff = rcond * (largest_eigenvalue(A) if lam_max is None else lam_max)
-    U, piv, rank, info = lapack.dpstrf(A, tol=cutoff, lower=0, overwrite_a=1)
+    # One BLAS thread: dpstrf is memory-bound (pivot swaps and a gemv per column), so a
+    # second thread costs more than it gains (measured), and the threaded syrk it calls
+    # is the one that crashes at large orders (:data:`SINGLE_THREAD_FACTOR_ORDER`).
+    with threadpool_limits(1, user_api="blas"):
+        U, piv, rank, info = lapack.dpstrf(A, tol=cutoff, lower=0, overwrite_a=1)
     if info < 0:
         raise np.linalg.LinAlgError(f"dpstrf: illegal argument {-info}")
     r = int(rank)
+    check_memory(8 * (r * (n - r) + min(r, n - r) ** 2),
+                 f"PL pseudo-inverse of rank {r:,} on {n:,} rows (null-space terms)")
     perm = piv[:n] - 1  # LAPACK pivots are 1-based
     route = "inverse" if r == n else "pseudo-inverse"
     solution = np.zeros_like(rhs)
@@ -191,14 +208,19 @@ def _inverse_of_identity_plus_gram(Wt: np.ndarray):
     if m == 0:
         return lambda z: z
     if m < r:  # Woodbury: (I + Wt Wtᵀ)⁻¹ = I - Wt (I + Wtᵀ Wt)⁻¹ Wtᵀ
-        small = Wt.T @ Wt
-        small[np.diag_indices(m)] += 1.0
-        factor = cho_factor(small, lower=True, overwrite_a=True, check_finite=False)
+        factor = _cholesky_of_identity_plus(inner_products(Wt.T))
         return lambda z: z - Wt @ cho_solve(factor, Wt.T @ z, check_finite=False)
-    full = Wt @ Wt.T
-    full[np.diag_indices(r)] += 1.0
-    factor = cho_factor(full, lower=True, overwrite_a=True, check_finite=False)
+    factor = _cholesky_of_identity_plus(inner_products(Wt))
     return lambda z: cho_solve(factor, z, check_finite=False)
+
+
+def _cholesky_of_identity_plus(S: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Cholesky factor of ``I + S`` (S consumed), on one BLAS thread from
+    :data:`SINGLE_THREAD_FACTOR_ORDER` on (OpenBLAS's threaded dpotrf crashes there)."""
+    S[np.diag_indices(S.shape[0])] += 1.0
+    threads = 1 if S.shape[0] >= SINGLE_THREAD_FACTOR_ORDER else None
+    with threadpool_limits(threads, user_api="blas"):
+        return cho_factor(S, lower=True, overwrite_a=True, check_finite=False)
 
 
 def batched_pinv_forms(
@@ -251,7 +273,13 @@ def _gram_blocks(
     cut = 2.0 * sigma * sigma * (1.0 - EXP_FLUSH_BELOW)
     if memoized(cache, ("pl_gram_radius",), lambda: float(D.max(axis=1).min()), X) <= cut:
         return None
-    tree = memoized(cache, ("pl_single_linkage",), lambda: linkage(squareform(D, checks=False), "single"), X)
+    n = D.shape[0]
+
+    def single_linkage() -> np.ndarray:
+        check_memory(4 * n * (n - 1), f"PL block search on n = {n:,} distinct training rows (condensed distances)")
+        return linkage(squareform(D, checks=False), "single")
+
+    tree = memoized(cache, ("pl_single_linkage",), single_linkage, X)
     labels = fcluster(tree, cut, criterion="distance")
     sizes = np.bincount(labels).astype(np.float64)
     if np.sum(sizes**3) > 0.5 * float(D.shape[0]) ** 3:
@@ -280,6 +308,25 @@ def _blockwise_pinv_solve(
         solution[block], r, _ = solve(A, b[block], rcond=rcond, lam_max=lam_max, overwrite_g=True)
         rank += r
     return solution, rank, "inverse" if rank == diag.size else "pseudo-inverse"
+
+
+def pl_fit_memory(
+    n_unique: int, solver: str, cache: DistanceCache | None = None, X_unique: np.ndarray | None = None
+) -> tuple[int, str]:
+    """Bytes PL's fit allocates on ``n_unique`` distinct rows, and a description of them,
+    for :func:`lkm.kernels.check_memory`: the n × n distance matrix (unless ``cache``
+    already holds it for ``X_unique``); the Gram matrix, built in the distances' place
+    unless a cache keeps those alive; and for ``solver="eigh"`` the workspace of LAPACK's
+    dsyevd (2n² doubles). The pivoted Cholesky factorizes in place; its null-space terms
+    are checked once the rank is known (:func:`psd_pinv_solve`)."""
+    entries = 8 * n_unique * n_unique
+    have_dist = cache is not None and X_unique is not None and cache.has_sq_dists(X_unique, X_unique)
+    parts = {"distance matrix": 0 if have_dist else entries,
+             "Gram matrix (the cache keeps the distances)": entries if cache is not None else 0,
+             "eigh workspace": 2 * entries if solver == "eigh" else 0}
+    needed = sum(parts.values())
+    shown = " + ".join(f"{name} {format_bytes(b)}" for name, b in parts.items() if b)
+    return needed, f"PL fit on n = {n_unique:,} distinct training rows ({shown or 'nothing large'})"
 
 
 class ProjectionLearning(LocalKernelClassifier):
@@ -311,6 +358,13 @@ class ProjectionLearning(LocalKernelClassifier):
     (:func:`lkm.methods.base.scaled_sigma`); the width in use is ``sigma_`` and
     ``info_['sigma']``.
 
+    Memory: G⁺ needs the whole n × n Gram matrix (8n² bytes, twice that when a
+    :class:`~lkm.kernels.DistanceCache` keeps the distances alive; :func:`pl_fit_memory`),
+    so fit checks it against the memory available first and raises
+    :class:`~lkm.errors.InsufficientMemory` naming n, the bytes needed and those available
+    instead of allocating; predictions are computed in blocks of test rows
+    (:data:`QUERY_BLOCK_BYTES`), so no test × training matrix is held without a cache.
+
     Attributes: ``X_unique_`` (distinct training rows, sorted), ``unique_coef_`` (their
     coefficients: ``f(x) = K(x, X_unique_) unique_coef_``), ``dual_coef_`` (G⁺ y per
     training row). ``info_``: rank of G, route ("inverse", "pseudo-inverse" or "eigen"),
@@ -341,6 +395,8 @@ class ProjectionLearning(LocalKernelClassifier):
         X, y_index = self._validate_training(X, y)
         Y = self._dummy_outputs(y_index)
         X_u, inverse, counts = memoized(cache, ("pl_unique_rows",), lambda: _unique_rows(X), X)
+        solver = self._solver(counts.size)
+        check_memory(*pl_fit_memory(counts.size, solver, cache, X_u))
         D = sq_dists(X_u, X_u, cache)
         blocks = _gram_blocks(D, self.sigma_, cache, X_u)
         # With C = diag(multiplicities), A = C^½ G_u C^½ and b = C^-½ Mᵀ y give
@@ -364,7 +420,6 @@ class ProjectionLearning(LocalKernelClassifier):
         b = np.zeros((counts.size,) + Y.shape[1:])
         np.add.at(b, inverse, Y)
         b /= root.reshape(column)
-        solver = self._solver(counts.size)
         solve = eigh_pinv_solve if solver == "eigh" else psd_pinv_solve
         if blocks is None:
             beta, rank, route = solve(gram(), b, rcond=self.rcond, overwrite_g=True)
@@ -392,18 +447,36 @@ class ProjectionLearning(LocalKernelClassifier):
         """``K(x, X_train) G⁺ y`` (eq. (4)); (n,) for two classes, else (n, n_classes).
         Exactly 0 where every kernel value underflows; :meth:`predict` does not use it."""
         X = self._validate_query(X)
-        return gaussian_gram(X, self.X_unique_, self.sigma_, cache) @ self.unique_coef_
+        out = np.empty((X.shape[0],) + self.unique_coef_.shape[1:])
+        for rows, D in self._query_blocks(X, cache):
+            out[rows] = gaussian_from_sq(D, self.sigma_, out=None if cache is not None else D) @ self.unique_coef_
+        return out
 
     def _scaled_decision(
         self, X: np.ndarray, cache: DistanceCache | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         X = self._validate_query(X)
-        D = sq_dists(X, self.X_unique_, cache)
         scale = exponent_scale(2.0 * self.sigma_, self.sigma_)
-        rows, row_min = exp_rows_scaled(D, scale)
+        out = np.empty((X.shape[0],) + self.unique_coef_.shape[1:])
+        row_min = np.empty(X.shape[0])
+        nearest = np.empty(X.shape[0], dtype=np.intp)
+        for rows, D in self._query_blocks(X, cache):
+            k_x, row_min[rows] = exp_rows_scaled(D, scale)
+            out[rows] = k_x @ self.unique_coef_
+            nearest[rows] = self.unique_class_[np.argmin(D, axis=1)]
         self.info_["underflow_share"] = underflow_share(row_min, scale)
-        nearest = self.unique_class_[np.argmin(D, axis=1)]
-        return rows @ self.unique_coef_, nearest
+        return out, nearest
+
+    def _query_blocks(self, X: np.ndarray, cache: DistanceCache | None):
+        """``(rows, squared distances of X[rows] to X_unique_)`` over blocks of query rows
+        (:data:`QUERY_BLOCK_BYTES`): each block computed on its own, so no full test ×
+        training matrix exists, except with a cache, which keeps the whole matrix for
+        later fits on the split (then blocks are its rows, and read-only)."""
+        D = sq_dists(X, self.X_unique_, cache) if cache is not None else None
+        step = max(1, QUERY_BLOCK_BYTES // (8 * max(1, self.X_unique_.shape[0])))
+        for start in range(0, X.shape[0], step):
+            rows = slice(start, min(start + step, X.shape[0]))
+            yield rows, D[rows] if D is not None else sq_dists(X[rows], self.X_unique_)
 
 
 class LocalizedProjectionLearning(LocalKernelClassifier):
