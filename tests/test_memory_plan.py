@@ -17,7 +17,7 @@ from lkm.kernels import (
     sq_dists,
     squared_euclidean,
 )
-from lkm.methods.projection import ProjectionLearning, pl_fit_memory
+from lkm.methods.projection import LocalizedProjectionLearning, ProjectionLearning, pl_fit_memory
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +79,14 @@ def test_pl_fit_refuses_a_training_set_that_does_not_fit(letter, monkeypatch) ->
     assert "\n" not in message
     monkeypatch.setenv("LKM_MEMORY_LIMIT", "1GiB")
     assert ProjectionLearning(solver="cholesky").fit(X, y).info_["n_unique_rows"] == n_unique
+
+
+def test_lpl_with_k_equal_to_the_training_size_plans_its_global_system(letter, monkeypatch) -> None:
+    X, y = letter
+    monkeypatch.setenv("LKM_MEMORY_LIMIT", "20MiB")
+    with pytest.raises(InsufficientMemory, match=f"LPL fit with k = ℓ .* on n = {len(y):,} training rows"):
+        LocalizedProjectionLearning(k=len(y), sigma=1.0).fit(X, y)
+    LocalizedProjectionLearning(k=5, sigma=1.0).fit(X, y)  # local systems: nothing n × n
 
 
 def test_pl_memory_plan_counts_what_a_cache_keeps_alive(letter) -> None:

@@ -618,7 +618,11 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         :func:`batched_pinv_forms` (eigenvalues at or below ``ℓ·eps·λ_max`` dropped), and
         ``global_singular_`` (whether any was dropped). Then f(x) = K(x, X) G⁺ y, the same
         function the per-query systems give (each is G with its rows permuted), at the cost
-        of one ℓ×ℓ eigendecomposition instead of one per query."""
+        of one ℓ×ℓ eigendecomposition instead of one per query; its memory is planned as
+        PL's with the ``eigh`` solver."""
+        needed, what = pl_fit_memory(X.shape[0], "eigh", cache, X)
+        what = what.replace("PL fit", "LPL fit with k = ℓ (one global system)", 1).replace(" distinct", "", 1)
+        check_memory(needed, what)
         D = sq_dists(X, X, cache)
         G = gaussian_from_sq(D, self.sigma_, out=None if cache is not None else D)
         w, V = np.linalg.eigh(G)

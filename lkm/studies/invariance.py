@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from lkm.kernels import gaussian_from_sq, polynomial_kernel, squared_euclidean
+from lkm.kernels import gaussian_from_sq, inner_products, polynomial_kernel, squared_euclidean
 from lkm.neighbors import k_smallest
 from lkm.studies import study
 
@@ -120,7 +120,7 @@ def knn_invariance(
     k_top = min(k_max, n - 1)
 
     D = squared_euclidean(X)
-    tol_in = _tolerance(X @ X.T, tie_rtol)
+    tol_in = _tolerance(inner_products(X), tie_rtol)
     if kernel == "rbf":
         if sigma == "median":
             sigma_value = float(np.sqrt(np.median(D[np.triu_indices(n, 1)])))
