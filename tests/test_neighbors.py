@@ -47,18 +47,18 @@ def test_exact_matches_sklearn() -> None:
     assert np.all(np.diff(sq, axis=1) >= 0)
 
 
-def test_exact_chunking_and_cache_give_the_same_answer(
+def test_exact_blocks_and_cache_give_the_same_answer(
     tied_points: np.ndarray, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     X = tied_points
-    Q = np.random.default_rng(3).normal(size=(300, 3))  # >= 64 rows: threaded selection
+    Q = np.random.default_rng(3).normal(size=(300, 3))
     expected = ExactNeighbors().fit(X).kneighbors(Q, 5)
     cache = DistanceCache()
     cached = ExactNeighbors().fit(X).kneighbors(Q, 5, cache=cache)
     assert len(cache) == 1
-    monkeypatch.setattr(nb, "CHUNK_BYTES", 8 * X.shape[0] * 7)  # 7 query rows per chunk
-    chunked = ExactNeighbors().fit(X).kneighbors(Q, 5)
-    for got in (cached, chunked):
+    monkeypatch.setattr(nb, "BLOCK_BYTES", 8 * X.shape[0] * 7)  # 7 query rows per block
+    blocked = ExactNeighbors().fit(X).kneighbors(Q, 5)
+    for got in (cached, blocked):
         np.testing.assert_array_equal(got[1], expected[1])
         np.testing.assert_array_equal(got[0], expected[0])
 
