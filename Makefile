@@ -9,7 +9,7 @@ export LKM_DATA_DIR ?= $(abspath ../shared/datasets)
 LOCK   := requirements.lock
 ENV    := $(if $(LOCKED),install-locked,install)
 
-.PHONY: help install install-locked lock docs-figures docs-check demo test lint bench bench-cli reproduce reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
+.PHONY: help install install-locked lock docs-figures docs-check demo test lint bench bench-large bench-scaling bench-cli reproduce reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -47,6 +47,12 @@ lint: install  ## static checks
 
 bench: install  ## speed ratios against reference libraries (one spambase fold)
 	$(LKM) bench --out results/bench.json
+
+bench-large: install  ## SVM vs SVC at scale: MNIST 3-vs-8, letter, breast cancer; idle and with a busy core (minutes)
+	$(LKM) bench --large --no-tangent --out results/bench_large.json
+
+bench-scaling: install  ## time and memory against n (PL, LPL, SVM, NPPS+SVM, SVC on MNIST and letter; ~1 h): table, slopes, figure
+	$(LKM) bench --scaling --out results/bench_scaling.json --figure docs/figures/speed/scaling.png
 
 bench-cli: install  ## wall time of everyday commands (help, methods, datasets list, a sonar sweep, lkm report): median of 5
 	$(BIN)/python scripts/bench_cli.py -n 5

@@ -98,6 +98,7 @@ def test_one_openmp_thread_on_the_precomputed_route_keeps_the_model(monkeypatch)
     LIBSVM's own threads give the same model."""
     import contextlib
 
+    monkeypatch.setattr(svm_module, "FORCE_ROUTE", "precomputed")
     X_train, y_train, X_test, _ = _split(load_breast_cancer)
     fast = SVMClassifier().fit(X_train, y_train)
     assert fast.info_["route"] == "precomputed"
@@ -128,6 +129,7 @@ def _libsvm_probabilities(model, K: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("load", [load_breast_cancer, load_iris])
 def test_svm_predict_proba_is_libsvms(load, monkeypatch) -> None:
+    monkeypatch.setattr(svm_module, "FORCE_ROUTE", "precomputed")
     X_train, y_train, X_test, _ = _split(load)
     models = []
     train = svm_module.svm_train

@@ -48,7 +48,7 @@ def test_ova_is_the_argmax_of_one_vs_rest_libsvm_models(iris, kernel: str) -> No
     np.testing.assert_allclose(decision, ref.decision_function(Xt), atol=1e-4)
     np.testing.assert_array_equal(ours.predict(Xt), ref.predict(Xt))
     np.testing.assert_array_equal(ours.predict(Xt), decision.argmax(axis=1))
-    assert ours.info_["route"] == "precomputed" and len(ours.info_["n_support_per_model"]) == 3
+    assert len(ours.info_["n_support_per_model"]) == 3
 
 
 def test_ova_differs_from_ovo_and_proba_is_normalized_platt(iris) -> None:

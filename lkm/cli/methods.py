@@ -49,20 +49,83 @@ def bench(
         help="Include the tangent-distance 1-NN on the full USPS test set (about two minutes, "
         "timed once, absolute target 300 s); --no-tangent skips it.",
     )] = True,
+    large: Annotated[bool, typer.Option(
+        "--large/--no-large",
+        help="Also SVMClassifier against SVC on MNIST 3-vs-8 (11,982 rows) and letter (16,000 rows, "
+        "26 classes), and the breast-cancer case, each idle and with a busy second core (a CPU "
+        "burner the bench starts and stops); minutes.",
+    )] = False,
+    scaling: Annotated[bool, typer.Option(
+        "--scaling",
+        help="Instead: time and peak memory of PL, LPL (exact, annoy), SVM, NPPS+SVM and SVC against "
+        "the training size n (1,000 up to the largest feasible) on MNIST 3-vs-8, MNIST even/odd and "
+        "letter, each method in its own process; prints a table with log-log slopes (about an hour).",
+    )] = False,
+    problems: Annotated[str | None, typer.Option(
+        help="--scaling: comma-separated problems (mnist-3-8, mnist-even-odd, letter); default all.")] = None,
+    methods: Annotated[str | None, typer.Option(
+        "--methods", help="--scaling: comma-separated methods (svc, svm, npps_svm, pl, lpl_exact, "
+        "lpl_annoy); default all.")] = None,
+    max_seconds: Annotated[float, typer.Option(
+        min=1, help="--scaling: seconds one cell may take; a method stops growing past it.")] = 300.0,
+    max_n: Annotated[int | None, typer.Option(min=2, help="--scaling: cap every training pool (a quick run).")] = None,
+    figure: Annotated[Path | None, typer.Option(help="--scaling: also draw the log-log figure here (PNG).")] = None,
 ) -> None:
     """Speed ratios against reference libraries, measured in the same run: five
     comparisons on one spambase fold (and breast cancer), HKNN against k-NN on USPS, and
-    the tangent-distance 1-NN on USPS (an absolute target; skip it with --no-tangent).
+    the tangent-distance 1-NN on USPS (an absolute target; skip it with --no-tangent);
+    with --large, SVM against SVC at scale, idle and with a busy second core.
+
+    With --scaling: how time and memory grow with n instead (see `make bench-scaling`).
 
     Ratios (ours / reference) carry across machines; seconds do not.
     """
+    if scaling:
+        _bench_scaling(data_dir, problems, methods, max_seconds, max_n, figure, out)
+        return
     from lkm.bench import format_bench, run_bench
 
     try:
         _data_dir(data_dir)
-        results = run_bench(data_dir=os.environ.get("LKM_DATA_DIR"), repeats=repeats, tangent=tangent)
+        results = run_bench(data_dir=os.environ.get("LKM_DATA_DIR"), repeats=repeats, tangent=tangent,
+                             large=large)
     except LkmError as exc:
         raise _fail(exc) from None
     console.print(format_bench(results))
     if out:
         out.write_text(json.dumps(results, indent=2, default=str) + "\n")
+
+
+def _bench_scaling(data_dir, problems, methods, max_seconds, max_n, figure, out) -> None:
+    """``lkm bench --scaling``: one line per cell as it finishes, then the table."""
+    from lkm.bench_scaling import METHODS, PROBLEMS, run_scaling, scaling_figure, scaling_markdown
+
+    def names(text: str | None, known, what: str) -> list[str]:
+        chosen = [t.strip() for t in text.split(",") if t.strip()] if text else list(known)
+        unknown = [t for t in chosen if t not in known]
+        if unknown:
+            raise _fail(LkmError(f"--{what}: unknown {', '.join(unknown)}; known: {', '.join(known)}"))
+        return chosen
+
+    chosen_problems = names(problems, PROBLEMS, "problems")
+    chosen_methods = names(methods, METHODS, "methods")
+
+    def show(cell: dict) -> None:
+        what = (f"{cell['seconds']:.2f} s, {cell['peak_bytes'] / 2**20:.0f} MiB peak, accuracy {cell['accuracy']:.4f}"
+                if cell["status"] == "ok" else f"{cell['status']}: {cell.get('message', '')}")
+        console.print(f"[scaling] {cell['problem']} {cell['method']} n = {cell['n']:,}: {what}")
+
+    try:
+        _data_dir(data_dir)
+        results = run_scaling(chosen_problems, chosen_methods, max_seconds=max_seconds,
+                              data_dir=os.environ.get("LKM_DATA_DIR"), max_n=max_n, on_cell=show)
+    except LkmError as exc:
+        raise _fail(exc) from None
+    table = scaling_markdown(results)
+    console.print(table, markup=False, highlight=False)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=2, default=str) + "\n")
+        out.with_suffix(".md").write_text(table + "\n")
+    if figure:
+        console.print(f"figure: {scaling_figure(results, figure)}")

@@ -5,17 +5,34 @@ model (support vectors, coefficients, rho, per-class counts, label order) exactl
 LIBSVM's ``svm_predict_values`` does, so the fitted estimator holds plain arrays only
 (picklable, no ctypes model).
 
-Two training routes give the same model: for up to :data:`PRECOMPUTED_MAX_BYTES` of
-kernel, LIBSVM gets the precomputed Gaussian Gram matrix (``-t 4``), built with matrix
-products (from a :class:`DistanceCache` when given) and written straight into LIBSVM's
-node array; larger problems pass the features as CSR and let LIBSVM evaluate the RBF
-kernel (``-t 2``).
+Two training routes give the same model (:func:`choose_route`, measured with one
+OpenMP thread against scikit-learn's ``SVC`` in the same process):
 
-LIBSVM (as libsvm-official builds it) evaluates kernel columns with OpenMP. On the
-precomputed route a kernel value is a table lookup, so those threads only add fork/join
-and spin-waiting (on 455 breast-cancer rows they made training 2-3× slower than
-scikit-learn's ``SVC``); that route trains with one OpenMP thread
-(:func:`_one_openmp_thread`), which computes the same numbers.
+- ``"precomputed"`` (``-t 4``): the Gaussian (or linear) Gram matrix, built block by block
+  with matrix products (from a :class:`DistanceCache` when given) and written straight
+  into LIBSVM's node array (16 bytes per entry); LIBSVM then looks kernel values up.
+  Building it costs n² entries whatever the problem, and pays where LIBSVM's own kernel
+  is slow: its dot product is a scalar merge of (index, value) lists, about 6× slower than
+  ``SVC``'s BLAS ``ddot`` on 784 MNIST pixels (n = 2,000: LIBSVM's own kernel 9.4 s, SVC
+  1.5 s, precomputed 0.37 s). Used for at least :data:`PRECOMPUTED_MIN_FEATURES` stored
+  features per row, two classes or one-vs-rest (one Gram shared by all C models), and a
+  node array within :data:`PRECOMPUTED_MAX_BYTES` and a quarter of the available memory.
+- ``"rbf"``/``"linear"`` (``-t 2``/``-t 0``): LIBSVM evaluates the kernel on the feature
+  rows, given as their nonzero entries (:func:`_feature_problem`). With few features
+  this is cheaper than any Gram (breast cancer, 455 rows × 30: 2.6 ms against 6.3 ms
+  precomputed; letter, 16 features, two classes of 1,263 rows: 4 ms against 19 ms; 26
+  classes one-vs-one, whose pairs each need only their own rows, n = 5,000: 0.9 s
+  against 5.3 s); from spambase's 57 features on, the Gram wins (4,140 rows: 0.20 s
+  against 0.31 s, SVC 0.17 s).
+
+LIBSVM (as libsvm-official builds it) evaluates kernel columns in OpenMP loops. Every
+training runs them on one thread (:func:`_one_openmp_thread`, LIBSVM's own libgomp only,
+restored after): a column is microseconds of work, and a second thread that spins or
+waits for a busy core made training many times slower than ``SVC`` (letter, n = 4,000,
+26 classes, loaded machine: 18-22 s on two threads, 0.43-0.53 s on one, SVC 0.38 s),
+and it competed with BLAS and joblib workers. Small matrix products (Gram, prediction)
+run on one BLAS thread for the same reason (:func:`_small_blas`). One thread computes
+the same numbers.
 
 ``sigma="scale"`` (the default) is the width scikit-learn's ``gamma="scale"`` gives,
 sqrt(p·Var(X)/2) of the training data; ``probability=True`` trains LIBSVM's Platt
@@ -39,17 +56,46 @@ from numbers import Real
 from typing import Any
 
 import numpy as np
-import scipy.sparse
-from libsvm.svm import PRINT_STRING_FUN, ctypes_print_null, svm_node, svm_parameter, svm_problem
-from libsvm.svmutil import svm_train
+from libsvm.svm import (
+    PRINT_STRING_FUN,
+    ctypes_print_null,
+    svm_node,
+    svm_parameter,
+    svm_problem,
+    toPyModel,
+)
+from libsvm.svm import libsvm as clib
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from lkm.errors import NumericalError
-from lkm.kernels import DistanceCache, exponent_scale, gaussian_from_sq, gaussian_gram, sq_dists
+from lkm.kernels import (
+    DistanceCache,
+    available_memory,
+    exponent_scale,
+    gaussian_from_sq,
+    gaussian_gram,
+    sq_dists,
+    squared_euclidean,
+)
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier, available_unless
 
-#: Largest LIBSVM node array (16 bytes per kernel entry) built for the precomputed route.
-PRECOMPUTED_MAX_BYTES = 512 * 2**20
+#: Largest LIBSVM node array (16 bytes per kernel entry) built for the precomputed route
+#: (MNIST 3-vs-8's 11,982 rows need 2.3 GB) ...
+PRECOMPUTED_MAX_BYTES = 3 * 2**30
+#: ... and at most this share of the memory available when the fit starts.
+PRECOMPUTED_MEMORY_SHARE = 0.25
+#: Node arrays below this size are built without asking for the available memory.
+MEMORY_CHECK_MIN_BYTES = 16 * 2**20
+#: Stored (nonzero) features per row from which the precomputed route is the cheaper one.
+PRECOMPUTED_MIN_FEATURES = 40
+#: More classes than this train one-vs-one on LIBSVM's own kernel (see the module doc).
+PRECOMPUTED_MAX_CLASSES = 2
+#: Tests set "precomputed" or "own" to train every Gaussian/linear problem on that route.
+FORCE_ROUTE: str | None = None
+#: Kernel rows are written to LIBSVM's node array in blocks of about this many bytes.
+GRAM_BLOCK_BYTES = 2**23
+#: Products below this many flops run on one BLAS thread (:func:`_small_blas`).
+SMALL_BLAS_FLOPS = 2**30
 
 _NODE = np.dtype(svm_node)
 
@@ -80,25 +126,117 @@ SILENT_PRINT = _silent_print()
 
 @functools.lru_cache(maxsize=1)
 def _openmp_controller() -> Any:
-    """threadpoolctl's controller of the OpenMP runtimes loaded in this process (made once)."""
+    """threadpoolctl's controller of the OpenMP runtimes loaded in this process (made
+    once); only the fallback of :func:`_libsvm_openmp`."""
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController().select(user_api="openmp")
 
 
+@functools.lru_cache(maxsize=1)
+def _libsvm_openmp() -> tuple[Any, Any] | None:
+    """``(omp_get_max_threads, omp_set_num_threads)`` of the OpenMP runtime LIBSVM itself
+    is linked to, or None if they cannot be found that way.
+
+    ``dlsym`` on LIBSVM's library handle searches that library's own dependencies, so
+    this is exactly LIBSVM's libgomp (here the system one) and not the copy scikit-learn
+    bundles for its own OpenMP code, which stays untouched.
+    """
+    try:
+        get, set_ = clib.omp_get_max_threads, clib.omp_set_num_threads
+    except AttributeError:  # e.g. Windows: GetProcAddress does not search dependencies
+        return None
+    get.restype, get.argtypes = ctypes.c_int, []
+    set_.restype, set_.argtypes = None, [ctypes.c_int]
+    return get, set_
+
+
 @contextlib.contextmanager
 def _one_openmp_thread() -> Iterator[None]:
-    """LIBSVM's OpenMP loops run on one thread inside the block (restored after)."""
-    with _openmp_controller().limit(limits=1):
+    """LIBSVM's OpenMP loops run on one thread inside the block (restored after).
+
+    OpenMP's thread limit is per calling thread, so this holds for the fit in this
+    thread only (and joblib thread workers each set their own).
+    """
+    knob = _libsvm_openmp()
+    if knob is None:
+        with _openmp_controller().limit(limits=1):
+            yield
+        return
+    get, set_ = knob
+    old = get()
+    set_(1)
+    try:
         yield
+    finally:
+        set_(old)
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller() -> Any:
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController().select(user_api="blas")
+
+
+def _small_blas(flops: float) -> contextlib.AbstractContextManager[Any]:
+    """One BLAS thread for a product of fewer than :data:`SMALL_BLAS_FLOPS` flops (e.g.
+    a 455-row Gram): it takes microseconds on one core, and a second OpenBLAS thread only
+    adds a hand-off that costs milliseconds when the other core is busy. Same numbers
+    (OpenBLAS computes each output entry in one thread either way)."""
+    return _blas_controller().limit(limits=1) if flops < SMALL_BLAS_FLOPS else contextlib.nullcontext()
+
+
+def svm_train(problem: svm_problem, param: svm_parameter) -> Any:
+    """LIBSVM's ``svm_train`` on a problem built here, on one OpenMP thread.
+
+    libsvm-official's wrapper of the same name first re-checks every row's serial number
+    in Python (a ctypes call per row), redundant for the arrays built here.
+    """
+    clib.svm_set_print_string_function(param.print_func)
+    err = clib.svm_check_parameter(problem, param)
+    if err:
+        raise ValueError(f"LIBSVM: {err.decode()}")
+    with _one_openmp_thread():
+        model = toPyModel(clib.svm_train(problem, param))
+    model.x_space = problem.x_space  # the support vectors point into the node array
+    return model
 
 
 def _parameter(options: str) -> svm_parameter:
-    """LIBSVM parameters for ``options`` (without ``-q``), printing through :data:`SILENT_PRINT`;
-    ``svm_train`` installs ``param.print_func`` before it trains."""
+    """LIBSVM parameters for ``options`` (without ``-q``), printing through :data:`SILENT_PRINT`."""
     param = svm_parameter(options)
     param.print_func = SILENT_PRINT
     return param
+
+
+def _node_rows(n: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """An (n, width) LIBSVM node array and a writable view of its index fields.
+
+    Writing the int32 index field through numpy's structured path is slow; on a
+    little-endian machine an int64 view of the (index, padding) slot writes it as well.
+    """
+    nodes = np.empty((n, width), dtype=_NODE)
+    fast_index = sys.byteorder == "little" and _NODE.fields["value"][1] == 8
+    return nodes, nodes.view(np.int64)[:, 0::2] if fast_index else nodes["index"]
+
+
+def _problem(nodes: np.ndarray, row_starts: np.ndarray, targets: np.ndarray, n_max: int) -> svm_problem:
+    """A LIBSVM problem whose row i starts at node ``row_starts[i]`` of the flat ``nodes``
+    (pointers set in one vectorized assignment; LIBSVM does not copy them). ``problem.y``
+    may be rewritten between trainings (LIBSVM does not modify the problem), so
+    one-vs-rest reuses one node array for all classes."""
+    n = targets.size
+    problem = svm_problem.__new__(svm_problem)
+    problem.l = n
+    problem.n = n_max
+    problem.y = (ctypes.c_double * n)()
+    np.ctypeslib.as_array(problem.y, (n,))[:] = targets
+    problem.x = (ctypes.POINTER(svm_node) * n)()
+    pointers = np.ctypeslib.as_array(ctypes.cast(problem.x, ctypes.POINTER(ctypes.c_uint64)), (n,))
+    pointers[:] = nodes.ctypes.data + row_starts.astype(np.uint64) * np.uint64(_NODE.itemsize)
+    problem.x_space = nodes  # keeps the nodes alive with the problem (and the model)
+    return problem
 
 
 def _precomputed_problem(
@@ -107,20 +245,13 @@ def _precomputed_problem(
     """A LIBSVM problem for ``-t 4``: row i is ``0:i+1, 1:K(x_i,x_1), ..., n:K(x_i,x_n)``.
 
     ``fill(start, stop, out)`` writes kernel rows ``start:stop`` into ``out`` (shape
-    (stop - start, n)). libsvm-official's ``svm_problem`` would copy a CSR matrix row by
-    row; here the node array is filled block by block (e.g. the Gaussian kernel
-    exponentiated while the block is in cache) and the row pointers are set in one
-    vectorized assignment. ``problem.y`` may be rewritten between trainings (LIBSVM
-    does not modify the problem), so one-vs-rest reuses one kernel for all classes.
+    (stop - start, n)), block by block (:data:`GRAM_BLOCK_BYTES`), so the Gram matrix
+    itself is never held twice.
     """
-    nodes = np.empty((n, n + 2), dtype=_NODE)
+    nodes, index_slots = _node_rows(n, n + 2)
     index_row = np.concatenate(([0], np.arange(1, n + 1), [-1]))
     values = nodes["value"]
-    # Writing the int32 index field through numpy's structured path is slow; on a
-    # little-endian machine an int64 view of the (index, padding) slot writes it as well.
-    fast_index = sys.byteorder == "little" and _NODE.fields["value"][1] == 8
-    index_slots = nodes.view(np.int64)[:, 0::2] if fast_index else nodes["index"]
-    rows = max(1, 2**20 // nodes.strides[0])
+    rows = min(n, max(1, GRAM_BLOCK_BYTES // (8 * n)))
     kernel = np.empty((rows, n))  # contiguous: numpy's vectorized exp needs it
     for start in range(0, n, rows):
         stop = min(start + rows, n)
@@ -130,17 +261,64 @@ def _precomputed_problem(
         values[start:stop, 0] = np.arange(start + 1, stop + 1)
         values[start:stop, 1 : n + 1] = k_block
         values[start:stop, n + 1] = 0.0
+    return _problem(nodes.reshape(-1), np.arange(n) * (n + 2), targets, n)
 
-    problem = svm_problem.__new__(svm_problem)
-    problem.l = n
-    problem.n = n  # svm_train checks serial numbers against it
-    problem.y = (ctypes.c_double * n)()
-    np.ctypeslib.as_array(problem.y, (n,))[:] = targets
-    problem.x = (ctypes.POINTER(svm_node) * n)()
-    pointers = np.ctypeslib.as_array(ctypes.cast(problem.x, ctypes.POINTER(ctypes.c_uint64)), (n,))
-    pointers[:] = nodes.ctypes.data + np.arange(n, dtype=np.uint64) * np.uint64(nodes.strides[0])
-    problem.x_space = nodes  # keeps the nodes alive with the problem (and the model)
-    return problem
+
+def _feature_problem(X: np.ndarray, targets: np.ndarray) -> svm_problem:
+    """A LIBSVM problem of the feature rows of dense ``X`` (for ``-t 0``/``-t 2``): its
+    nonzero entries as ``index:value`` nodes, built in numpy.
+
+    LIBSVM's dot product merges the two rows' (index, value) lists, so storing the zeros
+    too (a "dense" node row) could only make it slower; for a dense X (e.g. pixels scaled
+    to [-1, 1]) the two layouts are the same nodes. Built straight from X, this skips
+    scipy's CSR conversion and libsvm-official's copy of it (0.5 s of a 4,000-row MNIST fit).
+    """
+    n, p = X.shape
+    nonzero = X != 0
+    if nonzero.all():
+        nodes, index_slots = _node_rows(n, p + 1)
+        index_slots[:, :p] = np.arange(1, p + 1)
+        index_slots[:, p] = -1
+        nodes["value"][:, :p] = X
+        nodes["value"][:, p] = 0.0
+        return _problem(nodes.reshape(-1), np.arange(n) * (p + 1), targets, p)
+    counts = nonzero.sum(axis=1)
+    ends = np.cumsum(counts + 1)  # each row ends with its (-1) terminator node
+    rows, cols = np.nonzero(nonzero)
+    nodes = np.empty(int(ends[-1]) if n else 0, dtype=_NODE)
+    at = np.arange(rows.size) + rows  # row r's nodes come after r terminators
+    nodes["index"][at] = cols + 1
+    nodes["value"][at] = X[nonzero]
+    nodes["index"][ends - 1] = -1
+    nodes["value"][ends - 1] = 0.0
+    return _problem(nodes, ends - counts - 1, targets, p)
+
+
+def choose_route(
+    n: int, stored_per_row: float, n_class: int, kernel: str, ova: bool = False, own_kernel_exact: bool = True
+) -> str:
+    """The training route, ``"precomputed"`` or LIBSVM's own kernel (``"rbf"``/``"linear"``),
+    by the measured cost rule in the module doc; :data:`FORCE_ROUTE` overrides it.
+    ``own_kernel_exact=False`` (a gamma LIBSVM's one double cannot hold) takes the
+    precomputed route whenever its node array fits, whatever it costs."""
+    own = "linear" if kernel == "linear" else "rbf"
+    if kernel == "precomputed":
+        return "precomputed"
+    if FORCE_ROUTE is not None:
+        return "precomputed" if FORCE_ROUTE == "precomputed" else own
+    node_bytes = n * (n + 2) * _NODE.itemsize
+    if not own_kernel_exact:
+        fits = node_bytes <= PRECOMPUTED_MAX_BYTES and (
+            node_bytes <= MEMORY_CHECK_MIN_BYTES or node_bytes <= PRECOMPUTED_MEMORY_SHARE * available_memory()[0])
+        return "precomputed" if fits else own
+    if stored_per_row < PRECOMPUTED_MIN_FEATURES or (not ova and n_class > PRECOMPUTED_MAX_CLASSES):
+        return own
+    if node_bytes > PRECOMPUTED_MAX_BYTES:
+        return own
+    # reading the system's memory figures costs about a millisecond: only for large arrays
+    if node_bytes > MEMORY_CHECK_MIN_BYTES and node_bytes > PRECOMPUTED_MEMORY_SHARE * available_memory()[0]:
+        return own
+    return "precomputed"
 
 
 class SVMClassifier(LocalKernelClassifier):
@@ -158,8 +336,9 @@ class SVMClassifier(LocalKernelClassifier):
 
     ``multiclass="ovo"`` (the default) is LIBSVM's one-vs-one; ``"ova"`` trains one binary
     LIBSVM model per class (class vs rest, the "one-against-all procedure" of Cevikalp et
-    al., Sec. IV) on one shared kernel matrix and predicts the largest of the C decision
-    values (exact ties: the base class's rule — larger prior, then lower class index).
+    al., Sec. IV) on one shared LIBSVM problem (one Gram matrix on the precomputed route)
+    and predicts the largest of the C decision values (exact ties: the base class's rule —
+    larger prior, then lower class index).
     With two classes both are the same single LIBSVM model.
 
     ``probability=True`` also trains LIBSVM's Platt scaling (``-b 1``: an internal 5-fold
@@ -224,35 +403,36 @@ class SVMClassifier(LocalKernelClassifier):
         options += f"-m {float(self.cache_size)!r} -h {int(bool(self.shrinking))}"
         options += f" -b {int(bool(self.probability))}"
         sigma = self.sigma_
-        if self.kernel == "precomputed" or n * (n + 2) * _NODE.itemsize <= PRECOMPUTED_MAX_BYTES:
-            route = "precomputed"
-            problem = _precomputed_problem(n, targets, self._gram_filler(X, cache))
+        stored = float(np.count_nonzero(X)) / max(n, 1) if self.kernel != "precomputed" else float(n)
+        # a width whose gamma is not a normal float64 is evaluated exactly only in numpy
+        exact = self.kernel != "gaussian" or not isinstance(exponent_scale(2.0 * sigma, sigma), tuple)
+        route = choose_route(n, stored, self.classes_.size, self.kernel, ova, own_kernel_exact=exact)
+        if route == "precomputed":
+            # the Gram is built block by block: each block's product decides its threads
+            block_rows = min(n, max(1, GRAM_BLOCK_BYTES // (8 * n)))
+            with _small_blas(2.0 * block_rows * n * X.shape[1]):
+                problem = _precomputed_problem(n, targets, self._gram_filler(X, cache))
             options += " -t 4"
-        elif self.kernel == "linear":
-            route = "linear"
-            problem = svm_problem(targets, scipy.sparse.csr_matrix(X))
+        elif route == "linear":
+            problem = _feature_problem(X, targets)
             options += " -t 0"
         else:
-            route = "rbf"
             gamma = exponent_scale(2.0 * sigma, sigma)
             if isinstance(gamma, tuple):  # LIBSVM takes one double; this one is not a normal float
                 raise NumericalError(
                     f"SVMClassifier: sigma={sigma!r} gives gamma = 1/(2 sigma^2) outside float64's "
-                    f"normal range, which LIBSVM's built-in kernel (used for {n} training rows) "
+                    f"normal range, which LIBSVM's built-in kernel (used for {n} training rows: "
+                    "their precomputed kernel would not fit in memory) "
                     "cannot evaluate; rescale the features or choose a sigma nearer their scale")
-            problem = svm_problem(targets, scipy.sparse.csr_matrix(X))
+            problem = _feature_problem(X, targets)
             options += f" -t 2 -g {gamma!r}"
         self.X_fit_ = X
         self.info_: dict[str, Any] = {"route": route, "sigma": sigma}
         self.multiclass_ = "ova" if ova else "ovo"  # in use: two classes are one model either way
         if ova:
-            self._fit_one_vs_rest(problem, y_index, options, route == "precomputed")
+            self._fit_one_vs_rest(problem, y_index, options)
             return self
-        if route == "precomputed":
-            with _one_openmp_thread():
-                model = svm_train(problem, _parameter(options))
-        else:
-            model = svm_train(problem, _parameter(options))
+        model = svm_train(problem, _parameter(options))
 
         n_class = model.get_nr_class()
         n_sv = model.get_nr_sv()
@@ -282,11 +462,21 @@ class SVMClassifier(LocalKernelClassifier):
             return lambda start, stop, out: np.copyto(out, X[start:stop])
         if self.kernel == "linear":
             return lambda start, stop, out: np.matmul(X[start:stop], X.T, out=out)
-        D = sq_dists(X, X, cache)
-        return lambda start, stop, out: gaussian_from_sq(D[start:stop], self.sigma_, out=out)
+        sigma = self.sigma_
+        if cache is not None or X.shape[0] ** 2 * 8 <= GRAM_BLOCK_BYTES:
+            D = sq_dists(X, X, cache)  # shared with the cache's other users, or one block
+            return lambda start, stop, out: gaussian_from_sq(D[start:stop], sigma, out=out)
 
-    def _fit_one_vs_rest(self, problem: svm_problem, y_index: np.ndarray, options: str, precomputed: bool) -> None:
-        """One binary LIBSVM model per class on the same ``problem`` (its kernel built
+        def fill(start: int, stop: int, out: np.ndarray) -> None:
+            # distances block by block: the n x n float64 matrix is never held
+            block = squared_euclidean(X[start:stop], X)
+            block[np.arange(stop - start), np.arange(start, stop)] = 0.0  # as squared_euclidean(X)
+            gaussian_from_sq(block, sigma, out=out)
+
+        return fill
+
+    def _fit_one_vs_rest(self, problem: svm_problem, y_index: np.ndarray, options: str) -> None:
+        """One binary LIBSVM model per class on the same ``problem`` (its Gram matrix or feature nodes built
         once); only the targets change. Coefficients are stored so that each model's
         value is positive for "its class": ``K(x, support_vectors_) @ ova_coef_.T - ova_rho_``."""
         n_class = self.classes_.size
@@ -295,8 +485,7 @@ class SVMClassifier(LocalKernelClassifier):
         per_model = {}
         for c in range(n_class):
             y_out[:] = np.where(y_index == c, 1.0, -1.0)
-            with _one_openmp_thread() if precomputed else contextlib.nullcontext():
-                model = svm_train(problem, _parameter(options))
+            model = svm_train(problem, _parameter(options))
             n_sv = model.get_nr_sv()
             sign = 1.0 if model.get_labels()[0] == 1 else -1.0  # LIBSVM's value favours its first label
             svs.append(np.asarray(model.get_sv_indices(), dtype=np.intp) - 1)
@@ -319,10 +508,11 @@ class SVMClassifier(LocalKernelClassifier):
     def _kernel_to_support_vectors(self, X: np.ndarray, cache: DistanceCache | None) -> np.ndarray:
         if self.kernel == "precomputed":
             return X[:, self.support_]
-        if self.kernel == "linear":
-            return X @ self.support_vectors_.T
-        if cache is None:
-            return gaussian_gram(X, self.support_vectors_, self.sigma_)
+        with _small_blas(2.0 * X.shape[0] * self.support_.size * X.shape[1]):
+            if self.kernel == "linear":
+                return X @ self.support_vectors_.T
+            if cache is None:
+                return gaussian_gram(X, self.support_vectors_, self.sigma_)
         D = cache.sq_dists(X, self.X_fit_)[:, self.support_]  # a gathered copy: reuse it
         return gaussian_from_sq(D, self.sigma_, out=D)
 
@@ -353,11 +543,14 @@ class SVMClassifier(LocalKernelClassifier):
         K = self._kernel_to_support_vectors(X, cache)
         coef, rho, n_class = self.dual_coef_, self.rho_, self.libsvm_class_order_.size
         start = np.concatenate(([0], np.cumsum(self.n_support_)))
-        values = np.empty((X.shape[0], rho.size))
-        for pair, (i, j) in enumerate(zip(*np.triu_indices(n_class, 1), strict=True)):
-            si, sj = slice(start[i], start[i + 1]), slice(start[j], start[j + 1])
-            values[:, pair] = K[:, si] @ coef[j - 1, si] + K[:, sj] @ coef[i, sj] - rho[pair]
-        return values
+        # sums[:, c, k] = K[:, SVs of c] @ coef[k, SVs of c]: one product per class (a pair
+        # loop of 2 x 325 matrix-vector products was most of letter's prediction time)
+        sums = np.empty((X.shape[0], n_class, n_class - 1))
+        for c in range(n_class):
+            sv = slice(start[c], start[c + 1])
+            sums[:, c, :] = K[:, sv] @ coef[:, sv].T
+        i, j = np.triu_indices(n_class, 1)
+        return sums[:, i, j - 1] + sums[:, j, i] - rho
 
     def _no_probability_model(self) -> str | None:
         if self.probability:
