@@ -331,8 +331,7 @@ def test_libsvm_training_calls_no_python_print_callback(route: str, monkeypatch)
     from lkm.methods import svm as svm_module
 
     X, y = _breast_cancer()
-    if route == "rbf":
-        monkeypatch.setattr(svm_module, "PRECOMPUTED_MAX_BYTES", 0)
+    monkeypatch.setattr(svm_module, "FORCE_ROUTE", route)
     est = svm_module.SVMClassifier(sigma=2.0)
     assert _python_print_calls(lambda: est.fit(X, y)) == 0
     assert est.info_["route"] == route
