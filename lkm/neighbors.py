@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 from sklearn.utils import check_random_state
-from threadpoolctl import ThreadpoolController
 
 from lkm.errors import did_you_mean
 from lkm.kernels import DistanceCache
+from lkm.workers import blas_threads
 
 #: Bytes of query × training scores an exact query holds at once per worker thread: a
 #: block of at most :data:`QUERY_ROWS` queries against a tile of training rows.
@@ -267,7 +267,7 @@ def tie_ruled_kneighbors(
         for lo in starts:
             block(lo)
     else:
-        with _blas_controller().limit(limits=1, user_api="blas"):
+        with blas_threads(1):
             list(_pool().map(block, starts))
     return sq, idx
 
@@ -275,7 +275,6 @@ def tie_ruled_kneighbors(
 #: Threads an exact query uses at most (blocks are independent).
 MAX_WORKERS = 4
 _POOL: ThreadPoolExecutor | None = None
-_BLAS: ThreadpoolController | None = None
 _TILES = threading.local()
 
 
@@ -285,15 +284,6 @@ def _score_tile(size: int) -> np.ndarray:
     if getattr(_TILES, "scores", np.empty(0)).size < size:
         _TILES.scores = np.empty(size)
     return _TILES.scores
-
-
-def _blas_controller() -> ThreadpoolController:
-    """The thread pools loaded now (numpy's BLAS among them), found once: a fresh search
-    costs about a millisecond per query."""
-    global _BLAS
-    if _BLAS is None:
-        _BLAS = ThreadpoolController()
-    return _BLAS
 
 
 def _usable_cpus() -> int:

@@ -24,7 +24,6 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.linalg import cho_factor, cho_solve, lapack, solve_triangular
 from scipy.spatial.distance import squareform
 from sklearn.utils._param_validation import Interval, StrOptions
-from threadpoolctl import threadpool_limits
 
 from lkm.kernels import (
     EXP_FLUSH_BELOW,
@@ -40,6 +39,7 @@ from lkm.kernels import (
 )
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier, memoized
 from lkm.neighbors import NEIGHBOR_BACKENDS, make_neighbors, neighbor_recall
+from lkm.workers import blas_threads
 
 EPS = float(np.finfo(np.float64).eps)
 #: Bytes of gathered neighbour coordinates LPL materializes at once.
@@ -133,7 +133,7 @@ def psd_pinv_solve(
     # One BLAS thread: dpstrf is memory-bound (pivot swaps and a gemv per column), so a
     # second thread costs more than it gains (measured), and the threaded syrk it calls
     # is the one that crashes at large orders (:data:`SINGLE_THREAD_FACTOR_ORDER`).
-    with threadpool_limits(1, user_api="blas"):
+    with blas_threads(1):
         U, piv, rank, info = lapack.dpstrf(A, tol=cutoff, lower=0, overwrite_a=1)
     if info < 0:
         raise np.linalg.LinAlgError(f"dpstrf: illegal argument {-info}")
@@ -219,7 +219,7 @@ def _cholesky_of_identity_plus(S: np.ndarray) -> tuple[np.ndarray, bool]:
     :data:`SINGLE_THREAD_FACTOR_ORDER` on (OpenBLAS's threaded dpotrf crashes there)."""
     S[np.diag_indices(S.shape[0])] += 1.0
     threads = 1 if S.shape[0] >= SINGLE_THREAD_FACTOR_ORDER else None
-    with threadpool_limits(threads, user_api="blas"):
+    with blas_threads(threads):
         return cho_factor(S, lower=True, overwrite_a=True, check_finite=False)
 
 

@@ -78,6 +78,7 @@ from lkm.kernels import (
     squared_euclidean,
 )
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier, available_unless
+from lkm.workers import blas_threads
 
 #: Largest LIBSVM node array (16 bytes per kernel entry) built for the precomputed route
 #: (MNIST 3-vs-8's 11,982 rows need 2.3 GB, 16,000 rows 4.1 GB; above, LIBSVM's own
@@ -173,19 +174,12 @@ def _one_openmp_thread() -> Iterator[None]:
         set_(old)
 
 
-@functools.lru_cache(maxsize=1)
-def _blas_controller() -> Any:
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController().select(user_api="blas")
-
-
 def _small_blas(flops: float) -> contextlib.AbstractContextManager[Any]:
     """One BLAS thread for a product of fewer than :data:`SMALL_BLAS_FLOPS` flops (e.g.
     a 455-row Gram): it takes microseconds on one core, and a second OpenBLAS thread only
     adds a hand-off that costs milliseconds when the other core is busy. Same numbers
     (OpenBLAS computes each output entry in one thread either way)."""
-    return _blas_controller().limit(limits=1) if flops < SMALL_BLAS_FLOPS else contextlib.nullcontext()
+    return blas_threads(1 if flops < SMALL_BLAS_FLOPS else None)
 
 
 def svm_train(problem: svm_problem, param: svm_parameter) -> Any:
