@@ -51,7 +51,7 @@ bench: install  ## speed ratios against reference libraries (one spambase fold)
 bench-large: install  ## SVM vs SVC at scale: MNIST 3-vs-8, letter, breast cancer; idle and with a busy core (minutes)
 	$(LKM) bench --large --no-tangent --out results/bench_large.json
 
-bench-scaling: install  ## time and memory against n (PL, LPL, SVM, NPPS+SVM, SVC on MNIST and letter; ~1 h): table, slopes, figure
+bench-scaling: install  ## time and memory against n (PL, LPL, SVM, NPPS+SVM, SVC on MNIST and letter; ~30 min): table, slopes, figure
 	$(LKM) bench --scaling --out results/bench_scaling.json --figure docs/figures/speed/scaling.png
 
 bench-cli: install  ## wall time of everyday commands (help, methods, datasets list, a sonar sweep, lkm report): median of 5

@@ -59,7 +59,7 @@ def bench(
         "--scaling",
         help="Instead: time and peak memory of PL, LPL (exact, annoy), SVM, NPPS+SVM and SVC against "
         "the training size n (1,000 up to the largest feasible) on MNIST 3-vs-8, MNIST even/odd and "
-        "letter, each method in its own process; prints a table with log-log slopes (about an hour).",
+        "letter, each method in its own process; prints a table with log-log slopes (about half an hour on 2 cores).",
     )] = False,
     problems: Annotated[str | None, typer.Option(
         help="--scaling: comma-separated problems (mnist-3-8, mnist-even-odd, letter); default all.")] = None,
