@@ -377,9 +377,12 @@ def scaling_figure(results: Sequence[dict[str, Any]], path: str | Path) -> Path:
             bottom.plot(n, [r["peak_bytes"] / 2**20 for r in ok], label=method, **style)
             failed = [r for r in results if r["problem"] == name and r["method"] == method
                       and r["status"] not in ("ok", "skipped")]
-            for r in failed:
-                top.annotate(r["status"], (r["n"], ok[-1]["seconds"]), fontsize=7, color=style["color"],
-                             ha="center", va="bottom")
+            for r in failed:  # a cross at the failed size, on the line's last height
+                top.plot([r["n"]], [ok[-1]["seconds"]], marker="x", markersize=7, linestyle="none",
+                         color=style["color"])
+                top.annotate(r["status"], (r["n"], ok[-1]["seconds"]), fontsize=7,
+                             color=style["color"], ha="left", va="center", xytext=(6, 0),
+                             textcoords="offset points")
         top.set_title(PROBLEMS[name].description, fontsize=10)
         for ax in (top, bottom):
             ax.set_xscale("log")
