@@ -38,7 +38,7 @@ QUERY_ROWS = 256
 #: Bytes of coordinate differences gathered at once when candidates' distances are recomputed.
 PAIR_BYTES = 2**20
 #: Training rows are split by index modulo this many groups (at least 2k) to bound each
-#: query's k-th smallest score from above (:func:`_upper_kth`).
+#: query's k-th smallest score from above (:func:`upper_kth`).
 SELECT_GROUPS = 256
 #: Below this many features the squared norms ride along in the matrix product as an
 #: extra column (a copy of the training rows, cheap when they are narrow).
@@ -109,7 +109,7 @@ def _score_margin(p: int, q_sq: np.ndarray, x_sq_max: float) -> np.ndarray:
     return 4.0 * (p + 3) * _U * (3.0 * q_sq + 5.0 * x_sq_max)
 
 
-def _upper_kth(scores: np.ndarray, k: int) -> np.ndarray:
+def upper_kth(scores: np.ndarray, k: int) -> np.ndarray:
     """An upper bound on each row's k-th smallest score, usually equal to it.
 
     Minima of groups of columns are entries of the row, so the k-th smallest of at least
@@ -164,7 +164,7 @@ def _block_lists(
     """:func:`tie_ruled_kneighbors` for one block of queries, tile by tile of training rows.
 
     A running upper bound on each query's k-th smallest score (the k-th smallest minimum
-    over index groups, :func:`_upper_kth`) admits a tile's candidates; the bound only
+    over index groups, :func:`upper_kth`) admits a tile's candidates; the bound only
     falls, so every row within the margin of the final k-th score is admitted. At the end
     the admitted rows beyond the final bound plus margin are dropped and the rest ranked
     by recomputed distance. Heavy ties (many candidates) are pruned on the way to each
@@ -200,7 +200,7 @@ def _block_lists(
             mine = np.flatnonzero((exclude >= lo) & (exclude < lo + cols))
             S[mine, exclude[mine] - lo] = np.inf
         if n <= width:
-            bound = _upper_kth(S, k)
+            bound = upper_kth(S, k)
         elif cols >= groups:
             np.minimum(mins, _group_mins(S, groups), out=mins)
             if tile & (tile + 1) == 0:  # tiles 0, 1, 3, 7, ...: tighten the bound

@@ -36,7 +36,7 @@ from sklearn.utils.validation import validate_data
 from lkm.kernels import DistanceCache
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier, check_feature_scale
 from lkm.methods.svm import SVMClassifier
-from lkm.neighbors import NEIGHBOR_BACKENDS, make_neighbors
+from lkm.neighbors import NEIGHBOR_BACKENDS, make_neighbors, upper_kth
 
 #: The text ``NPPSSVM.info_['fallback']`` holds when the SVM was trained on every pattern.
 FALLBACK_ALL = "all patterns"
@@ -165,22 +165,9 @@ class _TieRuledIndex:
         self.err_coef = 2 * (p + 10) * float(np.finfo(dtype).eps) / 2
         self.norms = norms
         self.norm_max = norms.max() if n else 0.0
-        # Padding columns (norm +inf) make the width a multiple of any group count used
-        # below without copying each chunk; they never become candidates.
         self.C = C.astype(dtype)
-        self._minus_2ct: dict[int, np.ndarray] = {}
-        self._padded_norms: dict[int, np.ndarray] = {}
-
-    def _padded(self, width: int) -> tuple[np.ndarray, np.ndarray]:
-        if width not in self._minus_2ct:
-            n, p = self.C.shape
-            ct = np.zeros((p, width), dtype=self.C.dtype)
-            np.multiply(self.C.T, -2, out=ct[:, :n])
-            norms = np.full(width, np.inf, dtype=self.C.dtype)
-            norms[:n] = self.norms
-            self._minus_2ct = {width: ct}  # one width at a time bounds the memory
-            self._padded_norms = {width: norms}
-        return self._minus_2ct[width], self._padded_norms[width]
+        self.minus_2ct = np.multiply(self.C.T, -2)  # (p, n): each chunk's product is one gemm
+        self.norms_cast = norms.astype(dtype)
 
     def query(self, rows: np.ndarray, n_neighbors: int) -> np.ndarray:
         """See :func:`tie_ruled_neighbors`."""
@@ -189,22 +176,16 @@ class _TieRuledIndex:
         n, m = X.shape[0], rows.size
         if not 1 <= n_neighbors <= n:
             raise ValueError(f"n_neighbors must be in [1, {n}], got {n_neighbors}")
-        # Columns in n_neighbors strided groups: the largest of the groups' minima bounds
-        # the n-th smallest value of a row from above (n entries lie at or below it) in
-        # one pass, with no partial sort of the row.
-        groups = n_neighbors
-        width = -(-n // groups) * groups
-        minus_2ct, norms = self._padded(width)
         out = np.empty((m, n_neighbors), dtype=np.intp)
-        step = max(1, CHUNK_BYTES // (self.C.itemsize * width))
+        step = max(1, CHUNK_BYTES // (self.C.itemsize * n))
         for start in range(0, m, step):
             q_rows = rows[start : start + step]
             mq = q_rows.size
-            approx = self.C[q_rows] @ minus_2ct
-            approx += norms[None, :]
-            approx += norms[q_rows, None]
+            approx = self.C[q_rows] @ self.minus_2ct
+            approx += self.norms_cast[None, :]
+            approx += self.norms_cast[q_rows, None]
             tol = self.err_coef * (self.norms[q_rows] + self.norm_max)
-            upper = approx.reshape(mq, width // groups, groups).min(axis=1).max(axis=1)
+            upper = upper_kth(approx, n_neighbors)  # ≥ the row's n-th smallest value
             r, j = np.nonzero(approx <= _candidate_bound(upper.astype(np.float64), tol)[:, None])
             v = approx[r, j].astype(np.float64)
             by_value = np.lexsort((v, r))  # r was sorted: rows stay contiguous
