@@ -69,6 +69,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from lkm.errors import NumericalError
 from lkm.kernels import (
+    CHECK_MIN_BYTES,
     DistanceCache,
     available_memory,
     exponent_scale,
@@ -86,8 +87,6 @@ from lkm.workers import blas_threads
 PRECOMPUTED_MAX_BYTES = 8 * 2**30
 #: ... and at most this share of the memory available when the fit starts.
 PRECOMPUTED_MEMORY_SHARE = 0.25
-#: Node arrays below this size are built without asking for the available memory.
-MEMORY_CHECK_MIN_BYTES = 16 * 2**20
 #: Stored (nonzero) features per row from which the precomputed route is the cheaper one.
 PRECOMPUTED_MIN_FEATURES = 40
 #: More classes than this train one-vs-one on LIBSVM's own kernel (see the module doc).
@@ -301,19 +300,14 @@ def choose_route(
         return "precomputed"
     if FORCE_ROUTE is not None:
         return "precomputed" if FORCE_ROUTE == "precomputed" else own
+    cheaper = stored_per_row >= PRECOMPUTED_MIN_FEATURES and (ova or n_class <= PRECOMPUTED_MAX_CLASSES)
+    if own_kernel_exact and not cheaper:
+        return own
     node_bytes = n * (n + 2) * _NODE.itemsize
-    if not own_kernel_exact:
-        fits = node_bytes <= PRECOMPUTED_MAX_BYTES and (
-            node_bytes <= MEMORY_CHECK_MIN_BYTES or node_bytes <= PRECOMPUTED_MEMORY_SHARE * available_memory()[0])
-        return "precomputed" if fits else own
-    if stored_per_row < PRECOMPUTED_MIN_FEATURES or (not ova and n_class > PRECOMPUTED_MAX_CLASSES):
-        return own
-    if node_bytes > PRECOMPUTED_MAX_BYTES:
-        return own
     # reading the system's memory figures costs about a millisecond: only for large arrays
-    if node_bytes > MEMORY_CHECK_MIN_BYTES and node_bytes > PRECOMPUTED_MEMORY_SHARE * available_memory()[0]:
-        return own
-    return "precomputed"
+    fits = node_bytes <= PRECOMPUTED_MAX_BYTES and (
+        node_bytes <= CHECK_MIN_BYTES or node_bytes <= PRECOMPUTED_MEMORY_SHARE * available_memory()[0])
+    return "precomputed" if fits else own
 
 
 class SVMClassifier(LocalKernelClassifier):
