@@ -35,8 +35,9 @@ BLOCK_BYTES = 4 * 2**20
 #: Queries per block: enough rows for the matrix product to run at BLAS speed (each block
 #: reads every training row once).
 QUERY_ROWS = 256
-#: Bytes of coordinate differences gathered at once when candidates' distances are recomputed.
-PAIR_BYTES = 2**20
+#: Bytes of coordinate differences gathered at once when candidates' distances are recomputed
+#: (large enough that the per-feature summation loop of :func:`pair_sq_dists` is cheap).
+PAIR_BYTES = 16 * 2**20
 #: Training rows are split by index modulo this many groups (at least 2k) to bound each
 #: query's k-th smallest score from above (:func:`upper_kth`).
 SELECT_GROUPS = 256
@@ -77,15 +78,22 @@ def k_smallest(scores: np.ndarray, k: int) -> np.ndarray:
 def pair_sq_dists(Q: np.ndarray, X: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """``||Q[rows[i]] - X[cols[i]]||²`` from coordinate differences, in bounded chunks.
 
-    The one distance every neighbour list is ranked by and reports: its value for a pair
-    does not depend on the other pairs, the BLAS or the thread count.
+    The one distance every neighbour list (LPL's, NPPS's) is ranked by and reports. The
+    squares are summed feature by feature in a fixed order, so that equal points give
+    bit-identical distances wherever they sit in memory and whatever the other pairs
+    (a matrix product or a vectorized reduction does not promise that), independent of
+    the BLAS and the thread count.
     """
     out = np.empty(rows.size)
     step = max(1, PAIR_BYTES // (8 * max(1, X.shape[1])))
     for lo in range(0, rows.size, step):
-        diff = X[cols[lo : lo + step]]
-        diff -= Q[rows[lo : lo + step]]
-        out[lo : lo + step] = np.einsum("ip,ip->i", diff, diff)
+        hi = min(lo + step, rows.size)
+        diff = np.ascontiguousarray((X[cols[lo:hi]] - Q[rows[lo:hi]]).T)  # (p, pairs)
+        np.multiply(diff, diff, out=diff)
+        acc = out[lo:hi]
+        acc[:] = diff[0] if diff.shape[0] else 0.0
+        for f in range(1, diff.shape[0]):
+            acc += diff[f]
     return out
 
 

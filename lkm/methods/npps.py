@@ -36,7 +36,7 @@ from sklearn.utils.validation import validate_data
 from lkm.kernels import DistanceCache
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier, check_feature_scale
 from lkm.methods.svm import SVMClassifier
-from lkm.neighbors import NEIGHBOR_BACKENDS, make_neighbors, upper_kth
+from lkm.neighbors import NEIGHBOR_BACKENDS, make_neighbors, pair_sq_dists, upper_kth
 
 #: The text ``NPPSSVM.info_['fallback']`` holds when the SVM was trained on every pattern.
 FALLBACK_ALL = "all patterns"
@@ -120,23 +120,6 @@ CHUNK_BYTES = 8 * 2**20
 TIE_RTOL = 1e-9
 
 
-def _exact_sq_dists(X: np.ndarray, Q: np.ndarray, r: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """``||Q[r] - X[j]||²`` pairwise, summed feature by feature in a fixed order, so that
-    equal points give bit-identical distances wherever they sit in memory (a matrix product
-    or a vectorized reduction does not promise that). Blocks of pairs bound the memory."""
-    d = np.empty(r.size)
-    block = max(1, (2 * 2**20) // max(1, X.shape[1]))  # pairs per block: 16 MB of differences
-    for lo in range(0, r.size, block):
-        hi = min(lo + block, r.size)
-        cols = np.ascontiguousarray((X[j[lo:hi]] - Q[r[lo:hi]]).T)  # (p, pairs)
-        np.multiply(cols, cols, out=cols)
-        acc = cols[0].copy()
-        for f in range(1, cols.shape[0]):
-            acc += cols[f]
-        d[lo:hi] = acc
-    return d
-
-
 def _candidate_bound(value: np.ndarray, tol: np.ndarray) -> np.ndarray:
     """The largest candidate value a pattern of the true list (or tied with its last
     member, up to :data:`TIE_RTOL`) can have, when ``value`` is the n-th smallest
@@ -203,7 +186,7 @@ class _TieRuledIndex:
             alone = run_start & np.append(run_start[1:], True)
             d = np.zeros(r.size)
             close = np.flatnonzero(~alone)
-            d[close] = _exact_sq_dists(X, X[q_rows], r[close], j[close])
+            d[close] = pair_sq_dists(X[q_rows], X, r[close], j[close])
             order = np.lexsort((j, d, run))
             r, j, d, run = r[order], j[order], d[order], run[order]
             new_value = np.ones(r.size, dtype=bool)  # a new (run, distance) group starts here
@@ -225,7 +208,7 @@ def tie_ruled_neighbors(X: np.ndarray, rows: np.ndarray, n_neighbors: int) -> np
     rows, see :class:`_TieRuledIndex`): every pattern within that form's error bound of
     the n-th smallest value is kept, so no pattern of the true list is lost to round-off.
     The candidates' distances are then recomputed from coordinate differences
-    (:func:`_exact_sq_dists`), distances within a relative :data:`TIE_RTOL` of each other
+    (:func:`lkm.neighbors.pair_sq_dists`), distances within a relative :data:`TIE_RTOL` of each other
     are treated as one value, and the list is read off in (distance, index) order.
     Duplicated patterns, and integer patterns at equal distance after scaling, are
     therefore ordered by index, never by round-off.
