@@ -4,14 +4,16 @@ A *task* is one fit and one prediction: dataset x split x method x parameter val
 Tasks of one (dataset, split, method) form a *job*: the job preprocesses the split
 once and shares one :class:`~lkm.kernels.DistanceCache` across the whole parameter
 sweep, so distances and neighbour lists are computed once per split. Jobs run in
-parallel with joblib; each task's record is appended to the store the moment it
-finishes, so an interrupted run loses at most the task in flight.
+parallel worker processes (:mod:`lkm.workers`) or on a dask.distributed cluster
+(:mod:`lkm.cluster`); each task's record is appended to the store the moment it
+finishes (by the local worker, or by this process as a cluster worker hands it back),
+so an interrupted run loses at most the tasks in flight.
 
 A spec's ``studies`` (:mod:`lkm.studies`) add one :class:`StudyTask` per (dataset,
 study, parameter setting). A study runs on the **whole dataset** (the spec's
 preprocessing fitted on all rows), not per split: it measures a property of the data
 and a kernel, it does not train and test. Study tasks have content-hash ids like the
-fits, run through the same joblib path (one job each), are skipped once recorded, and
+fits, run through the same path (one job each), are skipped once recorded, and
 are stored as records with ``kind: "study"`` and their result rows under ``rows``.
 """
 
@@ -24,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,6 +41,9 @@ from lkm.preprocessing import preprocess
 from lkm.protocols import Split
 from lkm.spec import MethodSpec, Spec
 from lkm.store import NOT_APPLICABLE, RunStore, task_id
+
+if TYPE_CHECKING:
+    from lkm.cluster import Cluster
 
 #: Every record lists its misclassified test rows, ``errors: [[dataset row, predicted
 #: label], ...]``, for paired tests on one fixed split (McNemar, :func:`lkm.stats.mcnemar`)
@@ -202,6 +207,31 @@ class RunSummary:
     first_error: str | None = None
 
 
+#: Where a job puts each record the moment its fit ends (a callable taking the record).
+RecordSink = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class JobResult:
+    """What a job returns: fits recorded ok, failed, the first failure's message, and its records."""
+
+    ok: int
+    failed: int
+    first_error: str | None
+    records: list[dict[str, Any]]
+
+
+class StoreAppender:
+    """The sink of local worker processes: each record appended to the run folder at once
+    (a killed run loses at most the fit in flight). Picklable: it holds the folder's path."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        RunStore(self.root).append([record])
+
+
 def execute(
     plan: Plan,
     store: RunStore,
@@ -209,15 +239,20 @@ def execute(
     jobs: int = 1,
     on_progress: Callable[[int], None] | None = None,
     in_process: bool = False,
+    cluster: Cluster | None = None,
 ) -> RunSummary:
     """Run every task of ``plan`` not yet recorded in ``store``.
 
     Jobs run in ``jobs`` worker processes (:func:`lkm.workers.run_calls`; one worker for
     ``jobs=1``), so this process only waits: Ctrl-C (KeyboardInterrupt) kills the workers
     and propagates at once, whatever C code a fit is in, and workers die with this
-    process. Each worker gets ``cores // jobs`` OpenMP and BLAS threads.
+    process. Each worker gets ``cores // jobs`` OpenMP and BLAS threads; each appends its
+    records to the store itself.
     ``in_process=True`` runs the jobs here instead, one after the other (debuggers,
     profilers; an interrupt then waits for the C call in progress).
+    With a ``cluster`` (:func:`lkm.cluster.connect`) the jobs run on its workers instead
+    and ``jobs`` is not used: workers hand their records back and this process alone
+    appends them, each task id once (:meth:`lkm.cluster.Cluster.run`).
 
     ``on_progress(n)`` is called with the number of tasks finished since its last call,
     as their records reach the store (counted while jobs run, so per fit, not per job).
@@ -241,6 +276,7 @@ def execute(
     counts = {"ran": 0, "failed": 0, "reported": 0}
     errors: list[str] = []
     tally = RecordTally(store.records_dir)
+    written: set[str] = set()  # the cluster path: task ids this process appended
 
     def report_progress() -> None:
         """Tasks finished: records written so far, at least those of finished jobs."""
@@ -251,48 +287,59 @@ def execute(
             on_progress(finished - counts["reported"])
             counts["reported"] = finished
 
-    def collect(result: tuple[int, int, str | None]) -> None:
-        n_ok, n_failed, err = result
-        counts["ran"] += n_ok
-        counts["failed"] += n_failed
-        if err:
-            errors.append(err)
+    def write(record: dict[str, Any]) -> None:
+        """Append a record handed back by a cluster worker, unless its task id already was."""
+        if record["task_id"] not in written:
+            store.append([record])
+            written.add(record["task_id"])
+
+    def collect(result: JobResult) -> None:
+        if cluster is not None:
+            for record in result.records:
+                write(record)
+        counts["ran"] += result.ok
+        counts["failed"] += result.failed
+        if result.first_error:
+            errors.append(result.first_error)
         report_progress()
 
     if groups or studies:
         prep = plan.spec.preprocessing
-        root = str(store.root.absolute())  # a reused worker may have started in another working directory
-        calls: list[tuple[Callable[..., Any], tuple[Any, ...]]] = [
-            (run_job, (root, plan.datasets[ds].X, plan.datasets[ds].y, tasks, prep,
-                       plan.spec.score_train))
+        # a reused worker may have started in another working directory: an absolute path
+        sink: RecordSink | None = StoreAppender(str(store.root.absolute())) if cluster is None else None
+        args = [
+            (run_job, (plan.datasets[ds].X, plan.datasets[ds].y, tasks, prep, plan.spec.score_train))
             for (ds, _, _), tasks in groups.items()
         ] + [
-            (run_study, (root, plan.datasets[t.dataset].X, plan.datasets[t.dataset].y, t, prep))
+            (run_study, (plan.datasets[t.dataset].X, plan.datasets[t.dataset].y, t, prep))
             for t in studies
         ]
         # Largest jobs first keeps both workers busy to the end (a study costs about one fit per row).
         sizes = [len(g) * plan.datasets[k[0]].X.shape[0] for k, g in groups.items()]
         sizes += [plan.datasets[t.dataset].X.shape[0] for t in studies]
         order = np.argsort([-s for s in sizes], kind="stable")
-        ordered = (calls[i] for i in order)
-        if in_process:
-            run_in_process(ordered, on_result=collect)
+        if cluster is not None:  # the cluster gives each job the sink that hands records back
+            cluster.run((args[i] for i in order), on_result=collect, on_record=write, on_wait=report_progress)
         else:
-            run_calls(ordered, jobs=min(effective_jobs(jobs), len(calls)), on_result=collect, on_wait=report_progress)
+            ordered = ((fn, (sink, *rest)) for fn, rest in (args[i] for i in order))
+            if in_process:
+                run_in_process(ordered, on_result=collect)
+            else:
+                run_calls(ordered, jobs=min(effective_jobs(jobs), len(args)), on_result=collect, on_wait=report_progress)
     return RunSummary(len(plan.tasks), skipped, counts["ran"], counts["failed"], time.perf_counter() - start,
                       errors[0] if errors else None)
 
 
 # -- perturbed runs (Spec.perturb: the claims tables' fragility check) ---------------
 def run_job(
-    store_root: str, X: np.ndarray, y: np.ndarray, tasks: list[Task], preprocessing: str,
+    sink: RecordSink, X: np.ndarray, y: np.ndarray, tasks: list[Task], preprocessing: str,
     score_train: bool = False,
-) -> tuple[int, int, str | None]:
+) -> JobResult:
     """:func:`_run_job`, under the tasks' ``perturb``: each split's training rows in a
     seeded random order (``permute_train``) and BLAS limited to ``blas_threads`` threads."""
     perturb = tasks[0].perturb or {}
     if not perturb:
-        return _run_job(store_root, X, y, tasks, preprocessing, score_train)
+        return _run_job(sink, X, y, tasks, preprocessing, score_train)
     from dataclasses import replace
 
     from threadpoolctl import threadpool_limits
@@ -303,18 +350,25 @@ def run_job(
         split = replace(split, train=split.train[order])
         tasks = [replace(t, split=split) for t in tasks]
     with threadpool_limits(limits=perturb.get("blas_threads")):
-        return _run_job(store_root, X, y, tasks, preprocessing, score_train)
+        return _run_job(sink, X, y, tasks, preprocessing, score_train)
 
 
 def _run_job(
-    store_root: str, X: np.ndarray, y: np.ndarray, tasks: list[Task], preprocessing: str,
+    sink: RecordSink, X: np.ndarray, y: np.ndarray, tasks: list[Task], preprocessing: str,
     score_train: bool = False,
-) -> tuple[int, int, str | None]:
-    """Fit and score every task of one (dataset, split, method), sharing one distance cache.
+) -> JobResult:
+    """Fit and score every task of one (dataset, split, method), sharing one distance cache;
+    each task's record goes to ``sink`` as it is made, and all of them come back in the
+    :class:`JobResult`.
 
     ``score_train`` also records the accuracy on the training part (``train_accuracy``),
     predicted after the timed test prediction."""
-    store = RunStore(store_root)
+    records: list[dict[str, Any]] = []
+
+    def emit(record: dict[str, Any]) -> None:
+        sink(record)
+        records.append(record)
+
     split = tasks[0].split
     X_train, X_test = preprocess(preprocessing, X[split.train], X[split.test])
     y_train, y_test = y[split.train], y[split.test]
@@ -358,13 +412,13 @@ def _run_job(
             if semi is not None:  # the transductive score: the pool's unlabeled rows
                 train_score["unlabeled_accuracy"] = float(np.mean(est.predict(semi.X_unlabeled) == semi.y_unlabeled))
         except NotApplicable as exc:  # outside the method's domain: recorded, not a failure
-            store.append([{**base, "status": NOT_APPLICABLE, "error": f"{task.dataset}/{split.id}/{task.method}: {exc}"}])
+            emit({**base, "status": NOT_APPLICABLE, "error": f"{task.dataset}/{split.id}/{task.method}: {exc}"})
             continue
         except Exception as exc:  # a failing task is recorded, the run goes on
             n_failed += 1
             msg = f"{task.dataset}/{split.id}/{task.method} {json.dumps(task.params, default=str)}: {type(exc).__name__}: {exc}"
             first_error = first_error or msg
-            store.append([{**base, "status": "error", "error": msg, "traceback": traceback.format_exc(limit=5)}])
+            emit({**base, "status": "error", "error": msg, "traceback": traceback.format_exc(limit=5)})
             continue
         correct = y_pred == y_test
         per_class = {str(c): float(correct[y_test == c].mean()) for c in np.unique(y_test)}
@@ -374,15 +428,15 @@ def _run_job(
         # Scores beyond accuracy (lkm.metrics); decision values are an extra pass, after the timing.
         decision = decision_values(est, X_test, None if task.tune else cache)
         scores = fit_scores(y_test, y_pred, decision, getattr(est, "classes_", np.unique(y_train)))
-        store.append([{
+        emit({
             **base, "status": "ok", "accuracy": float(correct.mean()), **scores, "per_class_accuracy": per_class,
             **errors,
             "fit_seconds": t1 - t0, "predict_seconds": t2 - t1, **train_score,
             "info": {**info, **tune_info},
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        }])
+        })
         n_ok += 1
-    return n_ok, n_failed, first_error
+    return JobResult(n_ok, n_failed, first_error, records)
 
 
 def _supervised_inputs(est: Any, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
@@ -459,16 +513,15 @@ def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.n
 
 
 def run_study(
-    store_root: str, X: np.ndarray, y: np.ndarray, task: StudyTask, preprocessing: str
-) -> tuple[int, int, str | None]:
-    """Run one study task on the whole dataset and append its record."""
+    sink: RecordSink, X: np.ndarray, y: np.ndarray, task: StudyTask, preprocessing: str
+) -> JobResult:
+    """Run one study task on the whole dataset; its record goes to ``sink`` and comes back."""
     from lkm.outputs import load_plugins
     from lkm.studies import STUDIES
 
     if task.study not in STUDIES:  # a paper's study, in a fresh worker process
         load_plugins()
 
-    store = RunStore(store_root)
     base = {
         "task_id": task.id, "kind": "study", "dataset": task.dataset, "study": task.name,
         "study_key": task.study, "params": task.params, "preprocessing": preprocessing,
@@ -480,14 +533,16 @@ def run_study(
         rows = STUDIES[task.study](Xp, y, **task.params)
     except Exception as exc:  # recorded like a failed fit; the run goes on
         msg = f"{task.dataset}/{task.name} {json.dumps(task.params, default=str)}: {type(exc).__name__}: {exc}"
-        store.append([{**base, "status": "error", "error": msg, "seconds": time.perf_counter() - t0,
-                       "traceback": traceback.format_exc(limit=5)}])
-        return 0, 1, msg
-    store.append([{
+        record = {**base, "status": "error", "error": msg, "seconds": time.perf_counter() - t0,
+                  "traceback": traceback.format_exc(limit=5)}
+        sink(record)
+        return JobResult(0, 1, msg, [record])
+    record = {
         **base, "status": "ok", "seconds": time.perf_counter() - t0, "rows": rows,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-    }])
-    return 1, 0, None
+    }
+    sink(record)
+    return JobResult(1, 0, None, [record])
 
 
 def plan_table(plan: Plan, done: set[str] | None = None) -> list[dict[str, Any]]:

@@ -68,7 +68,7 @@ except ImportError:  # pragma: no cover
 
 PROVENANCE_PACKAGES = [
     "lkm", "numpy", "scipy", "scikit-learn", "libsvm-official", "annoy", "pandas",
-    "joblib", "matplotlib", "pydantic", "pooch", "pyyaml", "typer", "rich",
+    "joblib", "matplotlib", "pydantic", "pooch", "pyyaml", "typer", "rich", "dask", "distributed",
 ]
 
 MARKER = ".lkm-run"

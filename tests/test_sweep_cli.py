@@ -48,7 +48,7 @@ def _sweep_command() -> typer.core.TyperCommand:
 def _option_cases(data_dir: Path) -> list[tuple[str, list[str]]]:
     """One command line per option of `lkm sweep --help`, each spelling (--fresh and --resume)."""
     values = {"method": "lpl", "dataset": "moons", "out": "elsewhere", "jobs": "2", "data_dir": str(data_dir),
-              "max_fits": "5000", "param": "k=3,5"}
+              "max_fits": "5000", "param": "k=3,5", "cluster": "local:1"}
     cases = []
     for p in _sweep_command().params:
         if not isinstance(p, typer.core.TyperOption) or p.name == "help":

@@ -220,6 +220,12 @@ def _check_jobs(value: int) -> int:
 
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", callback=_check_jobs, help="Parallel worker processes (-1: one per core).")]
 DataDirOpt = Annotated[Path | None, typer.Option("--data-dir", help=DATA_DIR_HELP)]
+ClusterOpt = Annotated[str | None, typer.Option(
+    "--cluster", envvar="LKM_CLUSTER", metavar="ADDRESS", show_default=False,
+    help="Run the fits on a dask.distributed cluster instead of --jobs local processes: a scheduler address "
+         "(`tcp://host:8786`) or `local:N` for N worker processes on this machine. The run folder is the same "
+         "as a local run's (this process writes it; resume works across both). Also $LKM_CLUSTER. "
+         "Needs `pip install 'lkm[dask]'`; see docs/cluster.md.")]
 FreshOpt = Annotated[bool, typer.Option("--fresh/--resume", help="--fresh discards this run directory's earlier records (also those of a different spec); --resume (default) computes only what is missing.")]
 DryOpt = Annotated[bool, typer.Option("--dry-run", help="Print the task plan (fits per dataset and method) and exit without fitting.")]
 ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar with ETA.")]

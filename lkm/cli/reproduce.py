@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from lkm.cli.app import (
+    ClusterOpt,
     DataDirOpt,
     JobsOpt,
     MaxFitsOpt,
@@ -18,7 +20,7 @@ from lkm.cli.app import (
     app,
     console,
 )
-from lkm.cli.runs import _print_notes, _run_spec
+from lkm.cli.runs import _print_notes, _run_spec, engine
 from lkm.errors import LkmError, did_you_mean
 
 
@@ -31,6 +33,7 @@ def reproduce(
     smoke: SmokeOpt = False,
     progress: ProgressOpt = True,
     max_fits: MaxFitsOpt = None,
+    cluster: ClusterOpt = None,
 ) -> None:
     """Run every experiment of a paper, then check the paper's claims from our numbers.
 
@@ -41,50 +44,59 @@ def reproduce(
     table go to `RESULTS/<paper>_claims/`.
     With everything recorded, a rerun only rebuilds tables and figures.
 
-    Examples: `lkm reproduce lpl` (= `make reproduce-lpl`), `lkm reproduce npps --smoke` (CI).
+    Examples: `lkm reproduce lpl` (= `make reproduce-lpl`), `lkm reproduce npps --smoke` (CI),
+    `lkm reproduce lrr --cluster tcp://scheduler:8786` (every fit on a dask cluster).
     """
     from lkm.papers import PAPERS
-    from lkm.spec import load_spec
 
     try:
         _data_dir(data_dir)
         if paper not in PAPERS:
             raise LkmError(f"unknown paper {paper!r}{did_you_mean(paper, PAPERS)}; known: {', '.join(PAPERS)}")
         module = PAPERS[paper]
-        failed = []
-        for experiment in module.SPECS:
-            if not Path(experiment.spec).is_file():
-                raise LkmError(f"{experiment.spec}: not found; run `lkm reproduce` from the repository root (where configs/ is)")
-            spec = load_spec(experiment.spec, smoke=smoke, max_fits=max_fits)
-            _print_notes(spec)
-            n_jobs = min(jobs, experiment.jobs) if experiment.jobs else jobs
-            try:
-                _run_spec(spec, experiment.spec, results / spec.name, n_jobs, False, False, progress)
-            except typer.Exit as exc:  # a failed fit: report it, go on with the other experiments
-                if exc.exit_code != 1:
-                    raise
-                failed.append(spec.name)
-        # Fragility check (lkm.papers.common): the runs the claims read, rerun with
-        # training rows permuted and another BLAS thread count, at the settings they read.
-        from lkm.papers.common import perturbed_experiments
-
-        for spec, source in perturbed_experiments(module, results, smoke):
-            # workers x BLAS threads within the cores: oversubscribed small solves slow down many-fold
-            threads = (spec.perturb.blas_threads if spec.perturb else None) or 1
-            try:
-                _run_spec(spec, source, results / spec.name, max(1, jobs // threads), False, False, progress)
-            except typer.Exit as exc:
-                if exc.exit_code != 1:
-                    raise
-                failed.append(spec.name)
-        written = module.write_summary(results, smoke)
-        claims = next(p for p in written if p.name == "claims.md")
-        print_claims(claims.with_suffix(".csv"), smoke)
-        console.print(f"claims table (with our measures) and timing tables written under {claims.parent}/", highlight=False)
-        if failed:
-            raise LkmError(f"some fits failed in: {', '.join(failed)} (see their records)")
+        with engine(jobs, cluster, False) if cluster else contextlib.nullcontext() as on_cluster:
+            _reproduce(module, results, jobs, smoke, progress, max_fits, on_cluster)
     except LkmError as exc:
         raise _fail(exc, 1 if "fits failed" in str(exc) else 2) from None
+
+
+def _reproduce(module, results: Path, jobs: int, smoke: bool, progress: bool, max_fits, cluster) -> None:
+    """`lkm reproduce`'s work for one paper module, inside its error boundary."""
+    from lkm.spec import load_spec
+
+    failed = []
+    for experiment in module.SPECS:
+        if not Path(experiment.spec).is_file():
+            raise LkmError(f"{experiment.spec}: not found; run `lkm reproduce` from the repository root (where configs/ is)")
+        spec = load_spec(experiment.spec, smoke=smoke, max_fits=max_fits)
+        _print_notes(spec)
+        n_jobs = min(jobs, experiment.jobs) if experiment.jobs else jobs
+        try:
+            _run_spec(spec, experiment.spec, results / spec.name, n_jobs, False, False, progress, cluster=cluster)
+        except typer.Exit as exc:  # a failed fit: report it, go on with the other experiments
+            if exc.exit_code != 1:
+                raise
+            failed.append(spec.name)
+    # Fragility check (lkm.papers.common): the runs the claims read, rerun with
+    # training rows permuted and another BLAS thread count, at the settings they read.
+    from lkm.papers.common import perturbed_experiments
+
+    for spec, source in perturbed_experiments(module, results, smoke):
+        # workers x BLAS threads within the cores: oversubscribed small solves slow down many-fold
+        threads = (spec.perturb.blas_threads if spec.perturb else None) or 1
+        try:
+            _run_spec(spec, source, results / spec.name, max(1, jobs // threads), False, False, progress,
+                      cluster=cluster)
+        except typer.Exit as exc:
+            if exc.exit_code != 1:
+                raise
+            failed.append(spec.name)
+    written = module.write_summary(results, smoke)
+    claims = next(p for p in written if p.name == "claims.md")
+    print_claims(claims.with_suffix(".csv"), smoke)
+    console.print(f"claims table (with our measures) and timing tables written under {claims.parent}/", highlight=False)
+    if failed:
+        raise LkmError(f"some fits failed in: {', '.join(failed)} (see their records)")
 
 
 #: Below this many columns a claims table is printed as plain lines, not as a table.

@@ -11,6 +11,7 @@ import shlex
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,6 +19,7 @@ import typer
 
 from lkm.cli.app import (
     BARE_GRID,
+    ClusterOpt,
     DataDirOpt,
     DryOpt,
     FreshOpt,
@@ -50,22 +52,24 @@ def run(
     progress: ProgressOpt = True,
     smoke: SmokeOpt = False,
     max_fits: MaxFitsOpt = None,
+    cluster: ClusterOpt = None,
 ) -> None:
     """Run every dataset x split x method x parameter setting of SPEC, then write tables and figures.
 
     Records are written as each fit finishes: interrupt at any time (even kill -9) and
     run the same command again to compute only what is missing.
 
-    Example: `lkm run configs/quickstart.yaml --jobs 2`
+    Examples: `lkm run configs/quickstart.yaml --jobs 2`;
+    `lkm run configs/quickstart.yaml --cluster local:2` (a dask cluster on this machine).
     """
     from lkm.spec import load_spec
 
     try:
-        with _warm_workers(jobs, dry_run):
+        with engine(jobs, cluster, dry_run) as on_cluster:
             _data_dir(data_dir)
             s = load_spec(spec, smoke=smoke, max_fits=max_fits)
             _print_notes(s)
-            _run_spec(s, str(spec), out, jobs, fresh, dry_run, progress)
+            _run_spec(s, str(spec), out, jobs, fresh, dry_run, progress, cluster=on_cluster)
     except LkmError as exc:
         raise _fail(exc) from None
 
@@ -85,6 +89,7 @@ def sweep(
     dry_run: DryOpt = False,
     progress: ProgressOpt = True,
     max_fits: MaxFitsOpt = None,
+    cluster: ClusterOpt = None,
 ) -> None:
     """Run SPEC (or an ad-hoc spec) with one or more parameters swept over grids.
 
@@ -102,14 +107,16 @@ def sweep(
     * `lkm sweep configs/lpl_k_diabetes.yaml --k 5,9,13,17 --sigma 1:100:20`
     """
     try:
-        with _warm_workers(jobs, dry_run):
-            _sweep(spec, sigma, k, param, method, dataset, out, jobs, data_dir, fresh, dry_run, progress, max_fits)
+        with engine(jobs, cluster, dry_run) as on_cluster:
+            _sweep(spec, sigma, k, param, method, dataset, out, jobs, data_dir, fresh, dry_run, progress, max_fits,
+                   on_cluster)
     except LkmError as exc:
         raise _fail(exc) from None
 
 
-def _sweep(spec, sigma, k, param, method, dataset, out, jobs, data_dir, fresh, dry_run, progress, max_fits) -> None:
-    """`lkm sweep`'s work, inside its error boundary and warm workers."""
+def _sweep(spec, sigma, k, param, method, dataset, out, jobs, data_dir, fresh, dry_run, progress, max_fits,
+           cluster=None) -> None:
+    """`lkm sweep`'s work, inside its error boundary and warm workers (or connected cluster)."""
     from lkm.spec import load_spec
 
     _data_dir(data_dir)
@@ -122,14 +129,32 @@ def _sweep(spec, sigma, k, param, method, dataset, out, jobs, data_dir, fresh, d
         base, source = None, "<ad-hoc sweep>"
     s = sweep_spec(base, grids, source, methods=method, datasets=dataset, max_fits=max_fits)
     _print_notes(s)
-    _run_spec(s, source, out, jobs, fresh, dry_run, progress)
+    _run_spec(s, source, out, jobs, fresh, dry_run, progress, cluster=cluster)
 
 
-def _warm_workers(jobs: int, dry_run: bool) -> Any:
-    """Start the fit workers at once (their imports overlap loading the spec and the
-    data; :func:`lkm.workers.warm_workers`), except for a dry run."""
+@contextlib.contextmanager
+def engine(jobs: int, cluster: str | None, dry_run: bool) -> Iterator[Any]:
+    """Where the fits run, for the block: the connected :class:`lkm.cluster.Cluster` for
+    ``--cluster`` (connected first, so an unreachable scheduler is one line before
+    anything is read or written), else None after starting ``jobs`` local workers (their
+    imports overlap loading the spec and the data). A dry run starts nothing."""
     if dry_run:
-        return contextlib.nullcontext()
+        yield None
+    elif cluster:
+        from lkm.cluster import connect
+
+        with contextlib.ExitStack() as stack:
+            with console.status(f"connecting to {cluster}...", spinner="dots"):
+                from_env = "--cluster" not in " ".join(sys.argv) and os.environ.get("LKM_CLUSTER") == cluster
+                on_cluster = stack.enter_context(connect(cluster, "LKM_CLUSTER" if from_env else "--cluster"))
+            yield on_cluster
+    else:
+        with _warm_workers(jobs):
+            yield None
+
+
+def _warm_workers(jobs: int) -> Any:
+    """Start the fit workers at once (:func:`lkm.workers.warm_workers`)."""
     from lkm.methods import METHOD_PATHS
     from lkm.workers import warm_workers
 
@@ -237,7 +262,7 @@ def sweep_spec(
 
 #: Options of `lkm sweep` (for "did you mean" on an unknown --NAME).
 _SWEEP_OPTIONS = ("--sigma", "--k", "--param", "--method", "--dataset", "--out", "--jobs", "--data-dir", "--fresh",
-                  "--resume", "--dry-run", "--progress", "--no-progress", "--max-fits")
+                  "--resume", "--dry-run", "--progress", "--no-progress", "--max-fits", "--cluster")
 
 
 def _name_part(items: list[Any], limit: int = 30) -> str:
@@ -248,7 +273,8 @@ def _name_part(items: list[Any], limit: int = 30) -> str:
     return joined if len(joined) <= limit else f"{clean[0][:limit]}_and_{len(clean) - 1}_more"
 
 
-def _run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_run: bool, progress: bool) -> None:
+def _run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_run: bool, progress: bool,
+              *, cluster=None) -> None:
     from lkm.runner import build_plan
     from lkm.spec import spec_to_yaml
     from lkm.store import RunStore
@@ -272,7 +298,8 @@ def _run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_r
     with store.lock():
         if check:
             store.check_same_run(spec_to_yaml(spec), plan.task_ids)
-        summary, written = _fit_and_report(spec, plan, store, source, jobs=jobs, fresh=fresh, progress=progress)
+        summary, written = _fit_and_report(spec, plan, store, source, jobs=jobs, fresh=fresh, progress=progress,
+                                            cluster=cluster)
     _print_summary(run_dir)
     _print_failed_methods(store, plan.task_ids)
     if written is None:
@@ -285,7 +312,7 @@ def _run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_r
         raise _fail(LkmError(f"{summary.failed} fit(s) failed (recorded with status 'error'); first: {summary.first_error}"), 1)
 
 
-def _fit_and_report(spec, plan, store, source: str, *, jobs: int, fresh: bool, progress: bool):
+def _fit_and_report(spec, plan, store, source: str, *, jobs: int, fresh: bool, progress: bool, cluster=None):
     """Fit what the run folder does not hold yet, write provenance and rebuild the report
     unless it is current. Returns the execution summary and the files written (None:
     the report was current)."""
@@ -312,7 +339,7 @@ def _fit_and_report(spec, plan, store, source: str, *, jobs: int, fresh: bool, p
         # SIGTERM is handled like Ctrl-C (the command runs under interrupt_on): execute()
         # kills its workers, then this message.
         with FitProgress(todo, enabled=progress) as bar:
-            summary = execute(plan, store, jobs=jobs, on_progress=bar.advance)
+            summary = execute(plan, store, jobs=jobs, on_progress=bar.advance, cluster=cluster)
     except KeyboardInterrupt as exc:
         raise _fail(LkmError(
             f"interrupted ({interrupt_name(exc)}); every finished fit is recorded in {run_dir}/records"
@@ -320,7 +347,8 @@ def _fit_and_report(spec, plan, store, source: str, *, jobs: int, fresh: bool, p
     store.write_provenance({
         "command": " ".join(shlex.quote(a) for a in ["lkm", *sys.argv[1:]]),
         "spec_source": source, "started_at": started, "seconds": round(summary.seconds, 3),
-        "jobs": jobs, "seeds": {"protocol": getattr(spec.protocol, "seed", None)},
+        **({"jobs": jobs} if cluster is None else {"jobs": None, "cluster": cluster.provenance()}),
+        "seeds": {"protocol": getattr(spec.protocol, "seed", None)},
         "datasets": dataset_provenance(plan),
         "tasks": {"planned": summary.planned, "recorded_before": summary.skipped, "ran": summary.ran, "failed": summary.failed},
     })
