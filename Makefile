@@ -9,7 +9,7 @@ export LKM_DATA_DIR ?= $(abspath ../shared/datasets)
 LOCK   := requirements.lock
 ENV    := $(if $(LOCKED),install-locked,install)
 
-.PHONY: help install install-locked lock docs-figures docs-check demo test lint bench bench-large bench-scaling bench-cli reproduce reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
+.PHONY: help install install-locked lock docs-figures docs-check demo test lint bench bench-large bench-scaling bench-cluster bench-cli reproduce reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -53,6 +53,9 @@ bench-large: install  ## SVM vs SVC at scale: MNIST 3-vs-8, letter, breast cance
 
 bench-scaling: install  ## time and memory against n (PL, LPL, SVM, NPPS+SVM, SVC on MNIST and letter; ~30 min): table, slopes, figure
 	$(LKM) bench --scaling --out results/bench_scaling.json --figure docs/figures/speed/scaling.png
+
+bench-cluster: install  ## the dask cluster engine (local:2) against --jobs 1 and 2 on a 540-fit sweep: speed-up, overhead per fit (minutes)
+	$(LKM) bench --cluster local:2 --out results/bench_cluster.json
 
 bench-cli: install  ## wall time of everyday commands (help, methods, datasets list, a sonar sweep, lkm report): median of 5
 	$(BIN)/python scripts/bench_cli.py -n 5

@@ -45,6 +45,12 @@ CONNECT_SECONDS = 10.0
 WORKER_SECONDS = 30.0
 #: Arrays smaller than this go inside each job's arguments instead of being scattered.
 SCATTER_MIN_BYTES = 64 * 1024
+#: dask settings of ``local:N`` workers: no statistical profiler (it samples every
+#: thread's stack every 10 ms, taking the GIL from the fits).
+LOCAL_WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
+#: Times a job is sent again after the cluster lost its data (every worker holding a
+#: dataset died at once); a worker's death alone is the scheduler's to retry.
+LOST_DATA_RESUBMITS = 3
 #: Driver polling period while jobs run (an upper bound on progress and interrupt latency).
 POLL_SECONDS = 0.25
 
@@ -70,14 +76,14 @@ class ClusterAddress:
         value = text.strip()
         if value.startswith("local:"):
             n = value[len("local:"):]
-            if not n.isdigit() or int(n) < 1:
+            if not (n.isascii() and n.isdigit()) or int(n) < 1:
                 raise LkmError(f"{label} {text!r}: local:N needs a number of worker processes N >= 1, e.g. local:2")
             return cls(value, int(n))
         if "://" not in value:
             value = f"tcp://{value}"
         scheme, _, rest = value.partition("://")
         host, _, port = rest.rpartition(":")
-        if scheme not in ("tcp", "tls", "inproc", "ucx", "ws", "wss") or not host or not port.isdigit():
+        if scheme not in ("tcp", "tls", "inproc", "ucx", "ws", "wss") or not host or not (port.isascii() and port.isdigit()):
             raise LkmError(f"{label} {text!r}: give a scheduler address such as tcp://HOST:8786, or local:N "
                            "for N worker processes on this machine")
         return cls(value)
@@ -135,17 +141,22 @@ class Cluster:
         topic = f"lkm-records-{uuid.uuid4().hex}"
         inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
         client.subscribe_topic(topic, lambda event: inbox.put(("record", json.loads(event[1]))))
-        scattered: dict[int, Any] = {}
-        futures = []
+        scattered: dict[int, tuple[Any, np.ndarray]] = {}
+        jobs: dict[str, _Job] = {}  # future key -> the call it runs
+
+        def submit(job: _Job) -> None:
+            args = tuple(self._scatter(a, scattered) for a in job.args)
+            future = client.submit(_run_on_worker, job.fn, topic, args, pure=False, priority=job.priority,
+                                   key=f"lkm-job-{getattr(job.fn, '__name__', 'call')}-{uuid.uuid4().hex}")
+            jobs[future.key] = job
+            job.future = future
+            future.add_done_callback(lambda f: inbox.put(("done", f)))
+
         try:
             calls = list(calls)
             for i, (fn, args) in enumerate(calls):
-                args = tuple(self._scatter(a, scattered) for a in args)
-                future = client.submit(_run_on_worker, fn, topic, args, pure=False, priority=len(calls) - i,
-                                       key=f"lkm-job-{getattr(fn, '__name__', 'call')}-{uuid.uuid4().hex}")
-                future.add_done_callback(lambda f: inbox.put(("done", f)))
-                futures.append(future)
-            pending = len(futures)
+                submit(_Job(fn, args, len(calls) - i))
+            pending = len(calls)
             while pending:
                 try:
                     kind, item = inbox.get(timeout=POLL_SECONDS)
@@ -154,8 +165,17 @@ class Cluster:
                 if kind == "record":
                     on_record(item)
                 elif kind == "done":
+                    job = jobs.pop(item.key)
+                    if item.status == "cancelled" and job.resubmits < LOST_DATA_RESUBMITS:
+                        # its data died with every worker that held it: send the data again
+                        job.resubmits += 1
+                        self._forget_lost(scattered)
+                        submit(job)
+                        continue
                     pending -= 1
-                    on_result(_job_result(item, distributed))
+                    result = _job_result(item, distributed)
+                    item.release()  # the scheduler forgets it: a worker dying later does not run it again
+                    on_result(result)
                 if on_wait is not None:
                     on_wait()
             while True:  # records whose events came after their job's result: already written, skipped
@@ -168,21 +188,28 @@ class Cluster:
         finally:
             with contextlib.suppress(Exception):
                 client.unsubscribe_topic(topic)
-            unfinished = [f for f in futures if not f.done()]
+            unfinished = [job.future for job in jobs.values() if not job.future.done()]
             if unfinished:
                 with contextlib.suppress(Exception):
                     client.cancel(unfinished, force=True)
             with contextlib.suppress(Exception):
-                client.cancel(list(scattered.values()))
+                client.cancel([f for f, _ in scattered.values()])
 
-    def _scatter(self, arg: Any, scattered: dict[int, Any]) -> Any:
-        """A large array as a future on the cluster (sent once per array object)."""
+    def _scatter(self, arg: Any, scattered: dict[int, tuple[Any, np.ndarray]]) -> Any:
+        """A large array as a future on the cluster, copied to every worker (so that a
+        worker's death loses no data); sent once per array object."""
         if not isinstance(arg, np.ndarray) or arg.nbytes < SCATTER_MIN_BYTES:
             return arg
         key = id(arg)
         if key not in scattered:
-            scattered[key] = (self.client.scatter(arg, hash=False), arg)  # keep arg alive: ids stay unique
+            scattered[key] = (self.client.scatter(arg, hash=False, broadcast=True), arg)  # arg kept: ids stay unique
         return scattered[key][0]
+
+    @staticmethod
+    def _forget_lost(scattered: dict[int, tuple[Any, np.ndarray]]) -> None:
+        """Drop scattered arrays the cluster has lost (every holder died), so they are sent again."""
+        for key in [k for k, (f, _) in scattered.items() if f.status != "finished"]:
+            del scattered[key]
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -190,6 +217,17 @@ class Cluster:
         if self.local is not None:
             with contextlib.suppress(Exception):
                 self.local.close()
+
+
+@dataclass
+class _Job:
+    """One call submitted to the cluster: what it runs, its priority, its current future."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    priority: int
+    future: Any = None
+    resubmits: int = 0
 
 
 def _job_result(future: Any, distributed: Any) -> Any:
@@ -256,6 +294,7 @@ def connect(address: str, label: str = "--cluster") -> Iterator[Cluster]:
     before that is known."""
     parsed = ClusterAddress.parse(address, label)
     distributed = _distributed()
+    import dask
     local = None
     with _quiet_logs():
         try:
@@ -263,15 +302,17 @@ def connect(address: str, label: str = "--cluster") -> Iterator[Cluster]:
                 from lkm.workers import threads_per_worker, worker_env
 
                 n = parsed.local_workers
-                local = distributed.LocalCluster(
-                    n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                    dashboard_address=None, memory_limit=0,  # lkm plans memory itself (lkm.kernels.check_memory)
-                    env=worker_env(threads_per_worker(n)), silence_logs=logging.ERROR, preload=[__name__],
-                )
+                with dask.config.set(LOCAL_WORKER_CONFIG):  # the nannies hand it to the worker processes
+                    local = distributed.LocalCluster(
+                        n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                        dashboard_address="127.0.0.1:0",  # loopback, any free port: no clash with another cluster
+                        memory_limit=0,  # lkm plans memory itself (lkm.kernels.check_memory)
+                        env=worker_env(threads_per_worker(n)), silence_logs=logging.ERROR, preload=[__name__],
+                    )
                 client = distributed.Client(local, set_as_default=False)
             else:
                 client = distributed.Client(parsed.text, timeout=CONNECT_SECONDS, set_as_default=False)
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, RuntimeError) as exc:  # RuntimeError: "Nanny failed to start"
             if local is not None:
                 local.close()
             if parsed.local_workers is not None:

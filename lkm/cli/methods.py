@@ -70,6 +70,12 @@ def bench(
         min=1, help="--scaling: seconds one cell may take; a method stops growing past it.")] = 300.0,
     max_n: Annotated[int | None, typer.Option(min=2, help="--scaling: cap every training pool (a quick run).")] = None,
     figure: Annotated[Path | None, typer.Option(help="--scaling: also draw the log-log figure here (PNG).")] = None,
+    cluster: Annotated[str | None, typer.Option(
+        "--cluster", metavar="ADDRESS",
+        help="Instead: a sweep of 540 fits run locally with --jobs 1 and on the dask cluster ADDRESS "
+        "(`local:2`, or a scheduler's tcp://HOST:PORT), in the same run: the speed-up, the cluster's "
+        "overhead per fit (local:N only) and a check that both give the same records; a few minutes.",
+        show_default=False)] = None,
 ) -> None:
     """Speed ratios against reference libraries, measured in the same run: five
     comparisons on one spambase fold (and breast cancer), HKNN against k-NN on USPS, and
@@ -77,11 +83,15 @@ def bench(
     with --large, SVM against SVC at scale, idle and with a busy second core.
 
     With --scaling: how time and memory grow with n instead (see `make bench-scaling`).
+    With --cluster local:2: the dask cluster engine against local workers (`make bench-cluster`).
 
     Ratios (ours / reference) carry across machines; seconds do not.
     """
     if scaling:
         _bench_scaling(data_dir, problems, methods, max_seconds, max_n, figure, out)
+        return
+    if cluster:
+        _bench_cluster(data_dir, cluster, out)
         return
     from lkm.bench import format_bench, run_bench
 
@@ -94,6 +104,22 @@ def bench(
     console.print(format_bench(results))
     if out:
         out.write_text(json.dumps(results, indent=2, default=str) + "\n")
+
+
+def _bench_cluster(data_dir, address: str, out: Path | None) -> None:
+    """``lkm bench --cluster ADDRESS``: one line per engine as it finishes, then the measures."""
+    from lkm.bench_cluster import format_cluster_bench, run_cluster_bench
+
+    try:
+        _data_dir(data_dir)
+        result = run_cluster_bench(address, data_dir=os.environ.get("LKM_DATA_DIR"),
+                                   on_line=lambda line: console.print(line, markup=False, highlight=False))
+    except LkmError as exc:
+        raise _fail(exc) from None
+    console.print(format_cluster_bench(result), markup=False, highlight=False)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2, default=str) + "\n")
 
 
 def _bench_scaling(data_dir, problems, methods, max_seconds, max_n, figure, out) -> None:

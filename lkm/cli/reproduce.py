@@ -20,12 +20,13 @@ from lkm.cli.app import (
     app,
     console,
 )
-from lkm.cli.runs import _print_notes, _run_spec, engine
+from lkm.cli.runs import _print_notes, _run_spec, cluster_label, engine
 from lkm.errors import LkmError, did_you_mean
 
 
 @app.command()
 def reproduce(
+    ctx: typer.Context,
     paper: Annotated[str, typer.Argument(help="Paper key: `lpl` (Tsuji, Kudo, Tanaka, Localized Projection Learning) `npps` (Shin, Cho, NPPS and kNN invariance), `lrr` (Li, Chen, Tang, local risk regularization), `cevikalp` (Cevikalp, Larlus, Douze, Jurie, local subspace classifiers) or `prls` (Yang, King, Lyu, partially penalized RLS).", show_default=False)],
     results: Annotated[Path, typer.Option("--results", help="Folder holding one run folder per experiment.")] = Path("results"),
     jobs: JobsOpt = 2,
@@ -54,7 +55,7 @@ def reproduce(
         if paper not in PAPERS:
             raise LkmError(f"unknown paper {paper!r}{did_you_mean(paper, PAPERS)}; known: {', '.join(PAPERS)}")
         module = PAPERS[paper]
-        with engine(jobs, cluster, False) if cluster else contextlib.nullcontext() as on_cluster:
+        with engine(jobs, cluster, False, cluster_label(ctx)) if cluster else contextlib.nullcontext() as on_cluster:
             _reproduce(module, results, jobs, smoke, progress, max_fits, on_cluster)
     except LkmError as exc:
         raise _fail(exc, 1 if "fits failed" in str(exc) else 2) from None

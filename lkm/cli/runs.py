@@ -43,6 +43,7 @@ from lkm.workers import interrupt_exit_code, interrupt_name
 
 @app.command()
 def run(
+    ctx: typer.Context,
     spec: Annotated[Path, typer.Argument(help="Experiment spec (YAML), e.g. configs/quickstart.yaml.", show_default=False)],
     out: OutOpt = None,
     jobs: JobsOpt = 1,
@@ -65,7 +66,7 @@ def run(
     from lkm.spec import load_spec
 
     try:
-        with engine(jobs, cluster, dry_run) as on_cluster:
+        with engine(jobs, cluster, dry_run, cluster_label(ctx)) as on_cluster:
             _data_dir(data_dir)
             s = load_spec(spec, smoke=smoke, max_fits=max_fits)
             _print_notes(s)
@@ -76,6 +77,7 @@ def run(
 
 @app.command(cls=GridCommand)
 def sweep(
+    ctx: typer.Context,
     spec: Annotated[Path | None, typer.Argument(help="Spec to sweep (omit for an ad-hoc sweep of --method on --dataset).", show_default=False)] = None,
     sigma: Annotated[str | None, typer.Option("--sigma", metavar="[GRID]", help="Sigma grid, e.g. `0.5,1,2`, or START:STOP:COUNT for COUNT log-spaced values. Bare `--sigma`: the paper's grid `0.01:100:39` (39 values from 0.01 to 100).", show_default=False)] = None,
     k: Annotated[str | None, typer.Option("--k", metavar="[GRID]", help="Neighbour-count grid for local methods, e.g. `5,9,13,17` or `auto,5,9`. Bare `--k`: the paper's auto,5,9,13,17.", show_default=False)] = None,
@@ -107,7 +109,7 @@ def sweep(
     * `lkm sweep configs/lpl_k_diabetes.yaml --k 5,9,13,17 --sigma 1:100:20`
     """
     try:
-        with engine(jobs, cluster, dry_run) as on_cluster:
+        with engine(jobs, cluster, dry_run, cluster_label(ctx)) as on_cluster:
             _sweep(spec, sigma, k, param, method, dataset, out, jobs, data_dir, fresh, dry_run, progress, max_fits,
                    on_cluster)
     except LkmError as exc:
@@ -133,11 +135,12 @@ def _sweep(spec, sigma, k, param, method, dataset, out, jobs, data_dir, fresh, d
 
 
 @contextlib.contextmanager
-def engine(jobs: int, cluster: str | None, dry_run: bool) -> Iterator[Any]:
+def engine(jobs: int, cluster: str | None, dry_run: bool, label: str = "--cluster") -> Iterator[Any]:
     """Where the fits run, for the block: the connected :class:`lkm.cluster.Cluster` for
     ``--cluster`` (connected first, so an unreachable scheduler is one line before
     anything is read or written), else None after starting ``jobs`` local workers (their
-    imports overlap loading the spec and the data). A dry run starts nothing."""
+    imports overlap loading the spec and the data). A dry run starts nothing. ``label``
+    names where the address came from in errors (:func:`cluster_label`)."""
     if dry_run:
         yield None
     elif cluster:
@@ -145,12 +148,17 @@ def engine(jobs: int, cluster: str | None, dry_run: bool) -> Iterator[Any]:
 
         with contextlib.ExitStack() as stack:
             with console.status(f"connecting to {cluster}...", spinner="dots"):
-                from_env = "--cluster" not in " ".join(sys.argv) and os.environ.get("LKM_CLUSTER") == cluster
-                on_cluster = stack.enter_context(connect(cluster, "LKM_CLUSTER" if from_env else "--cluster"))
+                on_cluster = stack.enter_context(connect(cluster, label))
             yield on_cluster
     else:
         with _warm_workers(jobs):
             yield None
+
+
+def cluster_label(ctx: typer.Context) -> str:
+    """``LKM_CLUSTER`` if the --cluster value came from the environment, else ``--cluster``."""
+    source = ctx.get_parameter_source("cluster")  # typer's own copy of click's ParameterSource: compared by name
+    return "LKM_CLUSTER" if getattr(source, "name", None) == "ENVIRONMENT" else "--cluster"
 
 
 def _warm_workers(jobs: int) -> Any:
