@@ -17,12 +17,12 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from processes import live_processes, wait_until
 from typer.testing import CliRunner
 
 import lkm
@@ -84,15 +84,6 @@ MID_SPEC = BIG_SPEC.replace("cluster-big", "cluster-mid").replace("0.01:100:20",
 
 
 # -- helpers -------------------------------------------------------------------------
-def _wait_until(cond: Callable[[], object], timeout: float, step: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(step)
-    return bool(cond())
-
-
 def _record_ids(out: Path, *, allow_cut: bool = False) -> list[str]:
     """The task id of every raw record line of ``out/records/part-*.jsonl`` (duplicates
     kept, unlike :meth:`RunStore.iter_records`). With ``allow_cut``, the last line of a
@@ -117,26 +108,10 @@ def _planned_ids(out: Path) -> set[str]:
     return set(json.loads((out / "plan.json").read_text())["task_ids"])
 
 
-def _session(sid: int) -> list[int]:
-    """Live (non-zombie) processes of session ``sid``."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()  # state, ppid, pgrp, session, ...
-        if int(fields[3]) == sid and fields[0] not in "ZX":
-            pids.append(int(entry))
-    return pids
-
-
 def _kill_all(procs: list[subprocess.Popen]) -> None:
     """SIGKILL every process of each one's session (each was started in its own), then reap."""
     for proc in procs:
-        for pid in [*_session(proc.pid), proc.pid]:
+        for pid in [*live_processes("session", proc.pid), proc.pid]:
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -319,7 +294,7 @@ class LoopbackCluster:
             except (OSError, ValueError, KeyError):
                 return None
 
-        assert _wait_until(address, 30), "no scheduler file within 30 s"
+        assert wait_until(address, 30), "no scheduler file within 30 s"
         self.address = address()
         self.client = Client(self.address, timeout=30, set_as_default=False)
 
@@ -347,7 +322,7 @@ class LoopbackCluster:
         """`lkm run SPEC --cluster ADDRESS`, returned once it has recorded a first fit (and still runs)."""
         proc = self.start(_lkm("run", str(spec), "--cluster", self.address, "--out", str(out), "--no-progress"),
                           "lkm.log")
-        assert _wait_until(lambda: proc.poll() is not None or _n_lines(out) >= 1, 120), "no record within 120 s"
+        assert wait_until(lambda: proc.poll() is not None or _n_lines(out) >= 1, 120), "no record within 120 s"
         assert proc.poll() is None, "the run ended before a worker could be killed"
         return proc
 
@@ -373,53 +348,53 @@ def _assert_every_task_once(out: Path, n: int) -> None:
     assert Counter(ids) == Counter(planned), "every planned task id exactly once"
 
 
+@pytest.fixture
+def loopback(tmp_path) -> Iterator[tuple[LoopbackCluster, Path, Path]]:
+    """A :class:`LoopbackCluster` (no worker yet), BIG_SPEC's file and a run folder path."""
+    spec = tmp_path / "big.yaml"
+    spec.write_text(BIG_SPEC)
+    cluster = LoopbackCluster(tmp_path)
+    try:
+        yield cluster, spec, tmp_path / "run"
+    finally:
+        cluster.close()
+
+
 @needs_dask
 @linux_only
-def test_killed_worker_tasks_run_elsewhere_and_every_record_once(tmp_path) -> None:
+def test_killed_worker_tasks_run_elsewhere_and_every_record_once(loopback) -> None:
     """A real scheduler and two workers; one worker is killed (kill -9) while `lkm run
     --cluster` is fitting: its jobs run on the other worker, the run ends with exit 0 and
     the records hold every planned task exactly once."""
-    spec = tmp_path / "big.yaml"
-    spec.write_text(BIG_SPEC)
-    out = tmp_path / "run"
-    cluster = LoopbackCluster(tmp_path)
-    try:
-        workers = {p.pid: p for p in (cluster.add_worker(), cluster.add_worker())}
-        pids = cluster.worker_pids()
-        assert set(pids.values()) == set(workers), (pids, list(workers))
-        run = cluster.lkm_run(spec, out)
-        busy = [a for a, tasks in cluster.client.processing().items() if tasks]
-        victim = workers[pids[(busy or sorted(pids))[0]]]  # one with a job in flight, if any
-        victim.kill()
-        victim.wait(timeout=10)
-        code, log = cluster.finish(run)
-        assert code == 0, log[-2000:]
-        _assert_every_task_once(out, 1200)
-    finally:
-        cluster.close()
+    cluster, spec, out = loopback
+    workers = {p.pid: p for p in (cluster.add_worker(), cluster.add_worker())}
+    pids = cluster.worker_pids()
+    assert set(pids.values()) == set(workers), (pids, list(workers))
+    run = cluster.lkm_run(spec, out)
+    busy = [a for a, tasks in cluster.client.processing().items() if tasks]
+    victim = workers[pids[(busy or sorted(pids))[0]]]  # one with a job in flight, if any
+    victim.kill()
+    victim.wait(timeout=10)
+    code, log = cluster.finish(run)
+    assert code == 0, log[-2000:]
+    _assert_every_task_once(out, 1200)
 
 
 @needs_dask
 @linux_only
-def test_a_dataset_lost_with_its_only_worker_is_sent_again(tmp_path) -> None:
+def test_a_dataset_lost_with_its_only_worker_is_sent_again(loopback) -> None:
     """The run starts on one worker (which alone holds the scattered datasets); a second
     worker joins and the first is killed: the cluster has lost the data, and the driver
     sends it again, so the jobs run on the newcomer and every task is recorded once."""
-    spec = tmp_path / "big.yaml"
-    spec.write_text(BIG_SPEC)
-    out = tmp_path / "run"
-    cluster = LoopbackCluster(tmp_path)
-    try:
-        first = cluster.add_worker()
-        run = cluster.lkm_run(spec, out)
-        cluster.add_worker()
-        first.kill()
-        first.wait(timeout=10)
-        code, log = cluster.finish(run)
-        assert code == 0, log[-2000:]
-        _assert_every_task_once(out, 1200)
-    finally:
-        cluster.close()
+    cluster, spec, out = loopback
+    first = cluster.add_worker()
+    run = cluster.lkm_run(spec, out)
+    cluster.add_worker()
+    first.kill()
+    first.wait(timeout=10)
+    code, log = cluster.finish(run)
+    assert code == 0, log[-2000:]
+    _assert_every_task_once(out, 1200)
 
 
 @needs_dask
@@ -439,12 +414,12 @@ def test_killed_driver_rerun_completes_only_missing_tasks(tmp_path) -> None:
             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )
         procs.append(driver)
-        assert _wait_until(lambda: driver.poll() is not None or _n_lines(out) >= 1, 120), "no record within 120 s"
+        assert wait_until(lambda: driver.poll() is not None or _n_lines(out) >= 1, 120), "no record within 120 s"
         assert driver.poll() is None, f"the run ended (exit {driver.returncode}) before it could be killed"
-        assert len(_session(driver.pid)) >= 3, "expected the driver and its local:2 workers"
+        assert len(live_processes("session", driver.pid)) >= 3, "expected the driver and its local:2 workers"
         driver.kill()
         driver.wait(timeout=10)
-        assert _wait_until(lambda: not _session(driver.pid), 10), f"left behind: {_session(driver.pid)}"
+        assert wait_until(lambda: not live_processes("session", driver.pid), 10), f"left behind: {live_processes('session', driver.pid)}"
         before = set(_record_ids(out, allow_cut=True))
         planned = _planned_ids(out)
         assert 0 < len(before) < len(planned)
@@ -483,7 +458,7 @@ def test_ctrl_c_on_a_local_cluster_run_stops_it_in_one_line_and_leaves_no_proces
         cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
     try:
-        assert _wait_until(lambda: driver.poll() is not None or _n_lines(out) >= 1, 120), "no record within 120 s"
+        assert wait_until(lambda: driver.poll() is not None or _n_lines(out) >= 1, 120), "no record within 120 s"
         assert driver.poll() is None, "the run ended before it could be interrupted"
         os.killpg(driver.pid, signal.SIGINT)
         try:
@@ -493,7 +468,7 @@ def test_ctrl_c_on_a_local_cluster_run_stops_it_in_one_line_and_leaves_no_proces
         assert driver.returncode == 130, stderr
         lines = [ln for ln in stderr.splitlines() if ln.strip()]
         assert len(lines) == 1 and lines[0].startswith("error: interrupted (SIGINT)"), stderr
-        assert _wait_until(lambda: not _session(driver.pid), 10), f"left behind: {_session(driver.pid)}"
+        assert wait_until(lambda: not live_processes("session", driver.pid), 10), f"left behind: {live_processes('session', driver.pid)}"
         ids = _record_ids(out)
         assert ids and len(ids) == len(set(ids)) and set(ids) <= _planned_ids(out)
     finally:

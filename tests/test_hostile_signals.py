@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from processes import live_processes, wait_until
 
 from lkm import workers
 from lkm.store import RunStore
@@ -45,46 +46,6 @@ def _default_sigint() -> None:
     SIGINT ignored, and an ignored signal stays ignored across exec (a test run from
     `cmd &` would otherwise see children that cannot be interrupted)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _group(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of process group ``pgid``."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()  # state, ppid, pgrp, ...
-        if int(fields[2]) == pgid and fields[0] not in "ZX":
-            pids.append(int(entry))
-    return pids
-
-
-def _children(pid: int) -> list[int]:
-    """Live processes whose parent is ``pid``."""
-    kids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2:].split()
-            if int(fields[1]) == pid and fields[0] not in "ZX":
-                kids.append(int(entry))
-    return kids
-
-
-def _wait_until(cond, timeout: float, step: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(step)
-    return bool(cond())
 
 
 def _lines(out: Path) -> list[bytes]:
@@ -130,7 +91,7 @@ def slow_run(tmp_path: Path) -> Iterator:
         yield start, out
     finally:
         for proc in started:
-            for pid in [*_group(proc.pid), proc.pid]:
+            for pid in [*live_processes("pgrp", proc.pid), proc.pid]:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
@@ -139,7 +100,7 @@ def slow_run(tmp_path: Path) -> Iterator:
 
 
 def _wait_for_records(proc: subprocess.Popen, out: Path, n: int = 1, timeout: float = 60) -> None:
-    ok = _wait_until(lambda: proc.poll() is not None or len(_lines(out)) >= n, timeout)
+    ok = wait_until(lambda: proc.poll() is not None or len(_lines(out)) >= n, timeout)
     assert ok and proc.poll() is None, f"no records within {timeout} s (exit {proc.returncode})"
 
 
@@ -160,7 +121,7 @@ def test_ctrl_c_stops_the_run_within_a_second_or_two_and_a_rerun_resumes(slow_ru
     assert elapsed < 2.5, f"took {elapsed:.1f} s to stop"
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "interrupted (SIGINT)" in lines[0] and str(out) in lines[0], err
-    assert _wait_until(lambda: not _group(proc.pid), 3), f"left behind: {_group(proc.pid)}"
+    assert wait_until(lambda: not live_processes("pgrp", proc.pid), 3), f"left behind: {live_processes('pgrp', proc.pid)}"
     n = _assert_records_valid(out)
     recorded = RunStore(out).completed_ids()
     assert 0 < len(recorded) <= n
@@ -182,7 +143,7 @@ def test_sigterm_is_handled_like_ctrl_c_and_leaves_no_process(slow_run, jobs: in
     start, out = slow_run
     proc = start(jobs)
     _wait_for_records(proc, out)
-    workers_seen = _children(proc.pid)
+    workers_seen = live_processes("ppid", proc.pid)
     assert workers_seen, "no worker processes"
     t0 = time.monotonic()
     proc.send_signal(signal.SIGTERM)
@@ -192,7 +153,7 @@ def test_sigterm_is_handled_like_ctrl_c_and_leaves_no_process(slow_run, jobs: in
     assert elapsed < 2.5, f"took {elapsed:.1f} s to stop"
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "interrupted (SIGTERM)" in lines[0] and "records" in lines[0], err
-    assert _wait_until(lambda: not _group(proc.pid), 3), f"left behind: {_group(proc.pid)}"
+    assert wait_until(lambda: not live_processes("pgrp", proc.pid), 3), f"left behind: {live_processes('pgrp', proc.pid)}"
     _assert_records_valid(out)
 
 
@@ -203,12 +164,12 @@ def test_kill_9_of_the_main_process_ends_its_workers(slow_run) -> None:
     start, out = slow_run
     proc = start(2)
     _wait_for_records(proc, out)
-    kids = _children(proc.pid)
+    kids = live_processes("ppid", proc.pid)
     assert len(kids) >= 2, kids
     proc.kill()
     proc.wait(timeout=5)
     t0 = time.monotonic()
-    assert _wait_until(lambda: not _group(proc.pid), 3), f"still running: {_group(proc.pid)}"
+    assert wait_until(lambda: not live_processes("pgrp", proc.pid), 3), f"still running: {live_processes('pgrp', proc.pid)}"
     assert time.monotonic() - t0 < 3
     n = len(_lines(out))
     time.sleep(1.0)
@@ -233,12 +194,12 @@ def test_watchdog_ends_a_worker_whose_parent_was_killed(tmp_path: Path) -> None:
     try:
         kid = int(proc.stdout.readline())
         time.sleep(1.5)  # the child imports lkm and starts its watchdog
-        assert kid in _group(proc.pid)
+        assert kid in live_processes("pgrp", proc.pid)
         proc.kill()
         proc.wait(timeout=5)
-        assert _wait_until(lambda: kid not in _group(proc.pid), 3), "orphan still alive"
+        assert wait_until(lambda: kid not in live_processes("pgrp", proc.pid), 3), "orphan still alive"
     finally:
-        for pid in [*_group(proc.pid), proc.pid]:
+        for pid in [*live_processes("pgrp", proc.pid), proc.pid]:
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
