@@ -106,3 +106,39 @@ def test_paired_claim_on_lrr_runs_says_not_significant(tmp_path: Path) -> None:
     r = lrr.evaluate_claims(tmp_path).set_index("#").loc["4a"]
     assert "not significant on 1 of 1" in r["our measure"] and r["verdict"] == "not shown"
     assert "no difference" not in " ".join(lrr.evaluate_claims(tmp_path)["our measure"])
+
+
+def test_claim_effect_on_one_set_is_its_paired_comparison() -> None:
+    from lkm.stats import paired_test
+
+    r = paired_test(np.array([0.82, 0.80, 0.85, 0.81]), np.array([0.80, 0.79, 0.80, 0.80]), test_train_ratio=0.1)
+    effect = common.ClaimEffect.of({"sonar": r})
+    assert effect.effect == f"{100 * r.mean:+.2f} pts"
+    assert effect.ci == f"[{100 * r.ci_low:+.2f}, {100 * r.ci_high:+.2f}]"
+    assert effect.test.startswith("paired t over splits, Nadeau–Bengio corrected, p ")
+    assert "McNemar" in common.ClaimEffect.of({"usps": r}, "a − b (McNemar, exact)").test
+
+
+def test_claim_effect_over_sets_is_a_t_interval_of_the_per_set_means() -> None:
+    from scipy import stats as sps
+
+    from lkm.stats import paired_test
+
+    per_set = {ds: paired_test(np.array([m, m + 0.01, m - 0.01]), np.zeros(3)) for ds, m in
+               zip(DATASETS, (0.01, 0.03, 0.05), strict=True)}
+    effect = common.ClaimEffect.of(per_set)
+    # mean 3 points; sd over sets 2 points, se 2/sqrt(3); t_{0.975, 2} = 4.303
+    half = sps.t.ppf(0.975, 2) * 2 / np.sqrt(3)
+    assert effect.effect == "+3.00 pts (mean of 3 sets)"
+    assert effect.ci == f"[{3 - half:+.2f}, {3 + half:+.2f}]"
+    assert effect.test.endswith(f"significant on {sum(r.significant() for r in per_set.values())} of 3 sets")
+
+
+def test_claims_table_has_effect_columns_filled_by_the_deciding_comparison(tmp_path: Path) -> None:
+    write_run(tmp_path, "lpl_vs_svm", {"sonar": 0.05, "ionosphere": 0.05, "heart-statlog": 0.05})
+    table = lpl.evaluate_claims(tmp_path)
+    assert set(common.EFFECT_COLUMNS) <= set(table.columns)
+    row = table[table["our measure"].str.contains("SVM − LPL at each sigma")].iloc[0]
+    assert row["effect"].endswith("pts (mean of 3 sets)") and row["95% CI"].startswith("[+")
+    assert "significant on 3 of 3 sets" in row["test"]
+    assert (table["effect"] != "").all()  # "–" where a claim has no paired comparison

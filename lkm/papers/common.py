@@ -244,14 +244,90 @@ def perturbed_experiments(module: Any, root: Path, smoke: bool = False) -> list[
 
 Evaluator = Callable[[Any], tuple[str, "bool | str | None"]]
 
+#: Columns of a claims table that summarise its comparison (:class:`ClaimEffect`).
+EFFECT_COLUMNS = ("effect", "95% CI", "test")
+
+
+@dataclass(frozen=True)
+class ClaimEffect:
+    """A claim's effect in one line, for the claims table's ``effect``, ``95% CI`` and
+    ``test`` columns: on one data set, the paired comparison itself (a − b in points,
+    its 95 % CI and test); on several, the mean over the sets of the per-set mean
+    differences, its 95 % CI by a t-interval over the sets (the sets are independent),
+    and the per-set test with how many sets were significant — the count the verdict
+    is decided by."""
+
+    effect: str
+    ci: str
+    test: str
+
+    def cells(self) -> dict[str, str]:
+        return dict(zip(EFFECT_COLUMNS, (self.effect, self.ci, self.test), strict=True))
+
+    @classmethod
+    def of(cls, results: dict[str, Paired], what: str = "", test: str | None = None, scale: float = 100.0,
+           unit: str = " pts") -> ClaimEffect | None:
+        """From the per-set comparisons ``results`` (differences a − b, shown × ``scale``
+        with ``unit``); ``test`` names the test when it is not the per-set paired t (or
+        McNemar's, named in ``what``)."""
+        from lkm.stats import paired_test
+
+        tested = {ds: r for ds, r in results.items() if r.n > 0}
+        if not tested:
+            return None
+        any_r = next(iter(tested.values()))
+        if test is not None:
+            per_set = test
+        elif "McNemar" in what:
+            per_set = "McNemar exact on the test samples"
+        elif any_r.test_train_ratio > 0:
+            per_set = "paired t over splits, Nadeau–Bengio corrected"
+        else:
+            per_set = "paired t over splits"
+        if len(tested) == 1:
+            (r,) = tested.values()
+            ci = f"[{scale * r.ci_low:+.2f}, {scale * r.ci_high:+.2f}]" if r.tested else "–"
+            p = f", p {_format_p(r.p)}" if r.tested else " (one split: untested)"
+            return cls(f"{scale * r.mean:+.2f}{unit}", ci, per_set + p)
+        means = [r.mean for r in tested.values()]
+        over = paired_test(means, [0.0] * len(means))
+        significant = sum(r.significant() for r in tested.values())
+        return cls(f"{scale * over.mean:+.2f}{unit} (mean of {len(means)} sets)",
+                   f"[{scale * over.ci_low:+.2f}, {scale * over.ci_high:+.2f}]",
+                   f"{per_set}; significant on {significant} of {len(means)} sets")
+
+
+def _format_p(p: float) -> str:
+    return "< 0.001" if p < 0.001 else f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
+
+
+#: The effects noted while a claim is evaluated (:func:`note_effect`); None outside claim_row.
+_noted: list[ClaimEffect] | None = None
+
+
+def note_effect(results: dict[str, Paired], what: str = "", **how: Any) -> None:
+    """Record the comparison a claim is decided by (the first noted one fills the
+    claims table's effect columns; ``how``: :meth:`ClaimEffect.of`'s ``test``, ``scale``,
+    ``unit``). :func:`better_claim`, :func:`comparable_claim` and
+    :func:`noninferior_claim` note theirs; an evaluator with its own test calls this."""
+    effect = ClaimEffect.of(results, what, **how)
+    if _noted is not None and effect is not None:
+        _noted.append(effect)
+
 
 def claim_row(number: str, claim: str, where: str, evaluate: Evaluator, names: list[str],
               load: Callable[[str, bool], Run | None], perturbed: set[str]) -> dict[str, Any]:
     """One claims-table row: our measure and verdict, and the verdict on the perturbed
     runs when a run the claim reads has a fragility variant (``perturbed``; runs without
     one, e.g. the costly MNIST rows, enter the perturbed evaluation unperturbed)."""
+    global _noted
     runs = [load(n, False) for n in names]
-    measure, ok = evaluate(runs if len(names) > 1 else runs[0])
+    _noted = []
+    try:
+        measure, ok = evaluate(runs if len(names) > 1 else runs[0])
+        effect = _noted[0].cells() if _noted else dict.fromkeys(EFFECT_COLUMNS, "–")
+    finally:
+        _noted = None
     checked = any(n in perturbed for n in names)
     ok_p = None
     if checked:
@@ -262,7 +338,7 @@ def claim_row(number: str, claim: str, where: str, evaluate: Evaluator, names: l
             ok_p = evaluate(pruns if len(names) > 1 else pruns[0])[1]
     cell, pcell = fragile_verdict(ok, ok_p, checked)
     return {"#": number, "the paper's claim": claim, "where": where, "our measure": measure,
-            "verdict": cell, f"verdict under {PERTURBATION_WORDS}": pcell, "run": ", ".join(names)}
+            "verdict": cell, f"verdict under {PERTURBATION_WORDS}": pcell, **effect, "run": ", ".join(names)}
 
 
 def _cells(results: dict[str, Paired]) -> str:
@@ -275,6 +351,7 @@ def better_claim(results: dict[str, Paired], a: str, b: str, what: str) -> tuple
     otherwise "not shown" (a's advantage is not significant on most sets)."""
     if not results:
         return f"{a} / {b} not in the run", None
+    note_effect(results, what)
     a_sig = sum(r.better() > 0 for r in results.values())
     b_sig = sum(r.better() < 0 for r in results.values())
     measure = f"{what}, mean difference in points [95% CI], p: {_cells(results)}; {count_words(results, a, b)}"
@@ -291,6 +368,7 @@ def comparable_claim(results: dict[str, Paired], a: str, b: str, what: str, marg
     otherwise "not shown" (not significant is not evidence of equality)."""
     if not results:
         return f"{a} / {b} not in the run", None
+    note_effect(results, what)
     n = len(results)
     eq = sum(r.equivalent(margin) for r in results.values())
     diff = sum(r.significant() and not r.equivalent(margin) for r in results.values())
@@ -310,6 +388,7 @@ def noninferior_claim(results: dict[str, Paired], a: str, b: str, what: str,
     significance on some set (upper bound below −margin); otherwise "not shown"."""
     if not results:
         return f"{a} / {b} not in the run", None
+    note_effect(results, what)
     ok = sum(r.tested and r.ci_low > -margin for r in results.values())
     bad = sum(r.tested and r.ci_high < -margin for r in results.values())
     measure = (f"{what}, mean difference in points [95% CI], p: {_cells(results)}; lower bound above "

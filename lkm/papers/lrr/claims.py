@@ -19,6 +19,7 @@ from lkm.papers.common import (
     Run,
     better_claim,
     claims_table,
+    note_effect,
     write_claims,
 )
 from lkm.papers.lrr.artificial import (
@@ -53,6 +54,7 @@ def _across_sets(diffs: dict[str, float], a: str, b: str, what: str) -> tuple[st
     if not diffs:
         return f"{a} / {b} not in the run", None
     res = paired_test(np.array(list(diffs.values())), np.zeros(len(diffs)))
+    note_effect({"sets": res}, test=f"paired t over the {res.n} sets (one realization each)")
     text = "; ".join(f"{d} {RATE * v:+.2f}" for d, v in diffs.items())
     if not res.tested:
         return f"{what} (points): {text}; one set: untested", None

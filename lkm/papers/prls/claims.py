@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lkm.papers.common import Run, claims_table, write_claims
+from lkm.papers.common import Run, claims_table, note_effect, write_claims
 from lkm.stats import Paired, paired_test
 
 KEY = "prls"
@@ -52,6 +52,8 @@ def _better(run: Run | None, a: str, b: str, where: str) -> tuple[str, bool | st
     res = {p: r for p, r in res.items() if r is not None}
     if not res:
         return f"{a} / {b} not in the run", None
+    shown = "test" if "test" in res else next(iter(res))
+    note_effect({shown: res[shown]}, test=f"paired t over task × realization ({shown} rows)")
     cells = "; ".join(f"{p}: {r.describe()} ({r.wins} wins / {r.losses} losses of {r.n})" for p, r in res.items())
     measure = f"{where}: accuracy {a} − {b} in points [95% CI], p, paired over task × realization — {cells}"
     signs = [r.better() for r in res.values()]
@@ -70,6 +72,7 @@ def _slightly_worse(run: Run | None, a: str, b: str, margin: float) -> tuple[str
     r = paired(run, a, b, "test")
     if r is None:
         return f"{a} / {b} not in the run", None
+    note_effect({"test": r}, test="paired t over task × realization (test rows)")
     measure = f"test accuracy {a} − {b}: {r.describe()} ({r.wins} wins / {r.losses} losses of {r.n})"
     if r.better() > 0:
         return measure, False
@@ -91,6 +94,7 @@ def _toy_stable(run: Run | None) -> tuple[str, bool | str | None]:
     s_rls, s_prls = spread_per_draw(err, "RLS"), spread_per_draw(err, "PRLS")
     shared = s_rls.index.intersection(s_prls.index)
     r = paired_test(np.log(s_rls.loc[shared].to_numpy()), np.log(s_prls.loc[shared].to_numpy()))
+    note_effect({"toy": r}, test=f"paired t over {r.n} draws", scale=1.0, unit=" (log RLS − log PRLS spread)")
     measure = (f"spread of test MSE over γ > 0 (largest / smallest), median over {len(shared)} draws: RLS "
                f"{np.median(s_rls.loc[shared]):.3g}, PRLS {np.median(s_prls.loc[shared]):.3g}; log RLS − log PRLS "
                f"{r.describe(scale=1.0)}")
