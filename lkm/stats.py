@@ -157,3 +157,159 @@ def count_words(results: dict[str, Paired], a: str, b: str, alpha: float = ALPHA
         eq = sum(r.equivalent(margin) for r in results.values())
         text += f"; equivalent within ±{100 * margin:g} points on {eq}"
     return text
+
+
+# -- comparisons of several methods over several data sets (Demšar 2006) ------------------
+#
+# J. Demšar, "Statistical comparisons of classifiers over multiple data sets", JMLR 7
+# (2006) 1-30, Sec. 3.2.2. With N data sets and k methods, r_i^j is the rank of method j
+# on data set i (1 = best, ties share the average of the ranks they span) and
+# R_j = (1/N) Σ_i r_i^j its average rank. Under the null hypothesis that all methods are
+# equivalent every R_j is (k + 1)/2, and
+#
+#     χ²_F = 12N / (k(k+1)) · [Σ_j R_j² − k(k+1)²/4]          (Friedman; χ², k − 1 df)
+#     F_F  = (N − 1) χ²_F / (N(k − 1) − χ²_F)                  (Iman & Davenport;
+#                                                               F, k − 1 and (k − 1)(N − 1) df)
+#     CD   = q_α · sqrt(k(k+1) / (6N))                          (Nemenyi)
+#
+# Two methods whose average ranks differ by at least CD differ significantly (Nemenyi
+# post-hoc test, meaningful after the Friedman test rejects). q_α is the Studentized
+# range statistic for k groups and infinite degrees of freedom divided by sqrt(2)
+# (Demšar's Table 5a: 1.960, 2.343, 2.569, ... for k = 2, 3, 4 at α = 0.05).
+
+
+def _score_matrix(scores: Any) -> np.ndarray:
+    a = np.asarray(scores, dtype=float)
+    if a.ndim != 2 or a.shape[0] < 1 or a.shape[1] < 2:
+        raise ValueError(f"scores must be a data sets × methods array with at least 2 methods; got shape {a.shape}")
+    if not np.isfinite(a).all():
+        raise ValueError("scores hold NaN or infinite values: drop the methods (or data sets) with missing results first")
+    return a
+
+
+def rank_matrix(scores: Any) -> np.ndarray:
+    """Per data set (row), the rank of each method (column): 1 = the highest score,
+    tied scores share the average of the ranks they span (Demšar 2006, Sec. 3.2.2)."""
+    from scipy.stats import rankdata
+
+    return np.asarray(rankdata(-_score_matrix(scores), method="average", axis=1), dtype=float)
+
+
+def average_ranks(scores: Any) -> Any:
+    """Average rank R_j of each method over the data sets (Demšar 2006, Sec. 3.2.2).
+
+    ``scores``: a data sets × methods array or DataFrame, higher is better (accuracies).
+    Rank 1 is the best method of a data set; ties get the average of the ranks they
+    span (two methods tied for first both get 1.5). Returns a ``pandas.Series`` indexed
+    by the columns for a DataFrame, else a 1-D array in column order.
+    """
+    ranks = rank_matrix(scores).mean(axis=0)
+    columns = getattr(scores, "columns", None)
+    if columns is not None:
+        import pandas as pd
+
+        return pd.Series(ranks, index=list(columns), name="average rank")
+    return ranks
+
+
+@dataclass(frozen=True)
+class Friedman:
+    """The result of :func:`friedman` (Demšar 2006, Sec. 3.2.2)."""
+
+    n_datasets: int  # N
+    n_methods: int  # k
+    methods: tuple[str, ...]
+    average_ranks: tuple[float, ...]  # R_j, in the order of ``methods``
+    chi2: float  # Friedman's χ²_F, k − 1 degrees of freedom
+    p_chi2: float
+    f_f: float  # Iman and Davenport's F_F
+    p_f: float  # F_F against F(k − 1, (k − 1)(N − 1))
+    df1: int  # k − 1
+    df2: int  # (k − 1)(N − 1)
+
+    @property
+    def ranks(self) -> dict[str, float]:
+        """``{method: average rank}``."""
+        return dict(zip(self.methods, self.average_ranks, strict=True))
+
+    def significant(self, alpha: float = ALPHA) -> bool:
+        """The Iman–Davenport test rejects "all methods are equivalent" at ``alpha``
+        (Demšar recommends F_F over the more conservative χ²_F)."""
+        return self.p_f < alpha
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready fields (average ranks as ``{method: rank}``)."""
+        return {
+            "n_datasets": self.n_datasets, "n_methods": self.n_methods, "average_ranks": self.ranks,
+            "chi2": self.chi2, "p_chi2": self.p_chi2, "f_f": self.f_f, "p_f": self.p_f,
+            "df1": self.df1, "df2": self.df2,
+        }
+
+
+def friedman_from_ranks(ranks: Any, n_datasets: int, methods: Iterable[str] | None = None) -> Friedman:
+    """Friedman's χ²_F and Iman–Davenport's F_F from the average ranks R_j of k methods
+    over N data sets (Demšar 2006, Sec. 3.2.2; formulas in this module's section
+    comment). F_F is infinite (p = 0) when every data set ranks the methods alike
+    (χ²_F = N(k − 1)); with N = 1 there is no F test (F_F and its p are NaN)."""
+    from scipy.stats import chi2 as chi2_dist
+    from scipy.stats import f as f_dist
+
+    R = np.asarray(ranks, dtype=float).ravel()
+    k, N = int(R.size), int(n_datasets)
+    if k < 2 or N < 1:
+        raise ValueError(f"need at least 2 methods and 1 data set; got k={k}, N={N}")
+    names = tuple(str(m) for m in methods) if methods is not None else tuple(str(j) for j in range(k))
+    if len(names) != k:
+        raise ValueError(f"{len(names)} method names for {k} average ranks")
+    chi2 = 12.0 * N / (k * (k + 1)) * (float(np.sum(R**2)) - k * (k + 1) ** 2 / 4.0)
+    chi2 = max(chi2, 0.0)  # round-off below 0 when all ranks are (k + 1)/2
+    df1, df2 = k - 1, (k - 1) * (N - 1)
+    p_chi2 = float(chi2_dist.sf(chi2, df1))
+    denom = N * (k - 1) - chi2
+    if df2 == 0:
+        f_f, p_f = math.nan, math.nan
+    elif denom <= 1e-12 * N * (k - 1):
+        f_f, p_f = math.inf, 0.0
+    else:
+        f_f = (N - 1) * chi2 / denom
+        p_f = float(f_dist.sf(f_f, df1, df2))
+    return Friedman(N, k, names, tuple(float(r) for r in R), float(chi2), p_chi2, float(f_f), p_f, df1, df2)
+
+
+def friedman(scores: Any) -> Friedman:
+    """Friedman test of k methods over N data sets with Iman and Davenport's F_F
+    (Demšar 2006, Sec. 3.2.2, the two equations after "The Friedman test").
+
+    ``scores``: a data sets × methods array or DataFrame, higher is better; the methods
+    are named by the DataFrame's columns (else "0", "1", ...). Ranks as in
+    :func:`average_ranks`; χ²_F is the statistic *without* the tie correction, as
+    Demšar writes it (the one scipy.stats.friedmanchisquare corrects for ties).
+    """
+    a = _score_matrix(scores)
+    columns = getattr(scores, "columns", None)
+    return friedman_from_ranks(rank_matrix(a).mean(axis=0), a.shape[0],
+                               [str(c) for c in columns] if columns is not None else None)
+
+
+def nemenyi_q(k: int, alpha: float = ALPHA) -> float:
+    """q_α of the Nemenyi test for k methods: the Studentized range statistic of k groups
+    and infinite degrees of freedom at 1 − α, divided by sqrt(2) (Demšar 2006, Table 5a:
+    α = 0.05 gives 1.960, 2.343, 2.569, 2.728, 2.850, 2.949, 3.031, 3.102, 3.164 for
+    k = 2 ... 10)."""
+    from scipy.stats import studentized_range
+
+    if int(k) < 2:
+        raise ValueError(f"the Nemenyi test needs at least 2 methods; got k={k}")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1); got {alpha}")
+    return float(studentized_range.ppf(1.0 - alpha, int(k), math.inf)) / math.sqrt(2.0)
+
+
+def nemenyi_cd(k: int, n: int, alpha: float = ALPHA) -> float:
+    """Critical difference of the Nemenyi test, CD = q_α · sqrt(k(k+1)/(6N)), for k
+    methods over N = ``n`` data sets (Demšar 2006, Sec. 3.2.2): two average ranks that
+    differ by at least CD differ significantly at ``alpha``. k = 4, N = 14, α = 0.05
+    gives 2.569 · sqrt(20/84) = 1.25 (the paper's example)."""
+    if int(n) < 1:
+        raise ValueError(f"need at least one data set; got n={n}")
+    return nemenyi_q(k, alpha) * math.sqrt(k * (k + 1) / (6.0 * n))

@@ -1,0 +1,225 @@
+"""The cross-paper comparison: Demšar's (2006, JMLR 7, Sec. 3.2.2) average ranks,
+Friedman and Iman–Davenport tests and Nemenyi critical difference (lkm.stats), and the
+ranking, friedman.json and critical-difference diagram written from a smoke run of
+configs/cross_paper.yaml (lkm.report.cross)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from lkm.cli import app
+from lkm.report.cross import (
+    CROSS_SPEC,
+    RUN_NAME,
+    cross_paper_table,
+    nemenyi_groups,
+    write_cross_paper,
+)
+from lkm.spec import load_spec
+from lkm.stats import average_ranks, friedman, friedman_from_ranks, nemenyi_cd, nemenyi_q
+
+REPO = Path(__file__).resolve().parents[1]
+
+# -- the statistics ------------------------------------------------------------------------
+
+# 4 data sets x 3 methods, B and A tied on d2. By hand:
+#   ranks  d1: 1 2 3   d2: 1.5 1.5 3   d3: 2 1 3   d4: 3 2 1
+#   R = (7.5/4, 6.5/4, 10/4) = (1.875, 1.625, 2.5)           (sum k(k+1)/2 = 6)
+#   chi2_F = 12·4/(3·4) · (1.875² + 1.625² + 2.5² − 3·4²/4) = 4 · (12.40625 − 12) = 1.625
+#   F_F = (4 − 1)·1.625 / (4·2 − 1.625) = 4.875 / 6.375 = 13/17, df (2, 6)
+#   p(chi2, 2 df) = exp(−1.625/2);  p(F(2, 6) > f) = (1 + f/3)^(−3) = (51/64)^3
+#   CD (k = 3, N = 4) = 2.343·sqrt(3·4/(6·4)) = 2.343·sqrt(1/2) = 1.657
+HAND = pd.DataFrame(
+    [[0.90, 0.80, 0.70], [0.85, 0.85, 0.60], [0.70, 0.75, 0.65], [0.60, 0.65, 0.70]],
+    index=["d1", "d2", "d3", "d4"], columns=["A", "B", "C"],
+)
+
+# Demšar (2006), Table 6: AUC of C4.5 with m and cf tuned, as printed (3 decimals).
+DEMSAR_METHODS = ["C4.5", "C4.5+m", "C4.5+cf", "C4.5+m+cf"]
+DEMSAR_TABLE6 = np.array([
+    [0.763, 0.768, 0.771, 0.798],  # adult (sample)
+    [0.599, 0.591, 0.590, 0.569],  # breast cancer
+    [0.954, 0.971, 0.968, 0.967],  # breast cancer wisconsin
+    [0.628, 0.661, 0.654, 0.657],  # cmc
+    [0.882, 0.888, 0.886, 0.898],  # ionosphere
+    [0.936, 0.931, 0.916, 0.931],  # iris
+    [0.661, 0.668, 0.609, 0.685],  # liver disorders
+    [0.583, 0.583, 0.563, 0.625],  # lung cancer
+    [0.775, 0.838, 0.866, 0.875],  # lymphography
+    [1.000, 1.000, 1.000, 1.000],  # mushroom
+    [0.940, 0.962, 0.965, 0.962],  # primary tumor
+    [0.619, 0.666, 0.614, 0.669],  # rheum
+    [0.972, 0.981, 0.975, 0.975],  # voting
+    [0.957, 0.978, 0.946, 0.970],  # wine
+])
+DEMSAR_RANKS = [3.143, 2.000, 2.893, 1.964]
+
+
+def test_friedman_matches_the_hand_computed_example_with_a_tie() -> None:
+    r = friedman(HAND)
+    assert (r.n_datasets, r.n_methods, r.methods) == (4, 3, ("A", "B", "C"))
+    assert r.average_ranks == pytest.approx((1.875, 1.625, 2.5))
+    assert r.chi2 == pytest.approx(1.625)
+    assert r.p_chi2 == pytest.approx(math.exp(-1.625 / 2))
+    assert r.f_f == pytest.approx(13 / 17)
+    assert (r.df1, r.df2) == (2, 6)
+    assert r.p_f == pytest.approx((51 / 64) ** 3)
+    assert not r.significant()
+    assert nemenyi_cd(3, 4) == pytest.approx(2.343 * math.sqrt(0.5), abs=1e-3)
+
+
+def test_average_ranks_give_tied_methods_the_mean_of_their_ranks() -> None:
+    ranks = average_ranks(HAND)
+    assert isinstance(ranks, pd.Series) and list(ranks.index) == ["A", "B", "C"]
+    assert ranks.tolist() == pytest.approx([1.875, 1.625, 2.5])
+    # three-way tie for first of four: each gets (1 + 2 + 3)/3 = 2, the last 4
+    assert average_ranks(np.array([[0.9, 0.9, 0.9, 0.1]])).tolist() == [2.0, 2.0, 2.0, 4.0]
+
+
+def test_demsar_table6_gives_his_average_ranks_and_statistics() -> None:
+    # As printed, voting ties C4.5+cf and C4.5+m+cf (0.975): 2.5 each.
+    printed = average_ranks(DEMSAR_TABLE6)
+    assert printed == pytest.approx([44 / 14, 28 / 14, 41 / 14, 27 / 14])
+    # Demšar's ranks (3.143, 2.000, 2.893, 1.964) put C4.5+cf ahead on voting (the
+    # printed 0.975s differ beyond the third decimal): break that tie as he did.
+    table = DEMSAR_TABLE6.copy()
+    table[12, 2] = 0.97501
+    r = friedman(pd.DataFrame(table, columns=DEMSAR_METHODS))
+    assert r.average_ranks == pytest.approx(DEMSAR_RANKS, abs=5e-4)
+    assert r.chi2 == pytest.approx(9.28, abs=0.005)
+    assert r.f_f == pytest.approx(3.69, abs=0.005)
+    assert (r.df1, r.df2) == (3, 39)
+    assert r.p_f < 0.05 and r.significant()  # "we can reject the null hypothesis"
+    cd = nemenyi_cd(4, 14)
+    assert cd == pytest.approx(1.25, abs=0.005)
+    # his conclusion: only C4.5 vs C4.5+m+cf is (nearly) beyond CD at 0.05; no pair is
+    ranks = r.ranks
+    assert all(abs(ranks[a] - ranks[b]) < cd for a in ranks for b in ranks)
+
+
+def test_friedman_from_demsar_printed_average_ranks() -> None:
+    r = friedman_from_ranks(DEMSAR_RANKS, 14, DEMSAR_METHODS)
+    assert r.chi2 == pytest.approx(9.28, abs=0.01)
+    assert r.f_f == pytest.approx(3.69, abs=0.01)
+    assert r.ranks == dict(zip(DEMSAR_METHODS, DEMSAR_RANKS, strict=True))
+
+
+@pytest.mark.parametrize("k, q", [(2, 1.960), (3, 2.343), (4, 2.569), (5, 2.728), (6, 2.850), (7, 2.949),
+                                  (8, 3.031), (9, 3.102), (10, 3.164)])
+def test_nemenyi_q_matches_demsar_table_5a(k: int, q: float) -> None:
+    assert nemenyi_q(k, 0.05) == pytest.approx(q, abs=1e-3)
+
+
+def test_ranks_do_not_depend_on_the_order_of_methods_or_data_sets() -> None:
+    rng = np.random.default_rng(0)
+    scores = pd.DataFrame(rng.integers(60, 70, size=(7, 5)) / 100.0, columns=list("ABCDE"))  # many ties
+    base = friedman(scores)
+    shuffled = scores.iloc[rng.permutation(7), rng.permutation(5)]
+    again = friedman(shuffled)
+    assert again.ranks == pytest.approx(base.ranks)
+    assert (again.chi2, again.f_f, again.p_f) == pytest.approx((base.chi2, base.f_f, base.p_f))
+    assert average_ranks(shuffled)[list("ABCDE")].tolist() == pytest.approx(average_ranks(scores).tolist())
+
+
+def test_all_ties_and_perfect_agreement_are_the_two_extremes() -> None:
+    tied = friedman(np.full((5, 4), 0.8))
+    assert tied.average_ranks == (2.5, 2.5, 2.5, 2.5)
+    assert (tied.chi2, tied.f_f, tied.p_chi2, tied.p_f) == pytest.approx((0.0, 0.0, 1.0, 1.0))
+    same = friedman(np.tile([0.9, 0.8, 0.7], (6, 1)))  # every data set ranks A > B > C
+    assert same.average_ranks == (1.0, 2.0, 3.0)
+    assert same.chi2 == pytest.approx(6 * 2) and same.f_f == math.inf and same.p_f == 0.0
+
+
+def test_missing_scores_and_a_single_method_are_refused() -> None:
+    with pytest.raises(ValueError, match="NaN"):
+        friedman(np.array([[0.9, np.nan], [0.8, 0.7]]))
+    with pytest.raises(ValueError, match="at least 2 methods"):
+        friedman(np.array([[0.9], [0.8]]))
+
+
+def test_nemenyi_groups_are_maximal_runs_within_the_critical_difference() -> None:
+    ranks = {"A": 1.0, "B": 1.5, "C": 2.4, "D": 4.0, "E": 4.2}
+    assert nemenyi_groups(ranks, 1.5) == [["A", "B", "C"], ["D", "E"]]
+    assert nemenyi_groups(ranks, 0.1) == []
+    assert nemenyi_groups(ranks, 10) == [["A", "B", "C", "D", "E"]]
+
+
+# -- the smoke run and its summary ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def smoke_root(tmp_path_factory, data_dir: Path) -> Path:
+    """`lkm run configs/cross_paper.yaml --smoke` into <tmp>/cross_paper-smoke, once."""
+    root = tmp_path_factory.mktemp("cross")
+    mp = pytest.MonkeyPatch()
+    mp.chdir(REPO)
+    mp.setenv("LKM_DATA_DIR", str(data_dir))
+    try:
+        res = CliRunner().invoke(app, ["run", CROSS_SPEC, "--smoke", "--out", str(root / f"{RUN_NAME}-smoke"),
+                                       "--jobs", "2", "--no-progress"], catch_exceptions=False)
+    finally:
+        mp.undo()
+    assert res.exit_code == 0, res.output
+    return root
+
+
+def test_smoke_summary_ranks_every_method_of_the_spec(smoke_root: Path) -> None:
+    paths = write_cross_paper(smoke_root, smoke=True)
+    out = smoke_root / "cross_paper_summary-smoke"
+    names = {p.name for p in paths}
+    assert {"ranking.md", "ranking.csv", "ranking.tex", "friedman.json", "critical_difference.png"} <= names
+    assert all(p.is_file() and p.parent == out for p in paths)
+
+    from PIL import Image
+
+    with Image.open(out / "critical_difference.png") as im:
+        im.verify()
+    with Image.open(out / "critical_difference.png") as im:
+        assert im.format == "PNG" and im.size[0] > 400 and im.size[1] > 200
+
+    spec = load_spec(REPO / CROSS_SPEC, smoke=True)
+    methods = [m.name for m in spec.methods]
+    assert methods == [m.name for m in load_spec(REPO / CROSS_SPEC).methods]  # the smoke run keeps every method
+    table = pd.read_csv(out / "ranking.csv")
+    assert sorted(table.columns[1:]) == sorted(methods)
+    assert table["dataset"].tolist() == [*[d.id for d in spec.datasets], "average rank"]
+    avg = table.iloc[-1, 1:].astype(float)
+    assert avg.tolist() == sorted(avg.tolist())  # methods ordered by average rank
+    assert avg.sum() == pytest.approx(len(methods) * (len(methods) + 1) / 2, abs=0.05)
+    assert "SMOKE RUN" in (out / "ranking.md").read_text()
+
+    result = json.loads((out / "friedman.json").read_text())
+    assert (result["n_datasets"], result["n_methods"]) == (2, len(methods))
+    assert result["cd"] == pytest.approx(nemenyi_cd(len(methods), 2)) and result["alpha"] == 0.05
+    for key in ("chi2", "p_chi2", "f_f", "p_f", "df1", "df2", "average_ranks"):
+        assert key in result
+    assert result["dropped_methods"] == {}
+
+
+def test_a_method_missing_on_a_data_set_is_dropped_and_named(smoke_root: Path, tmp_path: Path) -> None:
+    """A failed fold leaves its method out of the ranking; the caption says which."""
+    copy = tmp_path / f"{RUN_NAME}-smoke"
+    shutil.copytree(smoke_root / f"{RUN_NAME}-smoke", copy)
+    for part in (copy / "records").glob("part-*.jsonl"):
+        lines = []
+        for line in part.read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("method") == "LDCV" and rec.get("dataset") == "sonar" and rec.get("split") == "r0f1":
+                rec = {k: v for k, v in rec.items() if k != "accuracy"} | {"status": "error", "error": "boom: refused"}
+            lines.append(json.dumps(rec))
+        part.write_text("\n".join(lines) + "\n")
+    assert math.isnan(cross_paper_table(copy).loc["sonar", "LDCV"])
+    write_cross_paper(tmp_path, smoke=True)
+    out = tmp_path / "cross_paper_summary-smoke"
+    assert "LDCV" not in pd.read_csv(out / "ranking.csv").columns
+    md = (out / "ranking.md").read_text()
+    assert "left out" in md and "LDCV (sonar: 1 of 3 folds failed: boom: refused)" in md
+    assert json.loads((out / "friedman.json").read_text())["n_methods"] == 14
