@@ -9,7 +9,7 @@ export LKM_DATA_DIR ?= $(abspath ../shared/datasets)
 LOCK   := requirements.lock
 ENV    := $(if $(LOCKED),install-locked,install)
 
-.PHONY: help install install-locked lock docs-figures docs-check demo test lint bench bench-large bench-scaling bench-cluster bench-cli reproduce reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
+.PHONY: help install install-locked lock docs-figures docs-check demo test lint bench bench-large bench-scaling bench-cluster bench-cli reproduce reproduce-smoke report reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -60,7 +60,14 @@ bench-cluster: install  ## the dask cluster engine (local:2) against --jobs 1 an
 bench-cli: install  ## wall time of everyday commands (help, methods, datasets list, a sonar sweep, lkm report): median of 5
 	$(BIN)/python scripts/bench_cli.py -n 5
 
-reproduce: reproduce-lpl reproduce-npps reproduce-lrr reproduce-cevikalp reproduce-prls  ## every reproduction that exists so far
+reproduce: $(ENV)  ## every paper, the cross-paper ranking, then the report results/report/index.html (+ report.md); resumable
+	$(LKM) reproduce all --jobs 2
+
+reproduce-smoke: $(ENV)  ## the same with few settings (what CI checks): every output and results/report-smoke/, fast
+	$(LKM) reproduce all --smoke --jobs 2
+
+report: install  ## rebuild results/report/ (index.html, report.md, figures) from the recorded runs; no fitting, seconds
+	$(LKM) report --all
 
 reproduce-lpl: $(ENV)  ## Tsuji, Kudo, Tanaka: every table, figure and claim (~15 min cold, seconds when recorded)
 	$(LKM) reproduce lpl --jobs 2

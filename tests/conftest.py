@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 
@@ -28,6 +29,49 @@ def data_dir() -> Path:
     if d is None:
         pytest.skip("dataset mirror not found (set LKM_DATA_DIR or place ../shared/datasets)")
     return d
+
+
+@pytest.fixture(scope="session")
+def smoke_root(tmp_path_factory) -> Path:
+    """The folder of the smoke reproductions (`lkm reproduce KEY --smoke`), one per test
+    session: under pytest-xdist the workers of a session share it (the session's base
+    temporary folder), so each paper's smoke runs are made once, not once per worker."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # <session>/popen-gwN -> <session>, shared by its workers
+    root = base / "reproduce-smoke"
+    root.mkdir(exist_ok=True)
+    return root
+
+
+@pytest.fixture(scope="session")
+def smoke_results(smoke_root: Path, data_dir: Path):
+    """``run(key)`` runs `lkm reproduce KEY --smoke` into smoke_root once per session (on
+    first use, whichever worker asks first; the others wait on a lock) and returns smoke_root."""
+    from typer.testing import CliRunner
+
+    from lkm.cli import app
+
+    def run(key: str) -> Path:
+        done = smoke_root / f".{key}.done"
+        with open(smoke_root / f".{key}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            if not done.is_file():
+                mp = pytest.MonkeyPatch()
+                mp.chdir(REPO)
+                mp.setenv("LKM_DATA_DIR", str(data_dir))
+                try:
+                    res = CliRunner().invoke(
+                        app, ["reproduce", key, "--smoke", "--results", str(smoke_root), "--jobs", "2", "--no-progress"],
+                        catch_exceptions=False,
+                    )
+                finally:
+                    mp.undo()
+                assert res.exit_code == 0, res.output
+                done.write_text("ok\n")
+        return smoke_root
+
+    return run
 
 
 @pytest.fixture(autouse=True)

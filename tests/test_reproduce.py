@@ -17,33 +17,8 @@ REPO = Path(__file__).resolve().parents[1]
 EXPERIMENTS = [(key, e) for key, module in PAPERS.items() for e in module.SPECS]
 
 
-@pytest.fixture(scope="module")
-def smoke_root(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("reproduce")
-
-
-@pytest.fixture(scope="module")
-def smoke_results(smoke_root: Path, data_dir: Path):
-    """Runs `lkm reproduce KEY --smoke` once per paper (on first use) into smoke_root."""
-    done: set[str] = set()
-
-    def run(key: str) -> Path:
-        if key not in done:
-            mp = pytest.MonkeyPatch()
-            mp.chdir(REPO)
-            mp.setenv("LKM_DATA_DIR", str(data_dir))
-            try:
-                res = CliRunner().invoke(
-                    app, ["reproduce", key, "--smoke", "--results", str(smoke_root), "--jobs", "2", "--no-progress"],
-                    catch_exceptions=False,
-                )
-            finally:
-                mp.undo()
-            assert res.exit_code == 0, res.output
-            done.add(key)
-        return smoke_root
-
-    return run
+# smoke_results (tests/conftest.py): `lkm reproduce KEY --smoke` once per test session,
+# shared with tests/test_site_report.py and across pytest-xdist workers.
 
 
 @pytest.mark.parametrize("key, experiment", EXPERIMENTS, ids=[f"{k}-{Path(e.spec).stem}" for k, e in EXPERIMENTS])

@@ -1,4 +1,5 @@
-"""`lkm reproduce PAPER`: every experiment of a paper, then its claims table."""
+"""`lkm reproduce PAPER`: every experiment of a paper, then its claims table; `lkm reproduce
+all`: every paper, the cross-paper comparison, then the report (results/report/)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from lkm.cli.app import (
     SmokeOpt,
     _data_dir,
     _fail,
+    _line,
     app,
     console,
+    err_console,
 )
 from lkm.cli.runs import _print_notes, _run_spec, cluster_label, engine
 from lkm.errors import LkmError, did_you_mean
@@ -27,7 +30,7 @@ from lkm.errors import LkmError, did_you_mean
 @app.command()
 def reproduce(
     ctx: typer.Context,
-    paper: Annotated[str, typer.Argument(help="Paper key: `lpl` (Tsuji, Kudo, Tanaka, Localized Projection Learning) `npps` (Shin, Cho, NPPS and kNN invariance), `lrr` (Li, Chen, Tang, local risk regularization), `cevikalp` (Cevikalp, Larlus, Douze, Jurie, local subspace classifiers) or `prls` (Yang, King, Lyu, partially penalized RLS).", show_default=False)],
+    paper: Annotated[str, typer.Argument(help="Paper key: `lpl` (Tsuji, Kudo, Tanaka, Localized Projection Learning) `npps` (Shin, Cho, NPPS and kNN invariance), `lrr` (Li, Chen, Tang, local risk regularization), `cevikalp` (Cevikalp, Larlus, Douze, Jurie, local subspace classifiers) or `prls` (Yang, King, Lyu, partially penalized RLS); or `all`: every paper, the cross-paper comparison and the report.", show_default=False)],
     results: Annotated[Path, typer.Option("--results", help="Folder holding one run folder per experiment.")] = Path("results"),
     jobs: JobsOpt = 2,
     data_dir: DataDirOpt = None,
@@ -36,7 +39,8 @@ def reproduce(
     max_fits: MaxFitsOpt = None,
     cluster: ClusterOpt = None,
 ) -> None:
-    """Run every experiment of a paper, then check the paper's claims from our numbers.
+    """Run every experiment of a paper, then check the paper's claims from our numbers; `all`:
+    every paper, then the cross-paper ranking, then the report.
 
     Each experiment is a spec under configs/ (run into `RESULTS/<spec name>/`, resumable);
     the runs the claims read are rerun with permuted training rows and another BLAS thread
@@ -45,20 +49,112 @@ def reproduce(
     table go to `RESULTS/<paper>_claims/`.
     With everything recorded, a rerun only rebuilds tables and figures.
 
+    `lkm reproduce all` does this for every paper in turn (lpl, npps, lrr, cevikalp, prls),
+    then runs configs/cross_paper.yaml (every method on the shared datasets under one
+    protocol) and writes its ranking, then writes the report: `RESULTS/report/index.html`
+    (static, open it in a browser) and `RESULTS/report/report.md` — with `--smoke`,
+    `RESULTS/report-smoke/`. A paper whose fits fail does not stop the others (exit 1 at
+    the end). `lkm report --all` rebuilds the report alone from what is recorded.
+
     Examples: `lkm reproduce lpl` (= `make reproduce-lpl`), `lkm reproduce npps --smoke` (CI),
-    `lkm reproduce lrr --cluster tcp://scheduler:8786` (every fit on a dask cluster).
+    `lkm reproduce lrr --cluster tcp://scheduler:8786` (every fit on a dask cluster),
+    `lkm reproduce all --jobs 2` (= `make reproduce`), `lkm reproduce all --smoke`.
     """
     from lkm.papers import PAPERS
 
     try:
         _data_dir(data_dir)
-        if paper not in PAPERS:
-            raise LkmError(f"unknown paper {paper!r}{did_you_mean(paper, PAPERS)}; known: {', '.join(PAPERS)}")
-        module = PAPERS[paper]
+        if paper != ALL and paper not in PAPERS:
+            raise LkmError(f"unknown paper {paper!r}{did_you_mean(paper, [*PAPERS, ALL])}; "
+                           f"known: {', '.join(PAPERS)}, or {ALL}")
         with engine(jobs, cluster, False, cluster_label(ctx)) if cluster else contextlib.nullcontext() as on_cluster:
-            _reproduce(module, results, jobs, smoke, progress, max_fits, on_cluster)
+            if paper == ALL:
+                _reproduce_all(results, jobs, smoke, progress, max_fits, on_cluster)
+            else:
+                _reproduce(PAPERS[paper], results, jobs, smoke, progress, max_fits, on_cluster)
     except LkmError as exc:
         raise _fail(exc, 1 if "fits failed" in str(exc) else 2) from None
+
+
+#: `lkm reproduce all`: every paper, the cross-paper comparison, the report.
+ALL = "all"
+
+
+def _reproduce_all(results: Path, jobs: int, smoke: bool, progress: bool, max_fits, cluster) -> None:
+    """Every paper of lkm.papers.PAPERS (a paper whose fits fail does not stop the others),
+    the cross-paper spec and its ranking when they exist, then the report folder."""
+    from lkm.papers import PAPERS
+    from lkm.report.site import CROSS_SPEC, build_site
+
+    failed = []
+    for key, module in PAPERS.items():
+        console.print(_line((f"== {key}", "bold"), f": {module.claims.TITLE}" if hasattr(module, "claims") else ""))
+        try:
+            _reproduce(module, results, jobs, smoke, progress, max_fits, cluster)
+        except LkmError as exc:
+            if "fits failed" not in str(exc):
+                raise
+            failed.append(key)
+    errors = []
+    if Path(CROSS_SPEC).is_file():
+        console.print(_line(("== cross-paper", "bold"), f": {CROSS_SPEC}"))
+        try:
+            _cross_paper(results, jobs, smoke, progress, max_fits, cluster)
+        except LkmError as exc:  # the papers' report is still worth writing
+            err_console.print(_line(("error:", "bold red"), f" cross-paper: {exc}"), soft_wrap=True)
+            errors.append(f"cross-paper: {exc}")
+        except typer.Exit as exc:
+            if exc.exit_code != 1:
+                raise
+            failed.append("cross-paper")
+    else:
+        err_console.print(_line(("note:", "yellow"), f" {CROSS_SPEC} not found (run from the repository root): no cross-paper ranking"))
+    written = build_site(results, smoke=smoke)
+    _print_site(written)
+    if errors:
+        raise LkmError(errors[0])
+    if failed:
+        raise LkmError(f"some fits failed in: {', '.join(failed)} (see their records; the report shows what was recorded)")
+
+
+def _cross_paper(results: Path, jobs: int, smoke: bool, progress: bool, max_fits, cluster) -> None:
+    """The cross-paper spec's run, then its ranking (lkm.report.cross, when present)."""
+    from lkm.report.site import CROSS_SPEC
+    from lkm.spec import load_spec
+
+    spec = load_spec(CROSS_SPEC, smoke=smoke, max_fits=max_fits)
+    _print_notes(spec)
+    failed = None
+    try:
+        _run_spec(spec, CROSS_SPEC, results / spec.name, jobs, False, False, progress, cluster=cluster)
+    except typer.Exit as exc:  # failed fits: rank what was recorded, then say so
+        if exc.exit_code != 1:
+            raise
+        failed = exc
+    try:
+        from lkm.report.cross import write_cross_paper
+    except ImportError:
+        err_console.print(_line(("note:", "yellow"), " lkm.report.cross is not available yet: the report shows no ranking"))
+    else:
+        write_cross_paper(results, smoke)
+    if failed is not None:
+        raise failed
+
+
+#: What is still missing, printed after `lkm reproduce all` / `lkm report --all` (the rest: in the report).
+MISSING_LINES = 6
+
+
+def _print_site(written) -> None:
+    """The report's claim counts and where it is."""
+    counts = ", ".join(f"{name} {n}" for name, n in written.counts.items())
+    console.print(f"{written.claims} claims: {counts}", highlight=False)
+    for line in written.missing[:MISSING_LINES]:
+        err_console.print(_line(("missing:", "yellow"), f" {line}"), soft_wrap=True)
+    if len(written.missing) > MISSING_LINES:
+        err_console.print(_line(("missing:", "yellow"), f" ... and {len(written.missing) - MISSING_LINES} more"
+                                f" (each paper's \"Still missing\" in the report)"), soft_wrap=True)
+    console.print(f"report: {written.index} (and {written.markdown.name} beside it)", highlight=False)
 
 
 def _reproduce(module, results: Path, jobs: int, smoke: bool, progress: bool, max_fits, cluster) -> None:

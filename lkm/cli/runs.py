@@ -552,11 +552,35 @@ def _print_outputs(run_dir: Path, spec) -> None:
 
 
 @app.command()
-def report(run_dir: Annotated[Path, typer.Argument(help="A run directory written by `lkm run` or `lkm sweep`.", show_default=False)]) -> None:
-    """Rebuild tables and figures of RUN_DIR from its stored records, without refitting.
+def report(
+    run_dir: Annotated[Path | None, typer.Argument(help="A run directory written by `lkm run` or `lkm sweep` (not with --all).", show_default=False)] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Rebuild the report of every reproduction (RESULTS/report/: index.html, report.md, figures/) from the recorded runs, instead of one run's tables.")] = False,
+    results: Annotated[Path, typer.Option("--results", help="With --all: the folder holding the run folders (what `lkm reproduce --results` wrote).")] = Path("results"),
+    smoke: Annotated[bool, typer.Option("--smoke", help="With --all: the report of the smoke runs (`lkm reproduce all --smoke`), into RESULTS/report-smoke/.")] = False,
+) -> None:
+    """Rebuild tables and figures of RUN_DIR from its stored records, without refitting; or,
+    with --all, the report of every reproduction.
 
     Refuses (exit 2) a folder whose spec.yaml changed since the run or that lost its
-    plan.json: the tables would mix records of several spec versions."""
+    plan.json: the tables would mix records of several spec versions.
+
+    `--all` reads each paper's claims table, each run folder's tables, figures and
+    provenance, and the cross-paper ranking, and writes RESULTS/report/index.html (static:
+    open it in a browser, no server) and report.md; nothing is fitted (seconds). A run not
+    made yet is listed in the report with the command that makes it.
+
+    Examples: `lkm report results/quickstart`; `lkm report --all` (= `make report`);
+    `lkm report --all --smoke --results /tmp/smoke` (after `lkm reproduce all --smoke --results /tmp/smoke`).
+    """
+    if all_:
+        if run_dir is not None:
+            raise _fail(LkmError(f"give either RUN_DIR ({run_dir}) or --all, not both"))
+        _report_all(results, smoke)
+        return
+    if run_dir is None:
+        raise _fail(LkmError("give a run directory (e.g. `lkm report results/quickstart`), or --all for the report of every reproduction"))
+    if smoke:
+        raise _fail(LkmError("--smoke goes with --all (a run directory's own spec says whether it is a smoke run)"))
     from lkm.report import build_report
     from lkm.spec import load_spec
     from lkm.store import RunStore
@@ -580,3 +604,19 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A run directory written
     console.print(_files_line(written, run_dir))
     _print_report_warnings(written)
     _print_outputs(run_dir, spec)
+
+
+def _report_all(results: Path, smoke: bool) -> None:
+    """`lkm report --all`: the report folder from the recorded runs under ``results``."""
+    from lkm.cli.reproduce import _print_site
+    from lkm.report.site import build_site
+
+    try:
+        if not results.is_dir():
+            raise LkmError(f"--results: {results} is not a folder (run `lkm reproduce all{' --smoke' if smoke else ''}` first)")
+        started = time.perf_counter()
+        written = build_site(results, smoke=smoke)
+    except LkmError as exc:
+        raise _fail(exc) from None
+    _print_site(written)
+    console.print(f"rebuilt in {time.perf_counter() - started:.1f} s from the recorded runs (nothing fitted)", highlight=False)

@@ -1,0 +1,304 @@
+"""The report of every reproduction (lkm.report.site; `lkm report --all`, `lkm reproduce
+all`) built from the smoke runs of all five papers: every claim once on the first screen,
+every image it references present, no link leaving the folder, well-formed HTML (a
+strict XML parser: the page is polyglot HTML5), report.md with the same claims, and —
+when Debian's chromium is installed — a headless screenshot."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from lkm.cli import app
+from lkm.papers import PAPERS
+from lkm.report import site
+from lkm.report.site import Table, build_site, verdict_class, with_differences
+from lkm.spec import load_spec
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def smoke_all(smoke_results) -> Path:
+    """The results folder holding the smoke runs of every paper."""
+    for key in PAPERS:
+        root = smoke_results(key)
+    return root
+
+
+@pytest.fixture(scope="module")
+def built(smoke_all: Path, tmp_path_factory) -> Path:
+    """The report of the smoke runs, in this module's own folder (the results folder is
+    shared with other test modules and workers: read only here)."""
+    out = tmp_path_factory.mktemp("site") / "report"
+    files = build_site(smoke_all, out=out, smoke=True)
+    assert files.index == out / "index.html" and files.markdown == out / "report.md"
+    return out
+
+
+def _document(out: Path) -> ET.Element:
+    text = (out / "index.html").read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>\n")
+    return ET.fromstring(text.split("\n", 1)[1])  # strict: any unclosed tag or bare & fails
+
+
+def _claims(root: Path, key: str) -> list[str]:
+    df = pd.read_csv(root / f"{key}_claims-smoke" / "claims.csv", dtype=str, keep_default_na=False)
+    return list(df["#"])
+
+
+def test_the_page_is_well_formed_and_its_ids_are_unique(built: Path) -> None:
+    doc = _document(built)
+    assert doc.tag == "html" and doc.get("lang") == "en"
+    assert doc.find("head/meta").get("charset") == "utf-8"
+    assert not list(doc.iter("script")), "the report needs no JavaScript"
+    ids = [el.get("id") for el in doc.iter() if el.get("id")]
+    assert len(ids) == len(set(ids)), [i for i in ids if ids.count(i) > 1]
+
+
+def test_every_claim_of_every_paper_appears_once_on_the_first_screen(built: Path, smoke_all: Path) -> None:
+    doc = _document(built)
+    table = next(t for t in doc.iter("table") if t.get("id") == "claims")
+    hrefs = [a.get("href") for a in table.iter("a")]
+    total = 0
+    for key in PAPERS:
+        numbers = _claims(smoke_all, key)
+        assert numbers, key
+        total += len(numbers)
+        for n in numbers:
+            anchor = f"#{key}-claim-{re.sub(r'[^A-Za-z0-9_-]+', '-', n)}"
+            assert hrefs.count(anchor) == 1, (key, n)
+    assert len(table.find("tbody")) == total
+    # each row carries its verdict class; every smoke verdict is marked as such
+    for row in table.find("tbody"):
+        verdict = next(td for td in row if "verdict" in (td.get("class") or ""))
+        assert "v-smoke" in verdict.get("class") and verdict.text.startswith("smoke: not evidence")
+    text = ET.tostring(doc, encoding="unicode", method="text")
+    for name in ("holds:", "partly:", "does not hold:", "fragile:", "not shown:"):
+        assert name in text
+
+
+def test_every_link_stays_inside_the_folder_and_every_image_exists(built: Path) -> None:
+    from PIL import Image
+
+    doc = _document(built)
+    ids = {el.get("id") for el in doc.iter() if el.get("id")}
+    images = [img.get("src") for img in doc.iter("img")]
+    links = [a.get("href") for a in doc.iter("a")]
+    assert images and len(images) == len(list((built / "figures").rglob("*.png")))
+    for ref in images + links:
+        assert ref, "empty link"
+        if ref.startswith("#"):
+            assert ref[1:] in ids, f"no element with id {ref}"
+            continue
+        parsed = urlparse(ref)
+        assert not parsed.scheme and not parsed.netloc, ref
+        assert not ref.startswith("/") and ".." not in Path(unquote(parsed.path)).parts, ref
+        target = (built / unquote(parsed.path)).resolve()
+        assert target.is_relative_to(built.resolve()) and target.is_file(), ref
+    for ref in images:
+        with Image.open(built / ref) as im:
+            im.verify()
+
+
+def test_paper_sections_hold_tables_figures_settings_and_differences(built: Path) -> None:
+    html = (built / "index.html").read_text(encoding="utf-8")
+    for key in PAPERS:
+        assert f'id="paper-{key}"' in html
+        for experiment in PAPERS[key].SPECS:
+            name = load_spec(REPO / experiment.spec, smoke=True).name
+            assert f'id="run-{name}"' in html, name
+    assert "settings and data versions" in html and "sha256" in html
+    # LRR's artificial sets are far from the paper's numbers: flagged, linking to the cause
+    assert 'class="differs"' in html and 'href="#lrr-differ"' in html and 'id="lrr-differ"' in html
+    assert "ours − paper" in html
+    assert 'id="cross-paper"' in html and 'id="environment"' in html
+
+
+def test_report_md_has_the_same_claims_and_images(built: Path, smoke_all: Path) -> None:
+    md = (built / "report.md").read_text(encoding="utf-8")
+    for key in PAPERS:
+        for n in _claims(smoke_all, key):
+            anchor = f"{key}-claim-{re.sub(r'[^A-Za-z0-9_-]+', '-', n)}"
+            assert md.count(f"](#{anchor})") == 1, (key, n)
+            assert f'<a id="{anchor}"></a>' in md
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
+    assert images
+    for ref in images:
+        assert not urlparse(ref).scheme and not ref.startswith("/") and ".." not in ref, ref
+        assert (built / ref).is_file(), ref
+
+
+def test_lkm_report_all_rebuilds_from_the_recorded_runs(smoke_all: Path) -> None:
+    # the results folder is shared between workers: one report build at a time
+    with open(smoke_all / ".report.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        res = CliRunner().invoke(app, ["report", "--all", "--smoke", "--results", str(smoke_all)],
+                                 catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert str(smoke_all / "report-smoke" / "index.html") in res.output
+    assert "nothing fitted" in res.output
+    assert (smoke_all / "report-smoke" / "report.md").is_file()
+
+
+def test_report_wants_a_run_dir_or_all() -> None:
+    res = CliRunner().invoke(app, ["report"])
+    assert res.exit_code == 2 and "--all" in res.output
+    res = CliRunner().invoke(app, ["report", "some_dir", "--all"])
+    assert res.exit_code == 2 and "not both" in res.output
+
+
+def _copy_results(src: Path, dst: Path) -> None:
+    """Copy a results folder that another worker may be writing (atomic renames): a
+    file gone by the time it is copied is skipped; no lock files, no report."""
+    for path in src.rglob("*"):
+        rel = path.relative_to(src)
+        if rel.parts[0].startswith(("report", ".")) or path.name in (".lkm-lock",) or path.name.startswith(".lkm-tmp-"):
+            continue
+        if path.is_file():
+            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                shutil.copy2(path, dst / rel)
+            except FileNotFoundError:
+                pass
+
+
+def test_reproduce_all_resumes_every_paper_then_writes_the_report(smoke_all: Path, data_dir: Path, tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    results = tmp_path / "results"
+    _copy_results(smoke_all, results)
+    # one paper rerun (nothing new to fit) keeps this test short; no cross-paper spec
+    monkeypatch.setattr("lkm.papers.PAPERS", {"lrr": PAPERS["lrr"]})
+    monkeypatch.setattr(site, "CROSS_SPEC", "configs/no_such_cross_paper.yaml")
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("LKM_DATA_DIR", str(data_dir))
+    res = CliRunner().invoke(app, ["reproduce", "all", "--smoke", "--results", str(results), "--no-progress"],
+                             catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert "nothing new to fit" in res.output and "no cross-paper ranking" in res.output
+    index = results / "report-smoke" / "index.html"
+    assert f"report: {index}" in res.output.replace("\n", "")
+    assert 'id="paper-lrr"' in index.read_text(encoding="utf-8")
+
+
+def test_reproduce_rejects_an_unknown_key() -> None:
+    res = CliRunner().invoke(app, ["reproduce", "alll"])
+    assert res.exit_code == 2 and "all" in res.output
+
+
+def test_a_report_with_nothing_run_says_what_makes_each_part(tmp_path: Path) -> None:
+    """An empty results folder: every paper listed with the command that reproduces it; a
+    cross-paper summary present alone is shown (ranking table, Friedman test, figure)."""
+    from PIL import Image
+
+    cross = tmp_path / "cross_paper_summary"
+    cross.mkdir()
+    pd.DataFrame({"method": ["LPL", "SVM"], "average rank": [1.25, 1.75]}).to_csv(cross / "ranking.csv", index=False)
+    (cross / "ranking.md").write_text("**average ranks over 4 datasets**\n\n| method | average rank |\n|:--|--:|\n"
+                                      "| LPL | 1.25 |\n| SVM | 1.75 |\n", encoding="utf-8")
+    (cross / "friedman.json").write_text(json.dumps({"chi2": 1.0, "p": 0.32, "n_datasets": 4}), encoding="utf-8")
+    Image.new("RGB", (40, 20), "white").save(cross / "critical_difference.png")
+    files = build_site(tmp_path)
+    assert files.index == tmp_path / "report" / "index.html" and files.claims == 0
+    doc = _document(tmp_path / "report")
+    text = ET.tostring(doc, encoding="unicode", method="text")
+    for key in PAPERS:
+        assert f"lkm reproduce {key}" in text
+    assert "average ranks over 4 datasets" in text and "chi2" in text
+    assert [img.get("src") for img in doc.iter("img")] == ["figures/cross_paper_summary/critical_difference.png"]
+    assert (tmp_path / "report" / "figures" / "cross_paper_summary" / "critical_difference.png").is_file()
+    assert any("lkm reproduce lpl" in m for m in files.missing)
+    # a rebuild after the figure is gone removes its copy
+    (cross / "critical_difference.png").unlink()
+    build_site(tmp_path)
+    assert not (tmp_path / "report" / "figures" / "cross_paper_summary").exists()
+
+
+def test_the_cross_paper_ranking_is_shown_when_written(data_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    """The smoke cross-paper run and lkm.report.cross's ranking: the report's cross-paper
+    section shows the ranking table, the Friedman test and the critical-difference figure."""
+    cross = pytest.importorskip("lkm.report.cross")
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("LKM_DATA_DIR", str(data_dir))
+    spec = load_spec(REPO / site.CROSS_SPEC, smoke=True)
+    res = CliRunner().invoke(app, ["run", site.CROSS_SPEC, "--smoke", "--out", str(tmp_path / spec.name), "--jobs", "2",
+                                   "--no-progress"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    cross.write_cross_paper(tmp_path, True)
+    build_site(tmp_path, smoke=True)
+    out = tmp_path / "report-smoke"
+    doc = _document(out)
+    section = next(s for s in doc.iter("section") if s.get("id") == "cross-paper")
+    text = ET.tostring(section, encoding="unicode", method="text")
+    assert "not run yet" not in text and "average rank" in text.lower() and "chi2" in text
+    images = [img.get("src") for img in section.iter("img")]
+    assert images and images[0].endswith("critical_difference.png") and (out / images[0]).is_file()
+    assert "settings and data versions" in text
+
+
+def test_without_a_cross_paper_summary_the_report_says_how_to_make_it(tmp_path: Path) -> None:
+    build_site(tmp_path, smoke=True)
+    md = (tmp_path / "report-smoke" / "report.md").read_text(encoding="utf-8")
+    assert "lkm run configs/cross_paper.yaml --smoke" in md
+
+
+@pytest.mark.parametrize("cell, expected", [
+    ("holds", ("holds", False)),
+    ("does not hold", ("does not hold", False)),
+    ("partly", ("partly", False)),
+    ("not shown", ("not shown", False)),
+    ("n/a", ("n/a", False)),
+    ("fragile (holds / not shown under permuted training rows, 2 BLAS threads)", ("fragile", False)),
+    ("smoke: not evidence (does not hold)", ("does not hold", True)),
+    ("smoke: not evidence (fragile (does not hold / not shown under x))", ("fragile", True)),
+    ("same (partly)", ("partly", False)),
+])
+def test_verdict_classes(cell: str, expected: tuple[str, bool]) -> None:
+    assert verdict_class(cell) == expected
+
+
+def test_differences_are_added_and_rows_beyond_two_points_flagged() -> None:
+    t = Table("x", "cap", ["dataset", "test % (ours)", "test % (paper)", "fit s (ours)", "fit s (paper)"],
+              [["a", "90.00 ± 1.0", "91.50", "1.0", "9.0"], ["b", "80.00", "85.00", "1", "1"], ["c", "70", "–", "1", "1"]])
+    out = with_differences(t, "p-differ", "where we differ (docs/reproductions/p.md)")
+    assert out.columns == ["dataset", "test % (ours)", "test % (paper)", "test %: ours − paper",
+                           "fit s (ours)", "fit s (paper)"]
+    assert [r[3] for r in out.rows] == ["-1.50", "-5.00", "–"]
+    assert out.flags[0] == "" and out.flags[2] == ""
+    assert out.flags[1].startswith("test % differs by -5.00 points") and out.link == "p-differ"
+    metric = Table("y", "", ["metric", "paper", "ours"], [["accuracy", "95.0", "92.0 ± 0.1"], ["fit_seconds", "6", "0.5"]])
+    out = with_differences(metric, None, "there")
+    assert [r[-1] for r in out.rows] == ["-3.00", "–"] and out.flags[1] == ""
+
+
+@pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed (/usr/bin/chromium): "
+                                                   "`apt-get install -y chromium` to check the page renders")
+def test_a_headless_browser_renders_the_page(built: Path, tmp_path: Path) -> None:
+    from PIL import Image
+
+    shot = tmp_path / "screenshot.png"
+    proc = subprocess.run(
+        [str(CHROMIUM), "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars",
+         f"--screenshot={shot}", "--window-size=1280,2000", (built / "index.html").as_uri()],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert shot.is_file() and shot.stat().st_size > 10_000, proc.stderr[-2000:]
+    with Image.open(shot) as im:
+        assert im.size == (1280, 2000)
+        colors = im.convert("RGB").getcolors(maxcolors=1 << 16)
+        assert colors is None or len(colors) > 20, "a blank page"
+    # every image the page shows is a PNG the browser can decode (no broken image)
+    for img in _document(built).iter("img"):
+        with Image.open(built / img.get("src")) as im:
+            im.load()
