@@ -78,10 +78,13 @@ class Paired:
         if not self.tested:
             return f"{scale * self.mean:+.2f}{unit} (1 split, untested)"
         return (f"{scale * self.mean:+.2f}{unit} [{scale * self.ci_low:+.2f}, {scale * self.ci_high:+.2f}], "
-                f"p {_fmt_p(self.p)}")
+                f"p {format_p(self.p)}")
 
 
-def _fmt_p(p: float) -> str:
+def format_p(p: float | None) -> str:
+    """A p-value as every table prints it: ``< 0.001``, ``0.023``, ``0.15``; "–" for none."""
+    if p is None or math.isnan(p):
+        return "–"
     return "< 0.001" if p < 0.001 else f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
 
 

@@ -33,7 +33,7 @@ from lkm.report.core import aggregate, select_best
 from lkm.report.paired import compare, compare_scores, setting_scores, split_scores
 from lkm.report.registry import ReportContext
 from lkm.spec import Spec, load_spec, spec_from_dict
-from lkm.stats import Paired, count_words
+from lkm.stats import Paired, count_words, format_p
 from lkm.store import RunStore
 
 #: The fragility check's perturbation (:class:`lkm.spec.PerturbSpec`): a seeded
@@ -287,7 +287,7 @@ class ClaimEffect:
         if len(tested) == 1:
             (r,) = tested.values()
             ci = f"[{scale * r.ci_low:+.2f}, {scale * r.ci_high:+.2f}]" if r.tested else "–"
-            p = f", p {_format_p(r.p)}" if r.tested else " (one split: untested)"
+            p = f", p {format_p(r.p)}" if r.tested else " (one split: untested)"
             return cls(f"{scale * r.mean:+.2f}{unit}", ci, per_set + p)
         means = [r.mean for r in tested.values()]
         over = paired_test(means, [0.0] * len(means))
@@ -295,10 +295,6 @@ class ClaimEffect:
         return cls(f"{scale * over.mean:+.2f}{unit} (mean of {len(means)} sets)",
                    f"[{scale * over.ci_low:+.2f}, {scale * over.ci_high:+.2f}]",
                    f"{per_set}; significant on {significant} of {len(means)} sets")
-
-
-def _format_p(p: float) -> str:
-    return "< 0.001" if p < 0.001 else f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
 
 
 #: The effects noted while a claim is evaluated (:func:`note_effect`); None outside claim_row.

@@ -23,7 +23,6 @@ This module reads stored records only (nothing is fitted) and imports no paper.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ import pandas as pd
 
 from lkm.errors import LkmError
 from lkm.report.core import RATE, aggregate, load_pyplot, save_figure, select_best, write_table
-from lkm.stats import ALPHA, Friedman, friedman, nemenyi_cd, nemenyi_q, rank_matrix
+from lkm.stats import ALPHA, Friedman, format_p, friedman, nemenyi_cd, nemenyi_q, rank_matrix
 
 #: The spec of the comparison and the name of its run folder (``results/cross_paper``).
 CROSS_SPEC = "configs/cross_paper.yaml"
@@ -144,12 +143,6 @@ def nemenyi_groups(ranks: dict[str, float], cd: float) -> list[list[str]]:
 
 def _fmt_rank(r: float) -> str:
     return f"{r:g}" if float(r).is_integer() or float(r * 2).is_integer() else f"{r:.2f}"
-
-
-def _fmt_p(p: float) -> str:
-    if p is None or math.isnan(p):
-        return "–"
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
 def ranking_table(scores: pd.DataFrame) -> tuple[pd.DataFrame, Friedman, list[str]]:
@@ -298,8 +291,8 @@ def write_cross_paper(root: Path, smoke: bool = False, alpha: float = ALPHA) -> 
         caption += "; data sets left out: " + ", ".join(f"{d} ({w})" for d, w in dropped_sets.items())
     verdict = "reject" if result.significant(alpha) else "do not reject"
     notes = [
-        f"Friedman chi²_F = {result.chi2:.2f} (df {result.df1}), p = {_fmt_p(result.p_chi2)}; Iman–Davenport "
-        f"F_F = {result.f_f:.2f} (df {result.df1}, {result.df2}), p = {_fmt_p(result.p_f)}: {verdict} "
+        f"Friedman chi²_F = {result.chi2:.2f} (df {result.df1}), p = {format_p(result.p_chi2)}; Iman–Davenport "
+        f"F_F = {result.f_f:.2f} (df {result.df1}, {result.df2}), p = {format_p(result.p_f)}: {verdict} "
         f"'all methods are equivalent' at α = {alpha:g}.",
         f"Nemenyi critical difference CD = q_α·sqrt(k(k+1)/(6N)) = {q:.3f}·sqrt({k}·{k + 1}/(6·{n})) = {cd:.2f}: "
         "average ranks closer than CD are not significantly different (critical_difference.png joins them).",
@@ -315,7 +308,7 @@ def write_cross_paper(root: Path, smoke: bool = False, alpha: float = ALPHA) -> 
     }
     paths.append(atomic_write(out / "friedman.json", json.dumps(payload, indent=1, ensure_ascii=False) + "\n"))
     title = (f"{'SMOKE RUN (not evidence) — ' if smoke else ''}Cross-paper ranking: average ranks of k = {k} methods "
-             f"over N = {n} data sets (1 = best); Friedman test (Iman–Davenport F_F) p = {_fmt_p(result.p_f)}; "
+             f"over N = {n} data sets (1 = best); Friedman test (Iman–Davenport F_F) p = {format_p(result.p_f)}; "
              f"bars join methods within the Nemenyi critical difference at α = {alpha:g}")
     paths += critical_difference_figure({m: result.ranks[m] for m in order}, cd, n, out / "critical_difference",
                                         alpha=alpha, title=title)
