@@ -39,13 +39,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
+from lkm.papers.common import EFFECT_COLUMNS
+from lkm.papers.common import SMOKE_LABEL as SMOKE_PREFIX
+from lkm.report.core import markdown_table
+from lkm.report.cross import CROSS_SPEC
+from lkm.report.cross import SUMMARY_NAME as CROSS_SUMMARY
+
 #: The source tree (configs/ and docs/ live here in a checkout).
 REPO = Path(__file__).resolve().parents[2]
 #: The cross-paper spec and the folder its ranking is written to (lkm.report.cross).
-CROSS_SPEC = "configs/cross_paper.yaml"
-CROSS_SUMMARY = "cross_paper_summary"
 #: A claims table's effect columns (lkm.papers.common adds them); "–" where absent.
-EFFECT_COLUMNS = ("effect", "95% CI", "test")
 #: Rows whose ours − paper exceeds this many points (percent) are flagged.
 DIFF_POINTS = 2.0
 #: ``metric`` values of a ``paper``/``ours`` table that are rates in percent.
@@ -56,7 +59,6 @@ FOLD_ROWS = 30
 FOLDED = frozenset({"timing", "sweep", "knn_invariance_rows", "scaling_sizes"})
 #: Verdict classes, in the order the summary counts them.
 VERDICT_CLASSES = ("holds", "partly", "does not hold", "fragile", "not shown", "n/a")
-SMOKE_PREFIX = "smoke: not evidence"
 DASH = "–"
 
 
@@ -1058,14 +1060,12 @@ def render_html(site: Site) -> str:
 
 
 # -- Markdown --------------------------------------------------------------------------------
-def _md_cell(v: Any) -> str:
-    return str(v).replace("|", "\\|").replace("\n", " ").strip() or " "
-
-
 def md_table(columns: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(_md_cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
+    """Cells as one-line text through the project's one Markdown table writer."""
+    import pandas as pd
+
+    return markdown_table(pd.DataFrame([[" ".join(str(v).split()) for v in row] for row in rows],
+                                       columns=[" ".join(str(c).split()) for c in columns]))
 
 
 def _table_md(t: Table) -> str:
