@@ -305,8 +305,6 @@ def execute(
 
     if groups or studies:
         prep = plan.spec.preprocessing
-        # a reused worker may have started in another working directory: an absolute path
-        sink: RecordSink | None = StoreAppender(str(store.root.absolute())) if cluster is None else None
         args = [
             (run_job, (plan.datasets[ds].X, plan.datasets[ds].y, tasks, prep, plan.spec.score_train))
             for (ds, _, _), tasks in groups.items()
@@ -320,7 +318,8 @@ def execute(
         order = np.argsort([-s for s in sizes], kind="stable")
         if cluster is not None:  # the cluster gives each job the sink that hands records back
             cluster.run((args[i] for i in order), on_result=collect, on_record=write, on_wait=report_progress)
-        else:
+        else:  # local workers append their records (a reused worker may have started elsewhere: absolute path)
+            sink = StoreAppender(str(store.root.absolute()))
             ordered = ((fn, (sink, *rest)) for fn, rest in (args[i] for i in order))
             if in_process:
                 run_in_process(ordered, on_result=collect)
