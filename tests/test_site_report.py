@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
+from fnmatch import fnmatchcase
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -20,7 +21,9 @@ import pytest
 from typer.testing import CliRunner
 
 from lkm.cli import app
+from lkm.errors import LkmError
 from lkm.papers import PAPERS
+from lkm.papers.common import Difference, paper_differences
 from lkm.report import site
 from lkm.report.site import Table, build_site, verdict_class, with_differences
 from lkm.spec import load_spec
@@ -271,15 +274,78 @@ def test_verdict_classes(cell: str, expected: tuple[str, bool]) -> None:
 def test_differences_are_added_and_rows_beyond_two_points_flagged() -> None:
     t = Table("x", "cap", ["dataset", "test % (ours)", "test % (paper)", "fit s (ours)", "fit s (paper)"],
               [["a", "90.00 ± 1.0", "91.50", "1.0", "9.0"], ["b", "80.00", "85.00", "1", "1"], ["c", "70", "–", "1", "1"]])
-    out = with_differences(t, "p-differ", "where we differ (docs/reproductions/p.md)")
+    out = with_differences(t, "p-differ")
     assert out.columns == ["dataset", "test % (ours)", "test % (paper)", "test %: ours − paper",
                            "fit s (ours)", "fit s (paper)"]
     assert [r[3] for r in out.rows] == ["-1.50", "-5.00", "–"]
-    assert out.flags[0] == "" and out.flags[2] == ""
-    assert out.flags[1].startswith("test % differs by -5.00 points") and out.link == "p-differ"
+    assert out.flags == ["", f"test % -5.00 points: {site.NO_CAUSE}", ""] and out.link == "p-differ"
     metric = Table("y", "", ["metric", "paper", "ours"], [["accuracy", "95.0", "92.0 ± 0.1"], ["fit_seconds", "6", "0.5"]])
-    out = with_differences(metric, None, "there")
-    assert [r[-1] for r in out.rows] == ["-3.00", "–"] and out.flags[1] == ""
+    out = with_differences(metric)
+    assert [r[-1] for r in out.rows] == ["-3.00", "–"] and out.flags == [f"accuracy -3.00 points: {site.NO_CAUSE}", ""]
+
+
+def test_ours_paper_cells_and_paper_apostrophe_columns_are_compared() -> None:
+    cells = Table("t2", "each cell: ours (paper)", ["dataset", "patterns ALL", "error ALL %"],
+                  [["pima", "614 (615)", "25.32 (29.90)"], ["xor", "600 (600)", "7.60 (8.00)"]])
+    out = with_differences(cells)
+    assert out.columns[-1] == "error ALL %: ours − paper" and [r[-1] for r in out.rows] == ["-4.58", "-0.40"]
+    assert out.flags[0].startswith("error ALL % -4.58 points") and out.flags[1] == ""
+    apostrophe = Table("t1", "", ["method", "paper's error %", "ours, paper's K: error % (errors)", "ours, tuned: error % (errors)"],
+                       [["SVM", "6.32", "10.51 (211/2007)", "8.67 (174/2007)"]])
+    out = with_differences(apostrophe)
+    assert out.columns == ["method", "paper's error %", "ours, paper's K: error % (errors)", "ours, paper's K − paper",
+                           "ours, tuned: error % (errors)", "ours, tuned − paper"]
+    assert out.rows[0][3] == "+4.19" and out.rows[0][5] == "+2.35"
+    assert out.flags[0] == f"error % (ours, paper's K) +4.19, error % (ours, tuned) +2.35 points: {site.NO_CAUSE}"
+
+
+def test_a_flagged_row_names_the_first_cause_that_matches_it() -> None:
+    causes = [
+        Difference("the hard vicinity", runs=("lrr_art*",), rows=(("method", ("*-hard",)),)),
+        Difference("training fits", quantities=("training %",)),
+        Difference("the settings", runs=("lrr_artificial", "lrr_uci")),
+    ]
+    t = Table("s", "", ["dataset", "method", "testing % (ours)", "testing % (paper)", "training % (ours)", "training % (paper)"],
+              [["art-2", "LRR1-hard", "62.5", "86.25", "70", "71"], ["art-2", "RLS", "96", "81", "70", "99"],
+               ["art-2", "LRR1", "96", "95", "70", "70.5"]])
+    out = with_differences(t, "lrr-differ", site.cause_finder("lrr_artificial", causes))
+    assert out.flags == ["testing % -23.75 points: the hard vicinity",
+                         "testing % +15.00 points: the settings; training % -29.00 points: training fits", ""]
+    elsewhere = with_differences(t, None, site.cause_finder("lrr_benchmark", causes))
+    assert elsewhere.flags[0] == f"testing % -23.75 points: {site.NO_CAUSE}"
+
+
+def test_a_bad_differences_file_is_one_line_naming_the_file_and_key(tmp_path: Path, monkeypatch) -> None:
+    package = tmp_path / "mypaper"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (package / "differences.yaml").write_text("- cause: data\n  dataset: sonar\n")
+    with pytest.raises(LkmError, match=r"^mypaper/differences.yaml: \[0\]\.dataset: unknown key") as err:
+        paper_differences("mypaper")
+    assert "\n" not in str(err.value)
+    (package / "differences.yaml").write_text("- runs: x\n")
+    with pytest.raises(LkmError, match=r"\[0\]\.cause: a one-sentence cause is required"):
+        paper_differences("mypaper")
+    (package / "differences.yaml").write_text("- {cause: c, rows: {dataset: []}}\n")
+    with pytest.raises(LkmError, match=r"\[0\]\.rows\.dataset: expected a name or a list"):
+        paper_differences("mypaper")
+
+
+@pytest.mark.parametrize("key", sorted(PAPERS))
+def test_every_named_cause_refers_to_runs_datasets_and_methods_of_its_paper(key: str) -> None:
+    """A typo in differences.yaml would silently match nothing: every pattern must match
+    a spec name, dataset or method of the paper's experiments."""
+    module = PAPERS[key]
+    specs = [load_spec(REPO / e.spec) for e in module.SPECS]
+    known = {"runs": {s.name for s in specs},
+             "dataset": {d.id for s in specs for d in s.datasets},
+             "method": {m.name for s in specs for m in s.methods}}
+    for cause in paper_differences(module.__name__):
+        checks = [("runs", cause.runs), *((c, v) for c, v in cause.rows if c in known)]
+        for what, patterns in checks:
+            for pattern in patterns:
+                assert any(fnmatchcase(name, pattern) for name in known[what]), (key, what, pattern, cause.cause)
 
 
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason="Debian's chromium is not installed (/usr/bin/chromium): "

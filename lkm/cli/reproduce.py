@@ -149,6 +149,8 @@ def _print_site(written) -> None:
     """The report's claim counts and where it is."""
     counts = ", ".join(f"{name} {n}" for name, n in written.counts.items())
     console.print(f"{written.claims} claims: {counts}", highlight=False)
+    if written.differing:
+        console.print(written.differing, highlight=False)
     for line in written.missing[:MISSING_LINES]:
         err_console.print(_line(("missing:", "yellow"), f" {line}"), soft_wrap=True)
     if len(written.missing) > MISSING_LINES:

@@ -22,6 +22,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from lkm.errors import LkmError, did_you_mean
 from lkm.report.core import aggregate, select_best
 from lkm.report.paired import compare, compare_scores, setting_scores, split_scores
 from lkm.report.registry import ReportContext
@@ -137,6 +139,76 @@ def paper_values(package: str) -> dict[str, Any]:
     """The numbers a paper prints, from ``paper_values.yaml`` of its package (e.g.
     ``lkm.papers.lpl``), each entry with ``where`` (section, table or figure)."""
     return yaml.safe_load((files(package) / "paper_values.yaml").read_text(encoding="utf-8"))
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A named cause for table rows where our number differs from the paper's by more
+    than the report's threshold (:data:`lkm.report.site.DIFF_POINTS`), from the
+    ``differences.yaml`` of a paper's package. It applies to a row when every condition
+    matches (shell-style patterns, :func:`fnmatch.fnmatchcase`): ``runs`` the run
+    folder's spec name, ``quantities`` the compared quantity (``accuracy %``, ``testing
+    %``, or the ``metric`` cell of a ``paper``/``ours`` table), ``rows`` a column → value
+    mapping (``dataset``, ``method``, ...). An empty condition matches everything."""
+
+    cause: str
+    runs: tuple[str, ...] = ()
+    quantities: tuple[str, ...] = ()
+    rows: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def matches(self, run: str, quantity: str, row: dict[str, str]) -> bool:
+        def any_of(value: str, patterns: tuple[str, ...]) -> bool:
+            return any(fnmatchcase(value.strip(), p) for p in patterns)
+
+        if self.runs and not any_of(run, self.runs):
+            return False
+        if self.quantities and not any_of(quantity, self.quantities):
+            return False
+        return all(column in row and any_of(row[column], values) for column, values in self.rows)
+
+
+#: The keys of one ``differences.yaml`` entry.
+DIFFERENCE_KEYS = ("cause", "runs", "quantities", "rows")
+
+
+def paper_differences(package: str) -> list[Difference]:
+    """The named causes of ``differences.yaml`` of a paper's package (none if absent), in
+    file order: the report names the first that matches a flagged row."""
+    resource = files(package) / "differences.yaml"
+    if not resource.is_file():
+        return []
+    where = f"{package.replace('.', '/')}/differences.yaml"
+    entries = yaml.safe_load(resource.read_text(encoding="utf-8"))
+    if not isinstance(entries, list):
+        raise LkmError(f"{where}: expected a list of causes, got {type(entries).__name__}")
+
+    def strings(value: Any, key: str) -> tuple[str, ...]:
+        values = value if isinstance(value, list) else [value]
+        if not values or not all(isinstance(v, str | int | float) and str(v).strip() for v in values):
+            raise LkmError(f"{where}: {key}: expected a name or a list of names, got {value!r}")
+        return tuple(str(v) for v in values)
+
+    out = []
+    for i, entry in enumerate(entries):
+        key = f"[{i}]"
+        if not isinstance(entry, dict):
+            raise LkmError(f"{where}: {key}: expected a mapping with {', '.join(DIFFERENCE_KEYS)}")
+        unknown = sorted(set(entry) - set(DIFFERENCE_KEYS))
+        if unknown:
+            raise LkmError(f"{where}: {key}.{unknown[0]}: unknown key{did_you_mean(str(unknown[0]), DIFFERENCE_KEYS)}")
+        cause = entry.get("cause")
+        if not isinstance(cause, str) or not cause.strip():
+            raise LkmError(f"{where}: {key}.cause: a one-sentence cause is required")
+        rows = entry.get("rows") or {}
+        if not isinstance(rows, dict):
+            raise LkmError(f"{where}: {key}.rows: expected a mapping column -> value(s)")
+        out.append(Difference(
+            " ".join(cause.split()),
+            strings(entry["runs"], f"{key}.runs") if "runs" in entry else (),
+            strings(entry["quantities"], f"{key}.quantities") if "quantities" in entry else (),
+            tuple((str(c), strings(v, f"{key}.rows.{c}")) for c, v in rows.items()),
+        ))
+    return out
 
 
 SMOKE_LABEL = "smoke: not evidence"

@@ -17,10 +17,13 @@ It reads only files the runs wrote:
   is at hand (copied into the report as text, links dropped: every link of the report
   stays inside its folder).
 
-Where a table has a paper column beside ours for a rate in percent (``X (ours)`` and
-``X (paper)``, or ``ours`` and ``paper`` with an accuracy/error ``metric``), the report adds
-the difference and flags rows differing by more than :data:`DIFF_POINTS` points, with a
-link to the paper's "where we differ" section.
+Where a table has the paper's number beside ours for a rate in percent (``X (ours)`` and
+``X (paper)``; ``paper's X`` and ``ours, …: X``; ``ours`` and ``paper`` with an
+accuracy/error ``metric``; or "ours (paper)" cells), the report adds the difference and
+flags rows differing by more than :data:`DIFF_POINTS` points with their named cause (the
+first entry of the paper's ``differences.yaml`` that matches the row,
+:class:`lkm.papers.common.Difference`) and a link to the paper's "where we differ"
+section.
 
 The HTML is well-formed XML (polyglot HTML5): the tests parse it with a strict XML parser.
 """
@@ -33,13 +36,13 @@ import re
 import shutil
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from lkm.papers.common import EFFECT_COLUMNS
+from lkm.papers.common import EFFECT_COLUMNS, Difference, paper_differences
 from lkm.papers.common import SMOKE_LABEL as SMOKE_PREFIX
 from lkm.report.core import markdown_table
 from lkm.report.cross import CROSS_SPEC
@@ -191,17 +194,36 @@ def read_table(md_path: Path) -> Table:
     return Table(md_path.stem, caption or md_path.stem, columns, rows, notes)
 
 
-def _pairs(columns: list[str]) -> list[tuple[str, int, int]]:
-    """``(stem, ours index, paper index)`` of every "X (ours)"/"X (paper)" pair, and of a
-    bare "ours"/"paper" pair (stem "")."""
+#: A cell holding ours and the paper's number, "0.60 (0.50)" (tables whose caption says
+#: "ours (paper)", e.g. NPPS's Table 2).
+_OURS_PAPER_CELL = re.compile(r"\s*([+\-−]?\d+(?:\.\d*)?)\s*\(([+\-−]?\d+(?:\.\d*)?)\)\s*")
+
+
+def _pairs(table: Table) -> list[tuple[str, int, int, str, str]]:
+    """``(quantity, ours index, paper index, name of the difference column, label)`` of every
+    comparison with the paper a table holds: "X (ours)" beside "X (paper)"; "paper's X"
+    beside "ours, <how>: X…"; a bare "ours"/"paper" pair (quantity ""; the ``metric``
+    cell names it per row); and, when the caption says "ours (paper)", every rate column
+    whose cells read "ours (paper)" (both indices that column)."""
+    columns = table.columns
     index = {c: i for i, c in enumerate(columns)}
     out = []
     for i, c in enumerate(columns):
         m = re.fullmatch(r"(.*\S)\s*\(ours\)", c)
         if m and f"{m.group(1)} (paper)" in index:
-            out.append((m.group(1), i, index[f"{m.group(1)} (paper)"]))
+            out.append((m.group(1), i, index[f"{m.group(1)} (paper)"], f"{m.group(1)}: ours − paper", m.group(1)))
+    for j, c in enumerate(columns):
+        m = re.fullmatch(r"paper's\s+(.*\S)", c)
+        for i, o in enumerate(columns if m else ()):
+            mo = re.fullmatch(r"(ours[^:]*):\s*(.*)", o)
+            if mo and mo.group(2).startswith(m.group(1)):
+                out.append((m.group(1), i, j, f"{mo.group(1)} − paper", f"{m.group(1)} ({mo.group(1)})"))
     if "ours" in index and "paper" in index:
-        out.append(("", index["ours"], index["paper"]))
+        out.append(("", index["ours"], index["paper"], "ours − paper (points)", ""))
+    if "ours (paper)" in table.caption:
+        for i, c in enumerate(columns):
+            if _is_rate(c) and any(_OURS_PAPER_CELL.fullmatch(r[i]) for r in table.rows):
+                out.append((c, i, i, f"{c}: ours − paper", c))
     return out
 
 
@@ -210,43 +232,73 @@ def _is_rate(stem: str) -> bool:
     return "%" in low or "accuracy" in low or "error" in low or "rate" in low
 
 
-def with_differences(table: Table, link: str | None, where: str) -> Table:
-    """``table`` with an "ours − paper" column after each pair that has none (rates in
-    percent only) and a flag for rows differing by more than :data:`DIFF_POINTS` points."""
-    pairs = _pairs(table.columns)
+def _ours_paper(row: list[str], io: int, ip: int) -> tuple[float | None, float | None]:
+    if io == ip:
+        m = _OURS_PAPER_CELL.fullmatch(row[io])
+        return (_number(m.group(1)), _number(m.group(2))) if m else (None, None)
+    return _number(row[io]), _number(row[ip])
+
+
+#: ``(quantity, the row's cells by column) -> cause`` of a flagged row (None: none named).
+CauseFor = Callable[[str, dict[str, str]], str | None]
+#: A flagged row's text when no cause matches it.
+NO_CAUSE = "no cause named yet"
+
+
+def with_differences(table: Table, link: str | None = None, cause_for: CauseFor | None = None) -> Table:
+    """``table`` with an "ours − paper" column after each comparison with the paper that
+    has none (rates in percent only), and a flag for rows differing by more than
+    :data:`DIFF_POINTS` points naming the cause ``cause_for`` gives (the paper's
+    differences.yaml), or :data:`NO_CAUSE`; ``link`` is the anchor of the paper's "where
+    we differ" text."""
+    pairs = _pairs(table)
     if not pairs:
         return table
     metric = table.columns.index("metric") if "metric" in table.columns else None
     has_diff = "ours − paper" in table.columns
     columns, rows = list(table.columns), [list(r) for r in table.rows]
-    flags = [""] * len(rows)
+    found: list[list[tuple[str, float, str]]] = [[] for _ in rows]
     inserts: list[tuple[int, str, list[str]]] = []
-    for stem, io, ip in pairs:
+    for stem, io, ip, name, label in pairs:
         if stem and not _is_rate(stem):
             continue
         diffs = []
         for r, row in enumerate(rows):
-            rate = stem != "" or (metric is not None and row[metric].strip().lower() in RATE_METRICS)
-            ours, paper = _number(row[io]), _number(row[ip])
-            if not rate or ours is None or paper is None:
+            quantity = stem or (row[metric].strip().lower() if metric is not None else "")
+            ours, paper = _ours_paper(row, io, ip)
+            if (not stem and quantity not in RATE_METRICS) or ours is None or paper is None:
                 diffs.append(DASH)
                 continue
             d = ours - paper
             diffs.append(f"{d:+.2f}")
             if abs(d) > DIFF_POINTS:
-                what = f"{stem} " if stem else ""
-                flags[r] = (flags[r] + "; " if flags[r] else "") + f"{what}differs by {d:+.2f} points"
+                cause = cause_for(quantity, dict(zip(table.columns, table.rows[r], strict=True))) if cause_for else None
+                found[r].append((label or quantity, d, cause or NO_CAUSE))
         if any(x != DASH for x in diffs) and not (has_diff and len(pairs) == 1):
-            name = f"{stem}: ours − paper" if stem else "ours − paper (points)"
             inserts.append((max(io, ip) + 1, name, diffs))
     for pos, name, diffs in sorted(inserts, key=lambda t: -t[0]):
         columns.insert(pos, name)
         for row, d in zip(rows, diffs, strict=True):
             row.insert(pos, d)
-    if not any(flags) and not inserts:
+    if not any(found) and not inserts:
         return table
-    flags = [f"{f} (> {DIFF_POINTS:g}): see {where}" if f else "" for f in flags]
+    flags = [_flag_text(parts) for parts in found]
     return Table(table.name, table.caption, columns, rows, table.notes, flags if any(flags) else [], link)
+
+
+def _flag_text(parts: list[tuple[str, float, str]]) -> str:
+    """"testing % -4.28, training % -26.45 points: <cause>; …", one clause per cause."""
+    by_cause: dict[str, list[str]] = {}
+    for stem, d, cause in parts:
+        by_cause.setdefault(cause, []).append(f"{stem} {d:+.2f}".strip())
+    return "; ".join(f"{', '.join(ds)} points: {cause}" for cause, ds in by_cause.items())
+
+
+def cause_finder(run: str, differences: list[Difference]) -> CauseFor:
+    """The first of a paper's ``differences`` that matches a flagged row of ``run``."""
+    def cause_for(quantity: str, row: dict[str, str]) -> str | None:
+        return next((d.cause for d in differences if d.matches(run, quantity, row)), None)
+    return cause_for
 
 
 # -- the model of the report -----------------------------------------------------------
@@ -339,6 +391,19 @@ class Site:
 
     def counts(self) -> Counter:
         return Counter(c.vclass for c in self.claims)
+
+    def differing_rows(self) -> tuple[int, int]:
+        """How many table rows differ from the paper by more than :data:`DIFF_POINTS`
+        points, and how many of them name no cause (:data:`NO_CAUSE`)."""
+        flags = [f for p in self.papers for run in p.runs for t in run.tables for f in t.flags if f]
+        return len(flags), sum(NO_CAUSE in f for f in flags)
+
+
+def differing_line(site: Site) -> str:
+    """"12 table rows differ from the paper by more than 2 points; each names its cause."""
+    flagged, unnamed = site.differing_rows()
+    tail = f"{unnamed} of them name no cause yet" if unnamed else "each names its cause"
+    return f"{flagged} table rows differ from the paper by more than {DIFF_POINTS:g} points; {tail}"
 
 
 def _slug(text: str) -> str:
@@ -454,11 +519,12 @@ def _paper_view(results: Path, key: str, module: Any, smoke: bool) -> PaperView:
     make = f"lkm reproduce {key}{suffix}"
     differ, differ_src = _differ_section(key)
     anchor = f"{key}-differ" if differ else None
-    where = f"where we differ ({differ_src})"
+    differences = paper_differences(module.__name__)
     perturbed = list(getattr(module, "PERTURBED", {}) or {})
     runs = [_run_view(results, e.spec, smoke, make, perturbed) for e in module.SPECS]
     for run in runs:
-        run.tables = [with_differences(t, anchor, where) for t in run.tables]
+        base = run.name.removesuffix("-smoke") if smoke else run.name
+        run.tables = [with_differences(t, anchor, cause_finder(base, differences)) for t in run.tables]
     folder = results / (f"{key}_claims-smoke" if smoke else f"{key}_claims")
     csv = folder / "claims.csv"
     claims: list[Claim] = []
@@ -768,7 +834,7 @@ section.paper{margin-top:2em}
 def _table_html(t: Table, cls: str = "") -> str:
     numeric = t.numeric
     flagged = bool(t.flags)
-    head = "".join(f"<th>{e(c)}</th>" for c in t.columns) + ("<th>vs the paper</th>" if flagged else "")
+    head = "".join(f"<th>{e(c)}</th>" for c in t.columns) + ("<th>beyond ±2 points: why</th>" if flagged else "")
     body = []
     for r, row in enumerate(t.rows):
         flag = t.flags[r] if flagged else ""
@@ -777,11 +843,8 @@ def _table_html(t: Table, cls: str = "") -> str:
                         else f'<td class="nw">{e(v)}</td>' if "±" in v and len(v) <= 20 else f"<td>{e(v)}</td>"
                         for j, v in enumerate(row))
         if flagged:
-            if flag and t.link:
-                text, _, where = flag.partition(": see ")
-                cells += f'<td class="flag">{e(text)}: see <a href="#{e(t.link)}">{e(where)}</a></td>'
-            else:
-                cells += f'<td class="flag">{e(flag)}</td>'
+            see = f' (<a href="#{e(t.link)}">where we differ</a>)' if flag and t.link else ""
+            cells += f'<td class="flag">{e(flag)}{see}</td>'
         body.append(f"<tr{attrs}>{cells}</tr>")
     table = (f'<div class="wrap"><table{f" class={chr(34)}{cls}{chr(34)}" if cls else ""}>'
              f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
@@ -1045,6 +1108,7 @@ def render_html(site: Site) -> str:
         banner,
         '<h2 id="claims-summary">The papers’ claims and our verdicts</h2>',
         _counts_html(site),
+        f'<p class="muted">{e(differing_line(site))} (the flagged rows of each paper’s tables).</p>',
         '<p class="muted">A verdict is decided by a test over the splits (folds, repeats, realizations) both '
         "methods share; <em>fragile</em>: the verdict changed when the run was repeated with permuted training "
         "rows and another BLAS thread count. Each claim links to its row in the paper’s section.</p>",
@@ -1071,12 +1135,9 @@ def md_table(columns: list[str], rows: list[list[str]]) -> str:
 def _table_md(t: Table) -> str:
     columns, rows = list(t.columns), [list(r) for r in t.rows]
     if t.flags:
-        columns.append("vs the paper")
+        columns.append("beyond ±2 points: why")
         for row, flag in zip(rows, t.flags, strict=True):
-            if flag and t.link:
-                text, _, where = flag.partition(": see ")
-                flag = f"{text}: see [{where}](#{t.link})"
-            row.append(flag)
+            row.append(f"{flag} ([where we differ](#{t.link}))" if flag and t.link else flag)
     out = [f"**{t.caption}**", "", md_table(columns, rows)] if t.caption else [md_table(columns, rows)]
     out += [f"\n{_strip_links(n)}" for n in t.notes]
     return "\n".join(out) + "\n"
@@ -1089,7 +1150,8 @@ def render_markdown(site: Site) -> str:
     if site.smoke:
         out += [f"> **Smoke run** (few datasets and settings): every verdict is “{SMOKE_PREFIX}”.", ""]
     out += ['<a id="claims-summary"></a>', "", "## The papers’ claims and our verdicts", "",
-            " · ".join(f"**{name}**: {n}" for name, n in _counts_line(site)) + f" · claims: {len(site.claims)}", ""]
+            " · ".join(f"**{name}**: {n}" for name, n in _counts_line(site)) + f" · claims: {len(site.claims)}", "",
+            f"{differing_line(site)} (the flagged rows of each paper’s tables).", ""]
     rows = [[f"[{p.short}](#{p.anchor})", c.number, f"[{c.text}](#{c.anchor})", c.verdict,
              *(c.cells.get(col) or DASH for col in EFFECT_COLUMNS)] for p in site.papers for c in p.claims]
     out += [md_table(["paper", "#", "the paper's claim", "our verdict", *EFFECT_COLUMNS], rows), ""]
@@ -1181,9 +1243,10 @@ class SiteFiles(list[Path]):
     """The files of the report (``index``, ``markdown`` first) and its claims counts."""
 
     def __init__(self, files: Iterable[Path], index: Path, markdown: Path, counts: dict[str, int],
-                 claims: int, missing: list[str]) -> None:
+                 claims: int, missing: list[str], differing: str = "") -> None:
         super().__init__(files)
         self.index, self.markdown, self.counts, self.claims, self.missing = index, markdown, counts, claims, missing
+        self.differing = differing
 
 
 def build_site(results: Path, out: Path | None = None, smoke: bool = False) -> SiteFiles:
@@ -1201,7 +1264,8 @@ def build_site(results: Path, out: Path | None = None, smoke: bool = False) -> S
     missing = [f"{p.key}: {m}" for p in site.papers for m in p.missing]
     if not site.cross.exists:
         missing.append(f"cross-paper: {site.cross.note}")
-    return SiteFiles([index, markdown, *figures], index, markdown, dict(_counts_line(site)), len(site.claims), missing)
+    return SiteFiles([index, markdown, *figures], index, markdown, dict(_counts_line(site)), len(site.claims), missing,
+                     differing_line(site))
 
 
 __all__ = ["SiteFiles", "build_site", "collect", "render_html", "render_markdown", "verdict_class"]
