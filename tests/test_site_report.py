@@ -1,7 +1,8 @@
 """The report of every reproduction (lkm.report.site; `lkm report --all`, `lkm reproduce
 all`) built from the smoke runs of all five papers: every claim once on the first screen,
-every image it references present, no link leaving the folder, well-formed HTML (a
-strict XML parser: the page is polyglot HTML5), report.md with the same claims, and —
+every image it references present, no link leaving the folder, HTML that parses with no
+error under the HTML5 algorithm (html5lib, strict) and as XML (the page is polyglot
+HTML5), report.md with the same claims, and —
 when Debian's chromium is installed — a headless screenshot."""
 
 from __future__ import annotations
@@ -59,6 +60,17 @@ def _document(out: Path) -> ET.Element:
 def _claims(root: Path, key: str) -> list[str]:
     df = pd.read_csv(root / f"{key}_claims-smoke" / "claims.csv", dtype=str, keep_default_na=False)
     return list(df["#"])
+
+
+def test_the_page_parses_without_error_under_the_html5_algorithm(built: Path) -> None:
+    """html5lib in strict mode raises on the first parse error of the WHATWG algorithm
+    (a missing doctype, misnested tags, a bad entity, a block inside a table...)."""
+    html5lib = pytest.importorskip("html5lib", reason="html5lib is a dev dependency: pip install -e '.[dev]'")
+    parser = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False)
+    doc = parser.parse((built / "index.html").read_text(encoding="utf-8"))
+    assert not parser.errors and doc.find("body/main") is not None
+    with pytest.raises(html5lib.html5parser.ParseError):
+        parser.parse("<!DOCTYPE html><html><head><title>t</title></head><body><table><div></div></table></body></html>")
 
 
 def test_the_page_is_well_formed_and_its_ids_are_unique(built: Path) -> None:

@@ -25,7 +25,8 @@ first entry of the paper's ``differences.yaml`` that matches the row,
 :class:`lkm.papers.common.Difference`) and a link to the paper's "where we differ"
 section.
 
-The HTML is well-formed XML (polyglot HTML5): the tests parse it with a strict XML parser.
+The HTML parses with no error under the HTML5 algorithm (html5lib in strict mode) and is
+well-formed XML (polyglot HTML5); the tests check both.
 """
 
 from __future__ import annotations
