@@ -258,7 +258,7 @@ def execute(
     as their records reach the store (counted while jobs run, so per fit, not per job).
     """
     from lkm.store import RecordTally
-    from lkm.workers import run_calls, run_in_process
+    from lkm.workers import effective_jobs, run_calls, run_in_process
 
     done = store.completed_ids()
     groups: dict[tuple[str, str, str], list[Task]] = {}
@@ -324,24 +324,9 @@ def execute(
             if in_process:
                 run_in_process(ordered, on_result=collect)
             else:
-                run_calls(ordered, jobs=_workers(plan.spec, jobs, len(args)), on_result=collect, on_wait=report_progress)
+                run_calls(ordered, jobs=min(effective_jobs(jobs), len(args)), on_result=collect, on_wait=report_progress)
     return RunSummary(len(plan.tasks), skipped, counts["ran"], counts["failed"], time.perf_counter() - start,
                       errors[0] if errors else None)
-
-
-def _workers(spec: Spec, jobs: int, n_jobs: int) -> int:
-    """Local worker processes for ``n_jobs`` jobs: ``jobs`` (:func:`lkm.workers.effective_jobs`),
-    and for a perturbed run with ``blas_threads`` no more than ``cores // blas_threads``, so
-    workers × threads stay within the cores (oversubscribed BLAS threads spin against each
-    other: 2 workers × 2 threads on 2 cores made LRR's tuned fits 6× slower). The numbers
-    do not depend on the worker count."""
-    from lkm.workers import cpu_count, effective_jobs
-
-    workers = min(effective_jobs(jobs), n_jobs)
-    threads = spec.perturb.blas_threads if spec.perturb is not None else None
-    if threads:
-        workers = min(workers, max(1, cpu_count() // threads))
-    return max(1, workers)
 
 
 # -- perturbed runs (Spec.perturb: the claims tables' fragility check) ---------------

@@ -142,18 +142,3 @@ def test_claims_table_has_effect_columns_filled_by_the_deciding_comparison(tmp_p
     assert row["effect"].endswith("pts (mean of 3 sets)") and row["95% CI"].startswith("[+")
     assert "significant on 3 of 3 sets" in row["test"]
     assert (table["effect"] != "").all()  # "–" where a claim has no paired comparison
-
-
-def test_a_perturbed_run_keeps_workers_times_blas_threads_within_the_cores(monkeypatch) -> None:
-    """2 workers × 2 BLAS threads on 2 cores spin against each other (LRR's tuned fits ran
-    6× slower): a perturbed run uses cores // blas_threads workers; a plain run, --jobs."""
-    import lkm.workers
-    from lkm.runner import _workers
-
-    monkeypatch.setattr(lkm.workers, "cpu_count", lambda: 2)
-    plain = spec_from_dict({"name": "x", **SPEC})
-    perturbed = spec_from_dict({"name": "x-perturbed", **SPEC, "perturb": common.PERTURBATION})
-    assert _workers(plain, 2, 30) == 2 and _workers(plain, 2, 1) == 1
-    assert _workers(perturbed, 2, 30) == 1
-    monkeypatch.setattr(lkm.workers, "cpu_count", lambda: 8)
-    assert _workers(perturbed, 8, 30) == 4 and _workers(perturbed, 2, 30) == 2
