@@ -805,7 +805,7 @@ table.claims td.ci{white-space:nowrap}
 table.claims td.test{min-width:14em;color:#333}
 td.vbar{width:6px;min-width:6px;padding:0;border-left:6px solid}
 tr.differs td{background:#fff6e5 !important}
-td.flag{color:#8a4b00;font-size:.8rem;min-width:14em}
+td.flag{color:#8a4b00;font-size:.8rem;min-width:30em}
 .v-holds{background:#dff3df !important;border-left-color:#2e7d32 !important}
 .v-partly{background:#fff1cc !important;border-left-color:#b7791f !important}
 .v-does-not-hold{background:#fbdcdc !important;border-left-color:#c62828 !important}
