@@ -60,7 +60,7 @@ bench-cluster: install  ## the dask cluster engine (local:2) against --jobs 1 an
 bench-cli: install  ## wall time of everyday commands (help, methods, datasets list, a sonar sweep, lkm report): median of 5
 	$(BIN)/python scripts/bench_cli.py -n 5
 
-reproduce: $(ENV)  ## every paper, the cross-paper ranking, then the report results/report/index.html (+ report.md); resumable
+reproduce: $(ENV)  ## every paper, the cross-paper ranking, then the report results/report/index.html (+ report.md); ~80 min cold on 2 cores, resumable
 	$(LKM) reproduce all --jobs 2
 
 reproduce-smoke: $(ENV)  ## the same with few settings (what CI checks): every output and results/report-smoke/, fast
@@ -69,7 +69,7 @@ reproduce-smoke: $(ENV)  ## the same with few settings (what CI checks): every o
 report: install  ## rebuild results/report/ (index.html, report.md, figures) from the recorded runs; no fitting, seconds
 	$(LKM) report --all
 
-reproduce-lpl: $(ENV)  ## Tsuji, Kudo, Tanaka: every table, figure and claim (~15 min cold, seconds when recorded)
+reproduce-lpl: $(ENV)  ## Tsuji, Kudo, Tanaka: every table, figure and claim (~12 min cold, seconds when recorded)
 	$(LKM) reproduce lpl --jobs 2
 
 reproduce-lpl-smoke: $(ENV)  ## the same with few settings (what CI checks): every output file, fast

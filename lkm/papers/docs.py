@@ -58,6 +58,9 @@ FIGURES = Path("docs/figures")
 BLOCK_RE = re.compile(r"^(<!-- lkm:begin (?P<id>\S+) -->\n)(?P<body>.*?)^(<!-- lkm:end -->)$", re.DOTALL | re.MULTILINE)
 BEGIN_RE = re.compile(r"^<!-- lkm:begin ", re.MULTILINE)
 END_RE = re.compile(r"^<!-- lkm:end -->", re.MULTILINE)
+#: Folders of docs/figures not copied from run folders: the report's screenshot (taken
+#: with a headless browser from results/report/index.html, see the README).
+NOT_FROM_RUNS = frozenset({"report"})
 FIGURE_RE = re.compile(r"\]\((?:\.\./|docs/)figures/(?P<paper>[\w-]+)/(?P<file>[\w.-]+\.png)\)")
 SNAPSHOT_PART = "part-snapshot.jsonl.gz"
 
@@ -426,6 +429,8 @@ def snapshot(results: Path = Path("results"), root: Path = Path(".")) -> Snapsho
                 shutil.rmtree(d)
                 report.removed.append(d.name)
     for paper, file in cited_figures(root):
+        if paper in NOT_FROM_RUNS:
+            continue
         src = _figure_source(results, file)
         if src is None:
             report.missing_figures.append(f"{paper}/{file}")
