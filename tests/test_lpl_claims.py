@@ -116,6 +116,10 @@ def test_spambase_timing_ratio_beside_the_papers(tmp_path: Path) -> None:
               {("spambase", "LPL", None): 0.9, ("spambase", "SVM", None): 0.9},
               seconds={"LPL": (0.02, 0.05), "SVM": (2.0, 0.06)})
     assert verdicts(tmp_path / "slow")["2b"] == "partly"
+    write_run(tmp_path / "close", "lpl_timing_spambase", spec,
+              {("spambase", "LPL", None): 0.9, ("spambase", "SVM", None): 0.9},
+              seconds={"LPL": (0.02, 0.05), "SVM": (0.04, 0.06)})
+    assert verdicts(tmp_path / "close")["2b"] is False  # 2x and 1.2x: below 10x in both phases
 
 
 def test_sensitivity_width_and_drop() -> None:
