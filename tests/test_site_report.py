@@ -195,7 +195,7 @@ def test_reproduce_all_resumes_every_paper_then_writes_the_report(smoke_all: Pat
     _copy_results(smoke_all, results)
     # one paper rerun (nothing new to fit) keeps this test short; no cross-paper spec
     monkeypatch.setattr("lkm.papers.PAPERS", {"lrr": PAPERS["lrr"]})
-    monkeypatch.setattr(site, "CROSS_SPEC", "configs/no_such_cross_paper.yaml")
+    monkeypatch.setattr("lkm.report.cross.CROSS_SPEC", "configs/no_such_cross_paper.yaml")
     monkeypatch.chdir(REPO)
     monkeypatch.setenv("LKM_DATA_DIR", str(data_dir))
     res = CliRunner().invoke(app, ["reproduce", "all", "--smoke", "--results", str(results), "--no-progress"],

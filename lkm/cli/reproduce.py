@@ -84,7 +84,8 @@ def _reproduce_all(results: Path, jobs: int, smoke: bool, progress: bool, max_fi
     """Every paper of lkm.papers.PAPERS (a paper whose fits fail does not stop the others),
     the cross-paper spec and its ranking when they exist, then the report folder."""
     from lkm.papers import PAPERS
-    from lkm.report.site import CROSS_SPEC, build_site
+    from lkm.report.cross import CROSS_SPEC
+    from lkm.report.site import build_site
 
     failed = []
     for key, module in PAPERS.items():
@@ -118,8 +119,8 @@ def _reproduce_all(results: Path, jobs: int, smoke: bool, progress: bool, max_fi
 
 
 def _cross_paper(results: Path, jobs: int, smoke: bool, progress: bool, max_fits, cluster) -> None:
-    """The cross-paper spec's run, then its ranking (lkm.report.cross, when present)."""
-    from lkm.report.site import CROSS_SPEC
+    """The cross-paper spec's run, then its ranking (lkm.report.cross)."""
+    from lkm.report.cross import CROSS_SPEC, write_cross_paper
     from lkm.spec import load_spec
 
     spec = load_spec(CROSS_SPEC, smoke=smoke, max_fits=max_fits)
@@ -131,12 +132,7 @@ def _cross_paper(results: Path, jobs: int, smoke: bool, progress: bool, max_fits
         if exc.exit_code != 1:
             raise
         failed = exc
-    try:
-        from lkm.report.cross import write_cross_paper
-    except ImportError:
-        err_console.print(_line(("note:", "yellow"), " lkm.report.cross is not available yet: the report shows no ranking"))
-    else:
-        write_cross_paper(results, smoke)
+    write_cross_paper(results, smoke)
     if failed is not None:
         raise failed
 

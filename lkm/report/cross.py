@@ -98,8 +98,12 @@ def cross_paper_table(run_dir: Path) -> pd.DataFrame:
     (%) over the outer folds at the tuned setting. A cell is NaN unless the method has a
     successful fit on every outer fold of that data set (``attrs["missing"]``:
     ``{(dataset, method): why}``)."""
-    spec, records, best = _load(Path(run_dir))
-    missing = _completeness(spec, records, _planned_splits(Path(run_dir)))
+    return _table(Path(run_dir), *_load(Path(run_dir)))
+
+
+def _table(run_dir: Path, spec: Any, records: pd.DataFrame, best: pd.DataFrame) -> pd.DataFrame:
+    """:func:`cross_paper_table` from a run already loaded (:func:`_load`)."""
+    missing = _completeness(spec, records, _planned_splits(run_dir))
     table = pd.DataFrame(np.nan, index=pd.Index([d.id for d in spec.datasets], name="dataset"),
                          columns=[m.name for m in spec.methods])
     for r in best.itertuples():
@@ -268,8 +272,8 @@ def write_cross_paper(root: Path, smoke: bool = False, alpha: float = ALPHA) -> 
     suffix = "-smoke" if smoke else ""
     run_dir = root / f"{RUN_NAME}{suffix}"
     out = root / f"{SUMMARY_NAME}{suffix}"
-    spec, _, _ = _load(run_dir)
-    table = cross_paper_table(run_dir)
+    spec, records, best = _load(run_dir)
+    table = _table(run_dir, spec, records, best)
     scores, dropped_methods, dropped_sets = _usable(table)
     if scores.shape[1] < 2 or scores.shape[0] < 1:
         raise LkmError(f"{run_dir}: fewer than two methods have a result on every data set "

@@ -649,15 +649,14 @@ TITLE = "Local kernel methods: five papers reproduced"
 
 
 def png_size(path: Path) -> tuple[int, int]:
-    """Width and height of a PNG from its header (0, 0 when unreadable)."""
+    """Width and height of an image (Pillow reads the header only); (0, 0) when unreadable."""
+    from PIL import Image, UnidentifiedImageError
+
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(24)
-    except OSError:
+        with Image.open(path) as im:
+            return im.size
+    except (OSError, UnidentifiedImageError):
         return 0, 0
-    if head[:8] != b"\x89PNG\r\n\x1a\n":
-        return 0, 0
-    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
 
 
 def _figures_html(figures: list[tuple[str, Path, str]], label: str) -> str:

@@ -7,7 +7,6 @@ comes from the run folders' records; nothing here fits a model.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -58,10 +57,6 @@ PERTURBED = {
     "lpl_k_diabetes": Perturbed(),
     "lpl_annoy": Perturbed(only={"n_trees": [10], "search_k": [-1]}),
 }
-
-
-def _pts(x: float) -> str:
-    return "–" if x is None or math.isnan(x) else f"{RATE * x:.2f}"
 
 
 def _claim_lpl_close_to_pl(run: Run | None) -> tuple[str, bool | str | None]:
