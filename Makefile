@@ -37,13 +37,14 @@ lock: install  ## rewrite requirements.lock from .venv (pip freeze --exclude-edi
 	  $(BIN)/python -m pip freeze --exclude-editable; } > $(LOCK)
 
 demo: install  ## run the embedded default (offline data) and write results/quickstart/
-	$(LKM) run configs/quickstart.yaml --jobs 2
+	$(LKM) run quickstart --jobs 2
 
 test: install  ## run the test suite (uses the dataset mirror in $$LKM_DATA_DIR)
 	$(BIN)/python -m pytest -q -n 2
 
 lint: install  ## static checks
-	$(BIN)/ruff check lkm tests
+	$(BIN)/ruff check lkm tests scripts
+	$(BIN)/lint-imports
 
 bench: install  ## speed ratios against reference libraries (one spambase fold)
 	$(LKM) bench --out results/bench.json
@@ -82,7 +83,7 @@ reproduce-npps-smoke: $(ENV)  ## the same with few settings (what CI checks)
 	$(LKM) reproduce npps --smoke --jobs 2
 
 reproduce-npps-mnist-large: $(ENV)  ## NPPS large-set row: MNIST even vs odd on all 60000 training images (hours; one job, one thread)
-	OMP_NUM_THREADS=1 $(LKM) run configs/npps_mnist_even_odd.yaml --jobs 1
+	OMP_NUM_THREADS=1 $(LKM) run npps_mnist_even_odd --jobs 1
 
 reproduce-lrr: $(ENV)  ## Li, Chen, Tang (LRR vs RLS): Tables 1-8, Fig. 3, claims with paired tests
 	$(LKM) reproduce lrr --jobs 2

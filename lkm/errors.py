@@ -43,7 +43,7 @@ class NumericalError(LkmError, ValueError):
 
 class InsufficientMemory(LkmError, MemoryError):
     """A computation would need more memory than is available, found before allocating it
-    (:func:`lkm.kernels.check_memory`). The message names the problem size, the bytes
+    (:func:`lkm.numerics.kernels.check_memory`). The message names the problem size, the bytes
     needed and the bytes available, and where the available figure came from."""
 
 

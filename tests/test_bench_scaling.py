@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lkm.bench_scaling import (
+from lkm.bench.scaling import (
     loglog_slope,
     predicted_seconds,
     run_scaling,

@@ -11,11 +11,11 @@ import sys
 import numpy as np
 import pytest
 
-from lkm import kernels
 from lkm.data import load_dataset
-from lkm.kernels import DistanceCache, inner_products, polynomial_kernel, squared_euclidean
 from lkm.methods import projection
 from lkm.methods.projection import ProjectionLearning
+from lkm.numerics import kernels
+from lkm.numerics.kernels import DistanceCache, inner_products, polynomial_kernel, squared_euclidean
 
 BLOCKS = [1, 7, 64, 10_000, None]
 
@@ -83,7 +83,7 @@ def test_the_shape_that_crashed_openblas_syrk_runs_to_the_end() -> None:
     cores, 25 s on a loaded machine)."""
     code = (
         "import numpy as np\n"
-        "from lkm.kernels import squared_euclidean\n"
+        "from lkm.numerics.kernels import squared_euclidean\n"
         "X = np.random.default_rng(0).standard_normal((16000, 784))\n"
         "D = squared_euclidean(X)\n"
         "assert D.shape == (16000, 16000) and D[0, 0] == 0.0 and D[1, 0] == D[0, 1] > 0\n"

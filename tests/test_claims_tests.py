@@ -1,4 +1,4 @@
-"""Claims decided by paired tests (lkm.papers.common + lkm.stats), and the fragility
+"""Claims decided by paired tests (lkm.reproduction.claims + lkm.numerics.stats), and the fragility
 label when the perturbed run's verdict differs."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from lkm.papers import common, lpl, lrr
+from lkm.engine.store import RunStore
+from lkm.papers import lpl, lrr
+from lkm.reproduction import claims, perturbed, runs
 from lkm.spec import spec_from_dict, spec_to_yaml
-from lkm.store import RunStore
 
 SIGMAS = [0.1, 1.0, 10.0]
 DATASETS = ["sonar", "ionosphere", "heart-statlog"]
@@ -71,23 +72,23 @@ def test_comparable_is_read_as_equivalence_not_as_non_significance(tmp_path: Pat
 
 def test_a_verdict_that_changes_under_perturbation_is_fragile(tmp_path: Path) -> None:
     write_run(tmp_path, "lpl_vs_svm", dict.fromkeys(DATASETS, 0.05))
-    assert row(tmp_path, "3")[f"verdict under {common.PERTURBATION_WORDS}"] == "not run"
-    write_run(tmp_path, "lpl_vs_svm-perturbed", {"sonar": 0.05}, perturb=common.PERTURBATION)
+    assert row(tmp_path, "3")[f"verdict under {perturbed.PERTURBATION_WORDS}"] == "not run"
+    write_run(tmp_path, "lpl_vs_svm-perturbed", {"sonar": 0.05}, perturb=perturbed.PERTURBATION)
     r = row(tmp_path, "3")
-    assert r["verdict"] == f"fragile (holds / not shown under {common.PERTURBATION_WORDS})"
+    assert r["verdict"] == f"fragile (holds / not shown under {perturbed.PERTURBATION_WORDS})"
     assert row(tmp_path, "1a")["verdict"] == "holds"  # same verdict both ways: not fragile
-    assert row(tmp_path, "4b")[f"verdict under {common.PERTURBATION_WORDS}"] == "–"  # not checked
+    assert row(tmp_path, "4b")[f"verdict under {perturbed.PERTURBATION_WORDS}"] == "–"  # not checked
 
 
 def test_perturbed_spec_keeps_only_the_settings_the_claims_read(tmp_path: Path) -> None:
     write_run(tmp_path, "lpl_vs_svm", {})
-    plain = common.load_run(tmp_path, "lpl_vs_svm")
+    plain = runs.load_run(tmp_path, "lpl_vs_svm")
     spec = spec_from_dict({"name": "lpl_vs_svm", **SPEC})
-    p = common.perturbed_spec(spec, plain, lpl.PERTURBED["lpl_vs_svm"])
+    p = perturbed.perturbed_spec(spec, plain, lpl.PERTURBED["lpl_vs_svm"])
     assert p.name == "lpl_vs_svm-perturbed" and p.perturb is not None
-    assert p.perturb.permute_train == common.PERTURBATION["permute_train"]
+    assert p.perturb.permute_train == perturbed.PERTURBATION["permute_train"]
     assert all(m.sweep == {"sigma": [1.0, 10.0]} for m in p.methods)  # sigma* = 10, and sigma = 1 for claim 4a
-    lrr_spec = common.perturbed_spec(spec_from_dict({"name": "x", "datasets": ["iris"], "methods": [
+    lrr_spec = perturbed.perturbed_spec(spec_from_dict({"name": "x", "datasets": ["iris"], "methods": [
         {"name": "RLS", "estimator": "rls"}, {"name": "LRR-x0", "estimator": "lrr"}]}), None,
         lrr.PERTURBED["lrr_uci"])
     assert [m.name for m in lrr_spec.methods] == ["RLS"]
@@ -109,24 +110,24 @@ def test_paired_claim_on_lrr_runs_says_not_significant(tmp_path: Path) -> None:
 
 
 def test_claim_effect_on_one_set_is_its_paired_comparison() -> None:
-    from lkm.stats import paired_test
+    from lkm.numerics.stats import paired_test
 
     r = paired_test(np.array([0.82, 0.80, 0.85, 0.81]), np.array([0.80, 0.79, 0.80, 0.80]), test_train_ratio=0.1)
-    effect = common.ClaimEffect.of({"sonar": r})
+    effect = claims.ClaimEffect.of({"sonar": r})
     assert effect.effect == f"{100 * r.mean:+.2f} pts"
     assert effect.ci == f"[{100 * r.ci_low:+.2f}, {100 * r.ci_high:+.2f}]"
     assert effect.test.startswith("paired t over splits, Nadeau–Bengio corrected, p ")
-    assert "McNemar" in common.ClaimEffect.of({"usps": r}, "a − b (McNemar, exact)").test
+    assert "McNemar" in claims.ClaimEffect.of({"usps": r}, "a − b (McNemar, exact)").test
 
 
 def test_claim_effect_over_sets_is_a_t_interval_of_the_per_set_means() -> None:
     from scipy import stats as sps
 
-    from lkm.stats import paired_test
+    from lkm.numerics.stats import paired_test
 
     per_set = {ds: paired_test(np.array([m, m + 0.01, m - 0.01]), np.zeros(3)) for ds, m in
                zip(DATASETS, (0.01, 0.03, 0.05), strict=True)}
-    effect = common.ClaimEffect.of(per_set)
+    effect = claims.ClaimEffect.of(per_set)
     # mean 3 points; sd over sets 2 points, se 2/sqrt(3); t_{0.975, 2} = 4.303
     half = sps.t.ppf(0.975, 2) * 2 / np.sqrt(3)
     assert effect.effect == "+3.00 pts (mean of 3 sets)"
@@ -137,7 +138,7 @@ def test_claim_effect_over_sets_is_a_t_interval_of_the_per_set_means() -> None:
 def test_claims_table_has_effect_columns_filled_by_the_deciding_comparison(tmp_path: Path) -> None:
     write_run(tmp_path, "lpl_vs_svm", {"sonar": 0.05, "ionosphere": 0.05, "heart-statlog": 0.05})
     table = lpl.evaluate_claims(tmp_path)
-    assert set(common.EFFECT_COLUMNS) <= set(table.columns)
+    assert set(claims.EFFECT_COLUMNS) <= set(table.columns)
     row = table[table["our measure"].str.contains("SVM − LPL at each sigma")].iloc[0]
     assert row["effect"].endswith("pts (mean of 3 sets)") and row["95% CI"].startswith("[+")
     assert "significant on 3 of 3 sets" in row["test"]

@@ -1,4 +1,4 @@
-"""`--cluster` (lkm.cluster): the fits on a dask.distributed cluster, the run folder as a
+"""`--cluster` (lkm.engine.cluster): the fits on a dask.distributed cluster, the run folder as a
 local run's, written by the driver alone.
 
 Tests that start a cluster use ``local:N`` (worker processes of this machine) or a real
@@ -26,13 +26,13 @@ from processes import live_processes, wait_until
 from typer.testing import CliRunner
 
 import lkm
-import lkm.cluster
+import lkm.engine.cluster
 from lkm.cli import app
-from lkm.cluster import EXTRA_HINT, ClusterAddress, connect
+from lkm.engine.cluster import EXTRA_HINT, ClusterAddress, connect
+from lkm.engine.runner import build_plan, execute, write_plan
+from lkm.engine.store import RunStore
 from lkm.errors import LkmError
-from lkm.runner import build_plan, execute, write_plan
 from lkm.spec import spec_from_dict
-from lkm.store import RunStore
 
 needs_dask = pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
                                 reason="dask.distributed (lkm[dask]) is not installed")
@@ -261,7 +261,7 @@ def test_unreachable_scheduler_is_one_line_exit_2_and_writes_nothing(tmp_path) -
     spec.write_text(TINY_SPEC)
     out = tmp_path / "out"
     port = _free_port()
-    code = "import lkm.cluster as c; c.CONNECT_SECONDS = 1.0; from lkm.cli import main; main()"
+    code = "import lkm.engine.cluster as c; c.CONNECT_SECONDS = 1.0; from lkm.cli import main; main()"
     res = subprocess.run(
         [sys.executable, "-c", code, "run", str(spec), "--out", str(out), "--no-progress",
          "--cluster", f"tcp://127.0.0.1:{port}"],
@@ -479,7 +479,7 @@ def test_ctrl_c_on_a_local_cluster_run_stops_it_in_one_line_and_leaves_no_proces
 def test_cluster_bench_reports_speedup_overhead_and_checks_the_records_agree(tmp_path) -> None:
     """`lkm bench --cluster local:1` on a small sweep: the four engines ran the same
     fits, the speed-up and the per-fit overhead are reported, and `--out` has them."""
-    from lkm.bench_cluster import format_cluster_bench, run_cluster_bench
+    from lkm.bench.cluster import format_cluster_bench, run_cluster_bench
 
     result = run_cluster_bench("local:1", spec={**SMALL, "name": "bench-small"})
     assert [r["engine"] for r in result["runs"]] == [

@@ -1,7 +1,7 @@
 """The cross-paper comparison: Demšar's (2006, JMLR 7, Sec. 3.2.2) average ranks,
-Friedman and Iman–Davenport tests and Nemenyi critical difference (lkm.stats), and the
+Friedman and Iman–Davenport tests and Nemenyi critical difference (lkm.numerics.stats), and the
 ranking, friedman.json and critical-difference diagram written from a smoke run of
-configs/cross_paper.yaml (lkm.report.cross)."""
+lkm/papers/specs/cross_paper.yaml (lkm.report.ranking)."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ import pytest
 from typer.testing import CliRunner
 
 from lkm.cli import app
-from lkm.report.cross import (
-    CROSS_SPEC,
+from lkm.numerics.stats import average_ranks, friedman, friedman_from_ranks, nemenyi_cd, nemenyi_q
+from lkm.papers import CROSS_SPEC
+from lkm.report.ranking import (
     RUN_NAME,
     cross_paper_table,
     nemenyi_groups,
     write_cross_paper,
 )
 from lkm.spec import load_spec
-from lkm.stats import average_ranks, friedman, friedman_from_ranks, nemenyi_cd, nemenyi_q
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -157,7 +157,7 @@ def test_nemenyi_groups_are_maximal_runs_within_the_critical_difference() -> Non
 
 @pytest.fixture(scope="module")
 def smoke_root(tmp_path_factory, data_dir: Path) -> Path:
-    """`lkm run configs/cross_paper.yaml --smoke` into <tmp>/cross_paper-smoke, once."""
+    """`lkm run cross_paper --smoke` into <tmp>/cross_paper-smoke, once."""
     root = tmp_path_factory.mktemp("cross")
     mp = pytest.MonkeyPatch()
     mp.chdir(REPO)
@@ -185,9 +185,9 @@ def test_smoke_summary_ranks_every_method_of_the_spec(smoke_root: Path) -> None:
     with Image.open(out / "critical_difference.png") as im:
         assert im.format == "PNG" and im.size[0] > 400 and im.size[1] > 200
 
-    spec = load_spec(REPO / CROSS_SPEC, smoke=True)
+    spec = load_spec(CROSS_SPEC, smoke=True)
     methods = [m.name for m in spec.methods]
-    assert methods == [m.name for m in load_spec(REPO / CROSS_SPEC).methods]  # the smoke run keeps every method
+    assert methods == [m.name for m in load_spec(CROSS_SPEC).methods]  # the smoke run keeps every method
     table = pd.read_csv(out / "ranking.csv")
     assert sorted(table.columns[1:]) == sorted(methods)
     assert table["dataset"].tolist() == [*[d.id for d in spec.datasets], "average rank"]

@@ -1,10 +1,10 @@
-"""The on-disk store of costly distance matrices (lkm.kernels.persisted_sq_dists)."""
+"""The on-disk store of costly distance matrices (lkm.numerics.kernels.persisted_sq_dists)."""
 
 import numpy as np
 import pytest
 
-from lkm import kernels
-from lkm.kernels import DistanceCache, persisted_sq_dists, register_distance, sq_dists
+from lkm.numerics import kernels
+from lkm.numerics.kernels import DistanceCache, persisted_sq_dists, register_distance, sq_dists
 
 
 @pytest.fixture

@@ -13,8 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from lkm.cli import app
-from lkm.papers import PAPERS, docs
-from lkm.store import RunStore
+from lkm.engine.store import RunStore
+from lkm.papers import PAPERS
+from lkm.reproduction import docs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,15 +45,16 @@ Accuracy at sigma*:
 
 
 def test_committed_docs_match_the_committed_snapshot() -> None:
-    problems = docs.check(REPO)
+    problems = docs.check(PAPERS, REPO)
     assert not problems, "\n".join(["run `make docs-figures` (or `lkm docs build`):", *problems])
 
 
 def test_every_block_in_the_docs_is_known_and_its_runs_are_committed() -> None:
-    for rel in docs.DOC_FILES:
+    blocks = docs.doc_blocks(PAPERS)
+    for rel in docs.doc_files(PAPERS):
         for m in docs.BLOCK_RE.finditer((REPO / rel).read_text()):
-            assert m["id"] in docs.BLOCKS, (rel, m["id"])
-            for run in docs.BLOCKS[m["id"]].runs:
+            assert m["id"] in blocks, (rel, m["id"])
+            for run in blocks[m["id"]].runs:
                 assert (REPO / docs.SNAPSHOT / run / "records" / docs.SNAPSHOT_PART).is_file(), (rel, m["id"], run)
 
 
@@ -82,8 +84,8 @@ def built(tiny_root: Path, tmp_path: Path) -> Path:
 
     root = tmp_path / "repo"
     shutil.copytree(tiny_root, root)
-    docs.snapshot(root / "results", root)
-    docs.build(root)
+    docs.snapshot(PAPERS, root / "results", root)
+    docs.build(PAPERS, root)
     return root
 
 
@@ -92,13 +94,13 @@ def _block(text: str, block_id: str) -> str:
 
 
 def test_snapshot_keeps_the_plans_records_gzipped_and_byte_stable(tiny_root: Path, tmp_path: Path) -> None:
-    report = docs.snapshot(tiny_root / "results", tmp_path)  # tmp_path has no docs: nothing cited
+    report = docs.snapshot(PAPERS, tiny_root / "results", tmp_path)  # tmp_path has no docs: nothing cited
     assert report.runs == {}
     import shutil
 
     shutil.copytree(tiny_root, tmp_path / "r")
     root = tmp_path / "r"
-    report = docs.snapshot(root / "results", root)
+    report = docs.snapshot(PAPERS, root / "results", root)
     planned = len(json.loads((root / "results" / "lpl_vs_svm" / "plan.json").read_text())["task_ids"])
     assert report.runs == {"lpl_vs_svm": planned}  # the stale record is left out
     part = root / docs.SNAPSHOT / "lpl_vs_svm" / "records" / docs.SNAPSHOT_PART
@@ -108,7 +110,7 @@ def test_snapshot_keeps_the_plans_records_gzipped_and_byte_stable(tiny_root: Pat
     for name in ("spec.yaml", "provenance.json", "requirements.lock.txt", "plan.json"):
         assert (root / docs.SNAPSHOT / "lpl_vs_svm" / name).is_file(), name
     first = part.read_bytes()
-    docs.snapshot(root / "results", root)
+    docs.snapshot(PAPERS, root / "results", root)
     assert part.read_bytes() == first  # no timestamps: a rerun on the same records changes nothing
     assert report.figures == ["lpl/lpl_vs_svm-best.png"]
     assert (root / "docs" / "figures" / "lpl" / "lpl_vs_svm-best.png").read_bytes() == \
@@ -126,8 +128,8 @@ def test_build_writes_the_runs_numbers_into_the_block_and_nothing_else(built: Pa
     for _, r in summary.iterrows():
         mean, std = r["accuracy % (ours)"].split(" ± ")
         assert f"{mean}** ± {std}" in row or f"{mean} ± {std}" in row, (row, r["accuracy % (ours)"])
-    assert docs.check(built) == []
-    assert docs.build(built) == []  # a second build changes nothing
+    assert docs.check(PAPERS, built) == []
+    assert docs.build(PAPERS, built) == []  # a second build changes nothing
 
 
 def test_check_names_a_stale_block_with_a_one_line_summary(built: Path) -> None:
@@ -137,13 +139,13 @@ def test_check_names_a_stale_block_with_a_one_line_summary(built: Path) -> None:
     row = next(line for line in body.splitlines() if line.startswith("| moons"))
     edited = row.replace(" ± ", " ± 9", 1)
     readme.write_text(text.replace(row, edited))
-    problems = docs.check(built)
+    problems = docs.check(PAPERS, built)
     assert len(problems) == 1
     assert problems[0].startswith("README.md: lpl/accuracy: stale — 1 of ") and "\n" not in problems[0]
     res = CliRunner().invoke(app, ["docs", "check", "--root", str(built)])
     assert res.exit_code == 1 and "lpl/accuracy: stale" in res.output
     res = CliRunner().invoke(app, ["docs", "build", "--root", str(built)])
-    assert res.exit_code == 0 and docs.check(built) == []
+    assert res.exit_code == 0 and docs.check(PAPERS, built) == []
 
 
 def test_check_reports_unknown_blocks_missing_runs_figures_and_markers(built: Path) -> None:
@@ -151,20 +153,20 @@ def test_check_reports_unknown_blocks_missing_runs_figures_and_markers(built: Pa
     readme.write_text(readme.read_text() + "\n<!-- lkm:begin lpl/acuracy -->\nx\n<!-- lkm:end -->\n"
                       "<!-- lkm:begin lpl/claims -->\nx\n<!-- lkm:end -->\n")
     (built / "docs" / "figures" / "lpl" / "lpl_vs_svm-best.png").unlink()
-    problems = docs.check(built)
+    problems = docs.check(PAPERS, built)
     assert any("lpl/acuracy: cannot build: unknown block" in p and "lpl/accuracy" in p for p in problems)
     assert any("lpl/claims: cannot build: runs" in p and "not in" in p for p in problems)
     assert any("figure docs/figures/lpl/lpl_vs_svm-best.png is missing" in p for p in problems)
     with pytest.raises(docs.DocsError, match="lpl/claims"):
-        docs.build(built)
+        docs.build(PAPERS, built)
     (built / "docs" / "reproductions" / "lrr.md").write_text("<!-- lkm:begin lrr/claims -->\n")
-    assert any(p.startswith("docs/reproductions/lrr.md: unbalanced markers") for p in docs.check(built))
+    assert any(p.startswith("docs/reproductions/lrr.md: unbalanced markers") for p in docs.check(PAPERS, built))
 
 
 def test_markers_quoted_inside_a_line_are_prose_not_blocks(built: Path) -> None:
     readme = built / "README.md"
     readme.write_text(readme.read_text() + "\nBlocks sit between `<!-- lkm:begin ID -->` and `<!-- lkm:end -->`.\n")
-    assert docs.check(built) == []
+    assert docs.check(PAPERS, built) == []
 
 
 def test_a_perturbed_variant_does_not_outlive_its_refreshed_run(built: Path, monkeypatch) -> None:
@@ -173,11 +175,11 @@ def test_a_perturbed_variant_does_not_outlive_its_refreshed_run(built: Path, mon
 
     old_variant = built / docs.SNAPSHOT / "lpl_vs_svm-perturbed"
     shutil.copytree(built / docs.SNAPSHOT / "lpl_vs_svm", old_variant)
-    block = dataclasses.replace(docs.BLOCKS["lpl/accuracy"], extra=("lpl_vs_svm-perturbed",))
-    monkeypatch.setitem(docs.BLOCKS, "lpl/accuracy", block)
-    report = docs.snapshot(built / "results", built)  # results/ has the run but no variant
+    block = dataclasses.replace(PAPERS["lpl"].DOC_BLOCKS["accuracy"], extra=("lpl_vs_svm-perturbed",))
+    monkeypatch.setitem(PAPERS["lpl"].DOC_BLOCKS, "accuracy", block)
+    report = docs.snapshot(PAPERS, built / "results", built)  # results/ has the run but no variant
     assert report.removed == ["lpl_vs_svm-perturbed"] and not old_variant.exists()
     shutil.rmtree(built / "results" / "lpl_vs_svm")  # now the run itself is absent: both are kept
     shutil.copytree(built / docs.SNAPSHOT / "lpl_vs_svm", old_variant)
-    report = docs.snapshot(built / "results", built)
+    report = docs.snapshot(PAPERS, built / "results", built)
     assert report.kept == ["lpl_vs_svm", "lpl_vs_svm-perturbed"] and old_variant.exists()

@@ -18,7 +18,6 @@ from sklearn.model_selection import train_test_split
 from sklearn.svm import SVC
 
 import lkm.methods.svm as svm_module
-from lkm.kernels import DistanceCache, gaussian_gram
 from lkm.methods import (
     METHODS,
     NPPSSVM,
@@ -30,6 +29,7 @@ from lkm.methods import (
     describe_estimators,
 )
 from lkm.methods.base import scaled_sigma
+from lkm.numerics.kernels import DistanceCache, gaussian_gram
 
 
 def _split(load) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from lkm.data import load_dataset
-from lkm.kernels import exp_rows_scaled, underflows
 from lkm.methods import LocalizedProjectionLearning, ProjectionLearning
 from lkm.methods.projection import largest_eigenvalue, psd_pinv_solve
 from lkm.methods.risk import LocalRiskPair, RegularizedLeastSquares
-from lkm.preprocessing import preprocess
+from lkm.numerics.kernels import exp_rows_scaled, underflows
+from lkm.numerics.preprocessing import preprocess
 
 
 def _fold(name: str, data_dir, fold: int = 0):

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from lkm.data import FileEntry, dataset_info, fetch_file, load_dataset
-from lkm.data.fetch import file_sha256
 from lkm.errors import ChecksumError, DatasetUnavailable
+from lkm.files import file_sha256
 
 pytestmark = pytest.mark.network
 

@@ -21,7 +21,6 @@ from typer.testing import CliRunner
 
 from lkm.cli import app
 from lkm.errors import LkmError, NumericalError
-from lkm.kernels import HeatConstantError
 from lkm.methods import (
     NPPS,
     NPPSSVM,
@@ -34,6 +33,7 @@ from lkm.methods import (
 )
 from lkm.methods.projection import batched_pinv_forms
 from lkm.methods.risk import hard_vicinity
+from lkm.numerics.kernels import HeatConstantError
 
 FAMILIES = {
     "pl": lambda s: ProjectionLearning(sigma=s),

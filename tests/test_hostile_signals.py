@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 from processes import live_processes, wait_until
 
-from lkm import workers
-from lkm.store import RunStore
+from lkm.engine import workers
+from lkm.engine.store import RunStore
 
 linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 
@@ -182,7 +182,7 @@ def test_watchdog_ends_a_worker_whose_parent_was_killed(tmp_path: Path) -> None:
     """Signals: the watchdog alone (no loky) ends a process within ~1 s of its parent's
     kill -9; without it the child would sleep on for a minute."""
     child = (
-        "import sys, time; from lkm.workers import start_parent_watchdog; "
+        "import sys, time; from lkm.engine.workers import start_parent_watchdog; "
         "assert start_parent_watchdog(int(sys.argv[1])); time.sleep(60)"
     )
     parent = (

@@ -11,8 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from lkm.cli import app
+from lkm.engine.runner import build_plan
 from lkm.errors import SpecError
-from lkm.runner import build_plan
+from lkm.papers import packaged_specs
 from lkm.spec import (
     MAX_FITS,
     MAX_GRID_VALUES,
@@ -345,7 +346,7 @@ def test_smoke_keeps_only_paper_results_of_its_datasets():
     assert [p.dataset for p in spec_from_dict(data, smoke=True).paper.results] == ["moons"]
 
 
-@pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [*sorted((REPO / "configs").glob("*.yaml")), *packaged_specs().values()], ids=lambda p: p.name)
 def test_every_shipped_config_loads_with_and_without_smoke(path):
     """Case: the new limits reject no shipped config."""
     assert load_spec(path).datasets and load_spec(path, smoke=True).name.endswith("-smoke")

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import lkm.store
+import lkm.engine.store
 from lkm.cli import app
-from lkm.store import MARKER, RunStore, StoreWarning
+from lkm.engine.store import MARKER, RunStore, StoreWarning
 
 runner = CliRunner()
 
@@ -34,7 +34,7 @@ TINY = textwrap.dedent("""\
 
 HOLD_LOCK = textwrap.dedent("""\
     import sys, time
-    from lkm.store import RunStore
+    from lkm.engine.store import RunStore
     with RunStore(sys.argv[1]).lock():
         print("locked", flush=True)
         time.sleep(float(sys.argv[2]))
@@ -165,7 +165,7 @@ def test_a_lock_left_by_a_killed_process_does_not_block(run_dir, spec):
     proc = hold_lock(run_dir)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
-    assert str(proc.pid) in (run_dir / lkm.store.LOCK_FILE).read_text()  # the stale file is there
+    assert str(proc.pid) in (run_dir / lkm.engine.store.LOCK_FILE).read_text()  # the stale file is there
     res = invoke("run", str(spec), "--out", str(run_dir), "--no-progress")
     assert res.exit_code == 0, res.stderr
     assert "3 already recorded" in res.stdout
@@ -290,9 +290,9 @@ def test_a_full_disk_while_writing_tables_is_one_line_and_keeps_results_csv(run_
     line = error_line(res)
     assert line == f"error: cannot write {run_dir / 'results.csv'}: No space left on device"
     after = tree(run_dir)
-    assert not [name for name in after if lkm.store.TMP_PREFIX in name]  # no temporary left behind
-    assert {k: v for k, v in after.items() if k != lkm.store.LOCK_FILE} == \
-        {k: v for k, v in before.items() if k != lkm.store.LOCK_FILE}  # results.csv, records intact
+    assert not [name for name in after if lkm.engine.store.TMP_PREFIX in name]  # no temporary left behind
+    assert {k: v for k, v in after.items() if k != lkm.engine.store.LOCK_FILE} == \
+        {k: v for k, v in before.items() if k != lkm.engine.store.LOCK_FILE}  # results.csv, records intact
 
 
 def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path):
@@ -304,6 +304,6 @@ def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path):
         tmp.write_text("a,")
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    with pytest.raises(lkm.store.LkmError, match="cannot write .*results.csv: No space left on device"):
-        lkm.store.atomic_save(target, half)
+    with pytest.raises(lkm.engine.store.LkmError, match="cannot write .*results.csv: No space left on device"):
+        lkm.engine.store.atomic_save(target, half)
     assert target.read_text() == "a,b\n1,2\n" and sorted(p.name for p in tmp_path.iterdir()) == ["results.csv"]

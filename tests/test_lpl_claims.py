@@ -8,11 +8,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from lkm.engine.store import RunStore
 from lkm.papers import lpl
-from lkm.papers.common import load_run
 from lkm.papers.lpl.robustness import sensitivity
+from lkm.reproduction.runs import load_run
 from lkm.spec import spec_from_dict, spec_to_yaml
-from lkm.store import RunStore
 
 SIGMAS = [0.1, 1.0, 10.0]
 

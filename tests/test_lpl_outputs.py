@@ -14,12 +14,13 @@ from typer.testing import CliRunner
 
 from lkm.cli import app
 from lkm.data import load_dataset
+from lkm.engine.runner import build_plan, execute
+from lkm.engine.store import RunStore
+from lkm.papers import packaged_specs
 from lkm.papers.lpl.scaling import MIN_SECONDS, fitted_slope
-from lkm.protocols import LearningCurveProtocol
 from lkm.report import build_report
-from lkm.runner import build_plan, execute
 from lkm.spec import spec_from_dict
-from lkm.store import RunStore
+from lkm.spec.protocols import LearningCurveProtocol
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -113,7 +114,7 @@ def test_smoke_run_writes_every_output(tmp_path, config, tables, figures):
     # One BLAS thread, as in the runner's worker processes: `--jobs 1` fits in this process,
     # where idle BLAS threads spinning beside LIBSVM can slow a loaded machine many times.
     with threadpool_limits(limits=1):
-        res = CliRunner().invoke(app, ["run", str(REPO / "configs" / f"{config}.yaml"), "--smoke", "--out",
+        res = CliRunner().invoke(app, ["run", str(packaged_specs()[config]), "--smoke", "--out",
                                        str(out), "--no-progress"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     missing = [str(p.relative_to(out)) for p in _files(out, tables, figures) if not p.is_file()]

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from lkm.cli import app
 from lkm.data import load_dataset
 from lkm.methods import METHODS, LocalRiskPair, LocalRiskRegularization
+from lkm.papers import packaged_specs
 from lkm.papers.lrr.artificial import combined_accuracy
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,7 +81,7 @@ def test_smoke_run_writes_the_tables_and_figure(tmp_path, data_dir, monkeypatch)
     monkeypatch.setenv("LKM_DATA_DIR", str(data_dir))
     out = tmp_path / "run"
     res = CliRunner().invoke(
-        app, ["run", str(REPO / "configs" / "lrr_artificial.yaml"), "--smoke", "--out", str(out), "--no-progress"],
+        app, ["run", str(packaged_specs()["lrr_artificial"]), "--smoke", "--out", str(out), "--no-progress"],
         catch_exceptions=False,
     )
     assert res.exit_code == 0, res.output

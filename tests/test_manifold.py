@@ -10,7 +10,6 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from lkm.errors import NumericalError
-from lkm.kernels import DistanceCache, gaussian_gram, heat_gram, squared_euclidean
 from lkm.methods import METHODS, PRLS, LapRLS, PLapRLS, RegularizedLeastSquares, resolve_estimator
 from lkm.methods.manifold import (
     LapRLSRegressor,
@@ -21,6 +20,7 @@ from lkm.methods.manifold import (
     solve_stationary,
     stationary_system,
 )
+from lkm.numerics.kernels import DistanceCache, gaussian_gram, heat_gram, squared_euclidean
 
 
 def _data(seed: int = 0, n: int = 40, d: int = 3, classes: int = 2) -> tuple[np.ndarray, np.ndarray]:
@@ -309,11 +309,11 @@ def test_sklearn_estimator_checks(estimator, check) -> None:
 
 
 def test_graph_neighbours_tied_in_distance_go_to_the_lower_index():
-    """knn_laplacian selects with lkm.neighbors.k_smallest: point 0 is 1 away from both
+    """knn_laplacian selects with lkm.numerics.neighbors.k_smallest: point 0 is 1 away from both
     point 1 and point 2, and with k = 1 joins point 1 (whose own nearest, like point 2's,
     is elsewhere, so symmetrization adds no 0-2 edge)."""
-    from lkm.kernels import squared_euclidean
     from lkm.methods.manifold import knn_laplacian
+    from lkm.numerics.kernels import squared_euclidean
 
     X = np.array([[0.0], [1.0], [-1.0], [1.1], [-1.1]])
     L = knn_laplacian(squared_euclidean(X, None), 1, "binary", 1.0, False).toarray()

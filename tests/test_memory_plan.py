@@ -9,7 +9,8 @@ import pytest
 
 from lkm.data import load_dataset
 from lkm.errors import InsufficientMemory, LkmError
-from lkm.kernels import (
+from lkm.methods.projection import LocalizedProjectionLearning, ProjectionLearning, pl_fit_memory
+from lkm.numerics.kernels import (
     DistanceCache,
     available_memory,
     check_memory,
@@ -17,7 +18,6 @@ from lkm.kernels import (
     sq_dists,
     squared_euclidean,
 )
-from lkm.methods.projection import LocalizedProjectionLearning, ProjectionLearning, pl_fit_memory
 
 
 @pytest.fixture(scope="module")

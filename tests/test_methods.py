@@ -13,7 +13,6 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import lkm.methods.svm as svm_module
-from lkm.kernels import DistanceCache, gaussian_kernel
 from lkm.methods import (
     METHODS,
     LocalizedProjectionLearning,
@@ -21,6 +20,7 @@ from lkm.methods import (
     SVMClassifier,
 )
 from lkm.methods.projection import EPS, RUN_DEPENDENT_INFO, auto_k, psd_pinv_solve
+from lkm.numerics.kernels import DistanceCache, gaussian_kernel
 
 # ---------------------------------------------------------------- data
 
@@ -317,7 +317,7 @@ def test_sklearn_estimator_checks(estimator, check) -> None:
 
 
 def test_bench_runs_on_a_subset(data_dir: Path) -> None:
-    from lkm.bench import format_bench, run_bench
+    from lkm.bench.speed import format_bench, run_bench
 
     results = run_bench(
         data_dir=data_dir, repeats=1, max_rows=300, sigma_grid=np.array([1.0, 5.0]), usps_rows=300, tangent=False
@@ -346,7 +346,7 @@ def test_bench_runs_on_a_subset(data_dir: Path) -> None:
 def test_bench_absolute_target_row() -> None:
     """A comparison with an absolute target (the tangent 1-NN): passed from ours' seconds,
     shown as seconds in the table."""
-    from lkm.bench import _result, format_bench
+    from lkm.bench.speed import _result, format_bench
 
     row = _result("tangent_1nn_usps", "ours", "ref", (120.0, 0.2, 0.97, 0.94), None, 300.0)
     assert row["passed"] is True and row["target"] is None and row["ratio"] == pytest.approx(600.0)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from sklearn.neighbors import NearestNeighbors
 
-import lkm.neighbors as nb
-from lkm.kernels import DistanceCache
-from lkm.neighbors import ExactNeighbors, make_neighbors, neighbor_recall
+import lkm.numerics.neighbors as nb
+from lkm.numerics.kernels import DistanceCache
+from lkm.numerics.neighbors import ExactNeighbors, make_neighbors, neighbor_recall
 
 
 def brute_force(Q: np.ndarray, X: np.ndarray, k: int, exclude_self: bool = False):

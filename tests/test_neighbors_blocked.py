@@ -1,4 +1,4 @@
-"""The blocked exact neighbour query (lkm.neighbors.tie_ruled_kneighbors) against a
+"""The blocked exact neighbour query (lkm.numerics.neighbors.tie_ruled_kneighbors) against a
 full-matrix reference with the same tie rule: ties, duplicates, round-off, real data,
 exclude_self, tiny blocks, the cache and memory."""
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-import lkm.neighbors as nb
-from lkm.kernels import DistanceCache
-from lkm.neighbors import ExactNeighbors, pair_sq_dists
+import lkm.numerics.neighbors as nb
+from lkm.numerics.kernels import DistanceCache
+from lkm.numerics.neighbors import ExactNeighbors, pair_sq_dists
 
 
 def reference(Q: np.ndarray, X: np.ndarray, k: int, exclude_self: bool = False):
@@ -89,7 +89,7 @@ def test_candidates_within_round_off_are_ranked_by_exact_distance(small_blocks) 
 
 @pytest.fixture(scope="module")
 def spambase(data_dir) -> tuple[np.ndarray, np.ndarray]:
-    from lkm.bench import spambase_fold
+    from lkm.bench.speed import spambase_fold
 
     X, _, Q, _ = spambase_fold(data_dir)
     return X, Q

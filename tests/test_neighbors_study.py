@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lkm.kernels import DistanceCache
+from lkm.engine.runner import build_plan, execute, write_plan
+from lkm.engine.store import RunStore
 from lkm.methods import LocalizedProjectionLearning
-from lkm.neighbors import ExactNeighbors, neighbor_recall
+from lkm.numerics.kernels import DistanceCache
+from lkm.numerics.neighbors import ExactNeighbors, neighbor_recall
 from lkm.report import build_report
-from lkm.runner import build_plan, execute, write_plan
 from lkm.spec import spec_from_dict
-from lkm.store import RunStore
 
 
 def _cloud(n: int = 600, m: int = 150, p: int = 5, seed: int = 0):

@@ -11,7 +11,6 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from lkm.data import load_dataset
-from lkm.kernels import DistanceCache
 from lkm.methods import METHODS, NPPS, NPPSSVM, SVMClassifier
 from lkm.methods.npps import (
     FALLBACK_ALL,
@@ -20,7 +19,8 @@ from lkm.methods.npps import (
     neighbors_match,
     tie_ruled_neighbors,
 )
-from lkm.preprocessing import preprocess
+from lkm.numerics.kernels import DistanceCache
+from lkm.numerics.preprocessing import preprocess
 
 
 def _standardized(X: np.ndarray) -> np.ndarray:

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from lkm.cli import app
 from lkm.data import load_dataset
 from lkm.errors import DatasetUnavailable
-from lkm.protocols import HoldoutProtocol
+from lkm.papers import packaged_specs
+from lkm.spec.protocols import HoldoutProtocol
 
 REPO = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -91,7 +92,7 @@ def test_dmef4_substitute_without_training_images_is_unavailable(tmp_path, data_
 def _run(spec: str, out: Path, data_dir: Path, monkeypatch) -> None:
     monkeypatch.setenv("LKM_DATA_DIR", str(data_dir))
     monkeypatch.setenv("LKM_OFFLINE", "1")
-    res = runner.invoke(app, ["run", str(REPO / "configs" / spec), "--smoke", "--out", str(out), "--no-progress"],
+    res = runner.invoke(app, ["run", str(packaged_specs()[spec.removesuffix(".yaml")]), "--smoke", "--out", str(out), "--no-progress"],
                         catch_exceptions=False)
     assert res.exit_code == 0, res.output
 
@@ -140,7 +141,7 @@ def test_mnist_rows_without_training_images_are_skipped_with_a_hint(tmp_path, da
     monkeypatch.setenv("LKM_DATA_DIR", str(mirror))
     monkeypatch.setenv("LKM_OFFLINE", "1")
     out = tmp_path / "mn"
-    res = runner.invoke(app, ["run", str(REPO / "configs" / "npps_table2_mnist.yaml"), "--out", str(out),
+    res = runner.invoke(app, ["run", str(packaged_specs()["npps_table2_mnist"]), "--out", str(out),
                               "--no-progress"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     said = " ".join(res.output.split())

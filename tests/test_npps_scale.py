@@ -12,7 +12,7 @@ import pytest
 from lkm.data import load_dataset
 from lkm.methods import NPPS
 from lkm.methods.npps import TIE_RTOL, tie_ruled_neighbors
-from lkm.preprocessing import preprocess
+from lkm.numerics.preprocessing import preprocess
 
 
 def _rule_lists(X: np.ndarray, rows: np.ndarray, n_neighbors: int) -> np.ndarray:

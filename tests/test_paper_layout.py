@@ -1,31 +1,40 @@
-"""The package layout holds (issue 11): papers depend on report, never the reverse, and
-none of lkm.papers, lkm.report, lkm.spec, lkm.runner needs another imported first."""
+"""The package layout holds (issues 11, 25): papers depend on the framework and the report,
+never the reverse, and no layer needs another imported first."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from importlib.metadata import entry_points
 
 import pytest
 
-from lkm.outputs import PLUGIN_GROUP
 from lkm.papers import PAPERS
+from lkm.spec.outputs import PLUGIN_GROUP
 
 
-@pytest.mark.parametrize("module", ["lkm.papers", "lkm.report", "lkm.spec", "lkm.runner", "lkm.outputs"])
+@pytest.mark.parametrize("module", ["lkm.papers", "lkm.report", "lkm.spec", "lkm.engine.runner", "lkm.spec.outputs",
+                                    "lkm.reproduction.site", "lkm.reproduction.docs", "lkm.numerics.kernels",
+                                    "lkm.bench.speed", "lkm.files"])
 def test_module_imports_alone_in_a_fresh_interpreter(module: str) -> None:
     res = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
 
 
-def test_report_does_not_import_any_paper() -> None:
-    code = "import sys, lkm.report; print(sorted(m for m in sys.modules if m.startswith('lkm.papers')))"
+@pytest.mark.parametrize("module", ["lkm.report", "lkm.reproduction.site", "lkm.reproduction.docs"])
+def test_the_report_and_the_framework_import_no_paper(module: str) -> None:
+    code = f"import sys, {module}; print(sorted(m for m in sys.modules if m.startswith('lkm.papers')))"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "[]"
 
 
-def test_every_paper_is_an_output_entry_point() -> None:
+def test_the_papers_package_is_an_output_entry_point_that_imports_every_paper() -> None:
     modules = {ep.name: ep.value for ep in entry_points(group=PLUGIN_GROUP)}
-    assert {key: f"lkm.papers.{key}" for key in PAPERS}.items() <= modules.items()
+    assert modules.get("papers") == "lkm.papers"
+    code = ("import sys; from lkm.spec.outputs import load_plugins; load_plugins(); "
+            "print(sorted(m.split('.')[2] for m in sys.modules if m.count('.') == 2 and m.startswith('lkm.papers.')))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert set(PAPERS) <= set(ast.literal_eval(res.stdout))

@@ -7,8 +7,8 @@ import gzip
 import json
 from importlib.metadata import version
 
-from lkm.environment import frozen_requirements
-from lkm.store import RunStore
+from lkm.engine.environment import frozen_requirements
+from lkm.engine.store import RunStore
 
 
 def test_provenance_records_blas_threads_and_cpu(tmp_path):

@@ -8,8 +8,8 @@ import pytest
 
 from lkm.data import Dataset, dataset_info, list_datasets, load_dataset
 from lkm.errors import SpecError
-from lkm.protocols import HoldoutProtocol, RealizationsProtocol
 from lkm.spec import spec_from_dict
+from lkm.spec.protocols import HoldoutProtocol, RealizationsProtocol
 
 # Li, Chen, Tang Table 4 (train, test) and the IDA documentation for the sets it omits
 TABLE4 = {

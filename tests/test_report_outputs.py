@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lkm.metrics import SCORES, fit_scores, roc_auc
+from lkm.engine.runner import build_plan, execute, write_plan
+from lkm.engine.store import RunStore
+from lkm.numerics.metrics import SCORES, fit_scores, roc_auc
 from lkm.report import build_report
 from lkm.report.core import aggregate, latex_escape, select_best, summary_table, write_table
-from lkm.runner import build_plan, execute, write_plan
 from lkm.spec import OutputsSpec, load_spec, spec_from_dict
-from lkm.store import RunStore
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -245,7 +245,7 @@ def _smoke_copy_of_the_snapshot(tmp_path: Path, runs: list[str]) -> Path:
 
 def test_every_verdict_of_a_smoke_run_is_labelled_not_evidence(tmp_path: Path) -> None:
     from lkm.papers import lpl
-    from lkm.papers.common import SMOKE_LABEL
+    from lkm.reproduction.claims import SMOKE_LABEL
 
     root = _smoke_copy_of_the_snapshot(tmp_path, [p.name for p in (REPO / "docs" / "runs").glob("lpl_*")])
     written = lpl.write_summary(root, smoke=True)
@@ -260,7 +260,7 @@ def test_every_verdict_of_a_smoke_run_is_labelled_not_evidence(tmp_path: Path) -
 
 def test_claims_print_as_plain_untruncated_lines_when_not_a_terminal(tmp_path: Path, capsys) -> None:
     from lkm.cli.reproduce import print_claims
-    from lkm.papers.common import SMOKE_LABEL
+    from lkm.reproduction.claims import SMOKE_LABEL
 
     df = pd.DataFrame({"#": ["1a"], "the paper's claim": ["a claim " * 30], "where": ["x"], "our measure": ["m"],
                        "verdict": [f"{SMOKE_LABEL} (holds)"]})

@@ -61,7 +61,7 @@ def test_a_second_reproduce_fits_nothing(smoke_results, data_dir: Path, monkeypa
 
 @pytest.mark.parametrize("key", list(PAPERS))
 def test_claims_table_has_the_fragility_check(smoke_results, key: str) -> None:
-    from lkm.papers.common import PERTURBATION_WORDS
+    from lkm.reproduction.perturbed import PERTURBATION_WORDS
 
     root = smoke_results(key)
     for name in PAPERS[key].PERTURBED:

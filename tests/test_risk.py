@@ -9,9 +9,9 @@ import pytest
 from sklearn.datasets import make_blobs
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from lkm.kernels import DistanceCache, heat_constant, heat_gram, heat_kernel
 from lkm.methods import METHODS, LocalRiskRegularization, RegularizedLeastSquares
 from lkm.methods.risk import hard_vicinity, soft_vicinity, solve_local_risk
+from lkm.numerics.kernels import DistanceCache, heat_constant, heat_gram, heat_kernel
 
 
 def _data(n=40, d=3, centers=2, seed=0):

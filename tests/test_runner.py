@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from lkm.engine.runner import build_plan, execute, write_plan
+from lkm.engine.store import RunStore
 from lkm.report import build_report
-from lkm.runner import build_plan, execute, write_plan
 from lkm.spec import spec_from_dict
-from lkm.store import RunStore
 
 SMALL = {
     "name": "small",

@@ -11,11 +11,11 @@ import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from lkm.data import Dataset
+from lkm.engine.runner import build_plan, execute, write_plan
+from lkm.engine.store import RunStore
 from lkm.errors import SpecError
-from lkm.protocols import SemiSupervisedProtocol
-from lkm.runner import build_plan, execute, write_plan
 from lkm.spec import spec_from_dict
-from lkm.store import RunStore
+from lkm.spec.protocols import SemiSupervisedProtocol
 
 
 def _dataset() -> Dataset:
@@ -99,8 +99,8 @@ def test_runner_hides_unlabeled_labels_scores_both_parts_and_saves_the_draws(tmp
 
 
 def test_labels_of_unlabeled_rows_never_reach_fit():
-    from lkm.protocols import Split
-    from lkm.runner import _SemiSupervised
+    from lkm.engine.runner import _SemiSupervised
+    from lkm.spec.protocols import Split
 
     y = np.array(["a", "b", "c", "a", "b", "c"])
     split = Split("r0", np.arange(6), np.arange(0), unlabeled=np.array([2, 4, 5]))
@@ -168,7 +168,7 @@ def test_isolet_speaker_of_a_row_is_its_rank_within_the_letter_halved(data_dir):
     """The registry's speaker rule, checked on the data: in Isolet1 the nearest row of
     another letter belongs to the same speaker far above chance (1/30)."""
     from lkm.data import load_dataset
-    from lkm.kernels import sq_dists
+    from lkm.numerics.kernels import sq_dists
 
     isolet = load_dataset("isolet", data_dir=data_dir)
     speaker = isolet.row_groups["speaker"]

@@ -1,4 +1,4 @@
-"""The report of every reproduction (lkm.report.site; `lkm report --all`, `lkm reproduce
+"""The report of every reproduction (lkm.reproduction.site; `lkm report --all`, `lkm reproduce
 all`) built from the smoke runs of all five papers: every claim once on the first screen,
 every image it references present, no link leaving the folder, HTML that parses with no
 error under the HTML5 algorithm (html5lib, strict) and as XML (the page is polyglot
@@ -23,10 +23,10 @@ from typer.testing import CliRunner
 
 from lkm.cli import app
 from lkm.errors import LkmError
-from lkm.papers import PAPERS
-from lkm.papers.common import Difference, paper_differences
-from lkm.report import site
-from lkm.report.site import Table, build_site, verdict_class, with_differences
+from lkm.papers import CROSS_SPEC, PAPERS
+from lkm.reproduction import site
+from lkm.reproduction.paper import Difference, paper_differences
+from lkm.reproduction.site import Table, build_site, verdict_class, with_differences
 from lkm.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,7 +46,7 @@ def built(smoke_all: Path, tmp_path_factory) -> Path:
     """The report of the smoke runs, in this module's own folder (the results folder is
     shared with other test modules and workers: read only here)."""
     out = tmp_path_factory.mktemp("site") / "report"
-    files = build_site(smoke_all, out=out, smoke=True)
+    files = build_site(smoke_all, PAPERS, CROSS_SPEC, out=out, smoke=True)
     assert files.index == out / "index.html" and files.markdown == out / "report.md"
     return out
 
@@ -195,7 +195,7 @@ def test_reproduce_all_resumes_every_paper_then_writes_the_report(smoke_all: Pat
     _copy_results(smoke_all, results)
     # one paper rerun (nothing new to fit) keeps this test short; no cross-paper spec
     monkeypatch.setattr("lkm.papers.PAPERS", {"lrr": PAPERS["lrr"]})
-    monkeypatch.setattr("lkm.report.cross.CROSS_SPEC", "configs/no_such_cross_paper.yaml")
+    monkeypatch.setattr("lkm.papers.CROSS_SPEC", str(tmp_path / "no_such_cross_paper.yaml"))
     monkeypatch.chdir(REPO)
     monkeypatch.setenv("LKM_DATA_DIR", str(data_dir))
     res = CliRunner().invoke(app, ["reproduce", "all", "--smoke", "--results", str(results), "--no-progress"],
@@ -224,7 +224,7 @@ def test_a_report_with_nothing_run_says_what_makes_each_part(tmp_path: Path) -> 
                                       "| LPL | 1.25 |\n| SVM | 1.75 |\n", encoding="utf-8")
     (cross / "friedman.json").write_text(json.dumps({"chi2": 1.0, "p": 0.32, "n_datasets": 4}), encoding="utf-8")
     Image.new("RGB", (40, 20), "white").save(cross / "critical_difference.png")
-    files = build_site(tmp_path)
+    files = build_site(tmp_path, PAPERS, CROSS_SPEC)
     assert files.index == tmp_path / "report" / "index.html" and files.claims == 0
     doc = _document(tmp_path / "report")
     text = ET.tostring(doc, encoding="unicode", method="text")
@@ -236,22 +236,22 @@ def test_a_report_with_nothing_run_says_what_makes_each_part(tmp_path: Path) -> 
     assert any("lkm reproduce lpl" in m for m in files.missing)
     # a rebuild after the figure is gone removes its copy
     (cross / "critical_difference.png").unlink()
-    build_site(tmp_path)
+    build_site(tmp_path, PAPERS, CROSS_SPEC)
     assert not (tmp_path / "report" / "figures" / "cross_paper_summary").exists()
 
 
 def test_the_cross_paper_ranking_is_shown_when_written(data_dir: Path, tmp_path: Path, monkeypatch) -> None:
-    """The smoke cross-paper run and lkm.report.cross's ranking: the report's cross-paper
+    """The smoke cross-paper run and lkm.report.ranking's ranking: the report's cross-paper
     section shows the ranking table, the Friedman test and the critical-difference figure."""
-    cross = pytest.importorskip("lkm.report.cross")
+    cross = pytest.importorskip("lkm.report.ranking")
     monkeypatch.chdir(REPO)
     monkeypatch.setenv("LKM_DATA_DIR", str(data_dir))
-    spec = load_spec(REPO / site.CROSS_SPEC, smoke=True)
-    res = CliRunner().invoke(app, ["run", site.CROSS_SPEC, "--smoke", "--out", str(tmp_path / spec.name), "--jobs", "2",
+    spec = load_spec(CROSS_SPEC, smoke=True)
+    res = CliRunner().invoke(app, ["run", CROSS_SPEC, "--smoke", "--out", str(tmp_path / spec.name), "--jobs", "2",
                                    "--no-progress"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     cross.write_cross_paper(tmp_path, True)
-    build_site(tmp_path, smoke=True)
+    build_site(tmp_path, PAPERS, CROSS_SPEC, smoke=True)
     out = tmp_path / "report-smoke"
     doc = _document(out)
     section = next(s for s in doc.iter("section") if s.get("id") == "cross-paper")
@@ -263,9 +263,9 @@ def test_the_cross_paper_ranking_is_shown_when_written(data_dir: Path, tmp_path:
 
 
 def test_without_a_cross_paper_summary_the_report_says_how_to_make_it(tmp_path: Path) -> None:
-    build_site(tmp_path, smoke=True)
+    build_site(tmp_path, PAPERS, CROSS_SPEC, smoke=True)
     md = (tmp_path / "report-smoke" / "report.md").read_text(encoding="utf-8")
-    assert "lkm run configs/cross_paper.yaml --smoke" in md
+    assert "lkm run cross_paper --smoke" in md
 
 
 @pytest.mark.parametrize("cell, expected", [

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from lkm.errors import SpecError
+from lkm.papers import packaged_specs
 from lkm.spec import PAPER_SIGMA_GRID, default_spec, load_spec, parse_grid, spec_from_dict
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,7 +55,7 @@ def test_bad_log_grid_is_rejected():
 
 
 def test_every_shipped_config_validates():
-    for path in sorted((REPO / "configs").glob("*.yaml")):
+    for path in [*sorted((REPO / "configs").glob("*.yaml")), *packaged_specs().values()]:
         spec = load_spec(path)
         assert (spec.methods or spec.studies) and spec.datasets
 
@@ -109,7 +110,7 @@ def test_spec_errors_name_the_key(over, pattern):
 
 
 def test_more_folds_than_smallest_class_is_reported_before_fitting():
-    from lkm.runner import build_plan
+    from lkm.engine.runner import build_plan
 
     spec = spec_from_dict(base(datasets=["sklearn-iris"], protocol={"kind": "kfold", "folds": 51}), "s.yaml")
     with pytest.raises(SpecError, match=r"s\.yaml: protocol\.folds: 51 folds but class .* has only 50 samples"):
@@ -117,7 +118,7 @@ def test_more_folds_than_smallest_class_is_reported_before_fitting():
 
 
 def test_method_restricted_to_some_datasets_is_planned_only_there(data_dir) -> None:
-    from lkm.runner import build_plan
+    from lkm.engine.runner import build_plan
 
     spec = spec_from_dict({
         "name": "x", "datasets": ["moons", {"name": "sonar", "label": "s"}],

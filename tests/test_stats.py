@@ -1,4 +1,4 @@
-"""The paired test every claims table uses (lkm.stats): hand-checkable p and CI."""
+"""The paired test every claims table uses (lkm.numerics.stats): hand-checkable p and CI."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from lkm.stats import count_words, paired_test
+from lkm.numerics.stats import count_words, paired_test
 
 
 def test_paired_t_matches_the_closed_form_with_two_degrees_of_freedom() -> None:
@@ -64,7 +64,7 @@ def test_count_words_says_not_significant() -> None:
 def test_mcnemar_counts_discordant_samples_and_matches_the_exact_binomial():
     from scipy.stats import binomtest
 
-    from lkm.stats import mcnemar
+    from lkm.numerics.stats import mcnemar
 
     # a wrong on {1, 2}, b wrong on {2, 3, 4, 5, 6, 7, 8, 9}: a right where b wrong on 7, the reverse on 1
     res = mcnemar(100, [1, 2], [2, 3, 4, 5, 6, 7, 8, 9])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,11 +11,12 @@ import yaml
 from typer.testing import CliRunner
 
 from lkm.cli import app
+from lkm.engine.store import RunStore
 from lkm.errors import SpecError
-from lkm.kernels import polynomial_kernel, squared_euclidean
+from lkm.numerics.kernels import polynomial_kernel, squared_euclidean
+from lkm.papers import packaged_specs
 from lkm.report.core import aggregate
 from lkm.spec import spec_from_dict
-from lkm.store import RunStore
 from lkm.studies import STUDIES
 from lkm.studies.invariance import feature_sq_distances, knn_invariance
 
@@ -186,10 +186,9 @@ def test_spec_with_methods_and_studies_keeps_accuracy_outputs_apart(tmp_path):
 
 
 def test_shipped_config_validates_with_and_without_smoke():
-    repo = Path(__file__).resolve().parents[1]
     from lkm.spec import load_spec
 
-    full = load_spec(repo / "configs" / "npps_invariance.yaml")
-    smoke = load_spec(repo / "configs" / "npps_invariance.yaml", smoke=True)
+    full = load_spec(packaged_specs()["npps_invariance"])
+    smoke = load_spec(packaged_specs()["npps_invariance"], smoke=True)
     assert full.outputs.tables == ["knn_invariance"] and len(smoke.datasets) == 1
     assert sum(len(full.study_grid(s)) for s in full.studies) > sum(len(smoke.study_grid(s)) for s in smoke.studies)

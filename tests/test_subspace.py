@@ -9,9 +9,9 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from lkm.errors import DataError
-from lkm.kernels import DistanceCache
 from lkm.methods import METHODS, resolve_estimator
 from lkm.methods.subspace import HKNN, LDCV, NHKNN, NLDCV
+from lkm.numerics.kernels import DistanceCache
 
 
 def _random(seed: int, n: int = 60, d: int = 30, C: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -130,7 +130,7 @@ def test_decision_function_shapes_and_cache() -> None:
 
 
 def test_non_psd_local_gram_is_shifted_and_counted() -> None:
-    from lkm.kernels import DISTANCES, register_distance, squared_euclidean
+    from lkm.numerics.kernels import DISTANCES, register_distance, squared_euclidean
 
     def l1_squared(A: np.ndarray, B: np.ndarray | None) -> np.ndarray:  # exp(-(L1)²/q) is not PSD
         B = A if B is None else B
@@ -217,10 +217,10 @@ def test_hulls_filling_the_space_tie_exactly() -> None:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_grouped_k_smallest_selection_equals_the_tie_ruled_one(seed: int) -> None:
-    """HKNN's fast per-class selection picks exactly lkm.neighbors.k_smallest's columns
+    """HKNN's fast per-class selection picks exactly lkm.numerics.neighbors.k_smallest's columns
     (ties by lower index), with heavy ties, constant rows and infinities."""
     from lkm.methods.subspace import _k_smallest_by_groups
-    from lkm.neighbors import k_smallest
+    from lkm.numerics.neighbors import k_smallest
 
     rng = np.random.default_rng(seed)
     scores = rng.integers(0, 6, size=(40, 300)).astype(float)  # many ties

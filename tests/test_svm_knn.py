@@ -10,9 +10,9 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.svm import SVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from lkm.kernels import DistanceCache, gaussian_kernel
 from lkm.methods import METHODS, SVMKNN, SVMClassifier
 from lkm.methods.svm_knn import nearest_neighbors
+from lkm.numerics.kernels import DistanceCache, gaussian_kernel
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +158,7 @@ def test_invariant_to_row_order_and_label_names(iris) -> None:
 def test_non_euclidean_metrics_count_indefinite_grams(iris) -> None:
     """exp(-||x-y||^4/(2σ²)) is not positive semi-definite; a copy of the squared Euclidean
     distance under another name is."""
-    from lkm.kernels import DISTANCES, register_distance, squared_euclidean
+    from lkm.numerics.kernels import DISTANCES, register_distance, squared_euclidean
 
     X, y, Xt, _ = iris
     register_distance("quartic_test", lambda A, B=None: squared_euclidean(A, B) ** 2)

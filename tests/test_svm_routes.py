@@ -142,7 +142,7 @@ def test_scikit_learns_own_openmp_runtime_is_left_alone(monkeypatch) -> None:
 def test_bench_busy_core_runs_a_burner_only_inside_the_block() -> None:
     import multiprocessing
 
-    from lkm.bench import busy_core
+    from lkm.bench.speed import busy_core
 
     before = set(multiprocessing.active_children())
     with busy_core():

@@ -14,10 +14,10 @@ from rich._emoji_codes import EMOJI
 from typer.testing import CliRunner
 
 from lkm.cli import app
-from lkm.cli.runs import FitProgress, progress_line
-from lkm.runner import build_plan, execute
+from lkm.cli.running import FitProgress, progress_line
+from lkm.engine.runner import build_plan, execute
+from lkm.engine.store import RecordTally, RunStore
 from lkm.spec import spec_from_dict
-from lkm.store import RecordTally, RunStore
 
 runner = CliRunner()
 SMALL = ("-m", "svm", "-d", "moons")  # 10 folds of 200 rows: a sweep of two sigmas fits in about a second

@@ -9,9 +9,9 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from lkm.errors import DataError
-from lkm.kernels import DISTANCES, DistanceCache, sq_dists, squared_euclidean
 from lkm.methods import METHODS, NearestNeighbor
-from lkm.tangent import tangent_sq_distances, tangent_vectors
+from lkm.numerics.kernels import DISTANCES, DistanceCache, sq_dists, squared_euclidean
+from lkm.numerics.tangent import tangent_sq_distances, tangent_vectors
 
 
 @pytest.fixture(scope="module")
@@ -154,8 +154,8 @@ def test_sklearn_estimator_checks(estimator, check) -> None:
 
 
 def test_tangent_metric_on_data_that_are_not_square_images_is_one_spec_error_before_any_fit():
+    from lkm.engine.runner import build_plan
     from lkm.errors import SpecError
-    from lkm.runner import build_plan
     from lkm.spec import spec_from_dict
 
     spec = spec_from_dict({"name": "bad", "datasets": ["moons"],

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from sklearn.model_selection import GridSearchCV
 
+from lkm.engine.runner import build_plan, execute, fit_tuned, write_plan
+from lkm.engine.store import RunStore
 from lkm.errors import SpecError
+from lkm.numerics.stats import paired_test
 from lkm.report import build_report
-from lkm.runner import build_plan, execute, fit_tuned, write_plan
 from lkm.spec import spec_from_dict
-from lkm.stats import paired_test
-from lkm.store import RunStore
 
 GRID = {"t": [0.25, 4.0], "lam": [0.001, 0.1]}
 

@@ -80,7 +80,7 @@ def test_a_csv_named_by_path_runs_end_to_end(tmp_path):
 
 
 def test_a_changed_file_gets_new_task_ids(tmp_path):
-    from lkm.runner import build_plan
+    from lkm.engine.runner import build_plan
 
     csv = write_csv(tmp_path / "my.csv")
     spec = write_spec(tmp_path / "spec.yaml", "{path: my.csv, target: label}")

@@ -16,11 +16,11 @@ import pytest
 from typer.testing import CliRunner
 
 from lkm.cli import app
+from lkm.engine.runner import fit_tuned
 from lkm.errors import SpecError
-from lkm.kernels import DistanceCache
 from lkm.methods import METHODS, estimator_param_names, resolve_estimator
 from lkm.methods.base import cache_kwargs
-from lkm.runner import fit_tuned
+from lkm.numerics.kernels import DistanceCache
 from lkm.spec import load_spec
 
 SPEC = """\

@@ -23,11 +23,11 @@ from typer._click.parser import (  # private: typer vendors click (see _GridOpti
 from typer.core import TyperCommand, TyperGroup
 from typer.exceptions import Abort, TyperException
 
+from lkm.engine.workers import interrupt_exit_code, interrupt_on
 from lkm.errors import LkmError
-from lkm.workers import interrupt_exit_code, interrupt_on
 
 # Markup off: user text (spec paths, dataset names, messages) is printed as written; styled
-# words go through `_line`.
+# words go through `text_line`.
 console = Console(markup=False, emoji=False, highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, markup=False, emoji=False, highlight=False, soft_wrap=True)
 
@@ -58,7 +58,7 @@ class LkmGroup(TyperGroup):
         except (typer.Exit, TyperException, Abort):
             raise
         except KeyboardInterrupt as exc:
-            raise _fail(LkmError("interrupted"), interrupt_exit_code(exc)) from None
+            raise exit_error(LkmError("interrupted"), interrupt_exit_code(exc)) from None
         except BrokenPipeError:
             # the reader went away (`lkm datasets list | head`): stop quietly, as `cat` does;
             # stdout goes to /dev/null so the interpreter's final flush cannot fail again
@@ -67,11 +67,11 @@ class LkmGroup(TyperGroup):
         except USER_ERRORS as exc:
             if _debug():
                 raise
-            raise _fail(exc) from None
+            raise exit_error(exc) from None
         except Exception as exc:
             if _debug():
                 raise
-            raise _fail(LkmError(
+            raise exit_error(LkmError(
                 f"internal error (a bug in lkm; please report it): {type(exc).__name__}: {exc} "
                 "— `lkm --debug ...` shows the traceback"), 1) from None
 
@@ -181,28 +181,30 @@ def _debug() -> bool:
 
 datasets_app = typer.Typer(help="List, describe, download and verify the registered datasets.", no_args_is_help=True)
 app.add_typer(datasets_app, name="datasets")
+specs_app = typer.Typer(help="The experiment specs lkm ships (each paper's, the cross-paper comparison): list them, print one or copy it out.", no_args_is_help=True)
+app.add_typer(specs_app, name="specs")
 docs_app = typer.Typer(help="README's and docs/' tables and figures from the committed run snapshot docs/runs/.", no_args_is_help=True)
 app.add_typer(docs_app, name="docs")
 
 
-def _fail(exc: BaseException, code: int = 2) -> typer.Exit:
-    err_console.print(_line(("error:", "bold red"), f" {_one_line(exc)}"), soft_wrap=True)
+def exit_error(exc: BaseException, code: int = 2) -> typer.Exit:
+    err_console.print(text_line(("error:", "bold red"), f" {one_line(exc)}"), soft_wrap=True)
     return typer.Exit(code)
 
 
-def _line(*parts: str | tuple[str, str]) -> Text:
+def text_line(*parts: str | tuple[str, str]) -> Text:
     """One printable line from plain strings and (text, style) pairs, never parsed as markup."""
     return Text.assemble(*parts)
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     """The message of an error a user caused, as one line."""
     text = str(exc) if not isinstance(exc, OSError) or not exc.strerror else (
         f"{exc.filename}: {exc.strerror}" if exc.filename is not None else exc.strerror)
     return " ".join(text.split()) or type(exc).__name__
 
 
-def _data_dir(data_dir: Path | None) -> Path | None:
+def use_data_dir(data_dir: Path | None) -> Path | None:
     if data_dir is not None:
         if not data_dir.is_dir():
             raise LkmError(f"--data-dir: {data_dir} is not a directory")
@@ -284,7 +286,7 @@ def main() -> None:  # pragma: no cover - console entry point
     import atexit
     import sys
 
-    from lkm.workers import stop_workers
+    from lkm.engine.workers import stop_workers
 
     try:
         app()

@@ -14,14 +14,14 @@ import typer
 
 from lkm.cli.app import (
     DataDirOpt,
-    _data_dir,
-    _fail,
-    _line,
-    _one_line,
     console,
     datasets_app,
     err_console,
+    exit_error,
+    one_line,
     print_rows,
+    text_line,
+    use_data_dir,
 )
 from lkm.errors import LkmError
 
@@ -45,10 +45,10 @@ def datasets_list(data_dir: DataDirOpt = None) -> None:
     from lkm.data.user import read_user_registry
 
     try:
-        _data_dir(data_dir)
+        use_data_dir(data_dir)
         infos = [*list_datasets(), *read_user_registry().values()]
     except LkmError as exc:
-        raise _fail(exc) from None
+        raise exit_error(exc) from None
     rows = [
         [info.name, info.source, _count(info.n_samples), _count(info.n_features),
          _count(len(info.class_counts) if info.class_counts else None), availability(info), ", ".join(info.aliases)]
@@ -70,12 +70,12 @@ def datasets_info(
     from lkm.data.fetch import availability, file_status
 
     try:
-        _data_dir(data_dir)
+        use_data_dir(data_dir)
         info = dataset_info(name)
         statuses = file_status(info) if info.files else []
     except LkmError as exc:
-        raise _fail(exc) from None
-    console.print(_line((info.name, "bold"), f" ({info.source})" + (f", aliases: {', '.join(info.aliases)}" if info.aliases else "")))
+        raise exit_error(exc) from None
+    console.print(text_line((info.name, "bold"), f" ({info.source})" + (f", aliases: {', '.join(info.aliases)}" if info.aliases else "")))
     console.print(info.description)
     console.print(f"rows: {_count(info.n_samples)}   features: {_count(info.n_features)}")
     if info.class_counts:
@@ -144,9 +144,9 @@ def datasets_add(
                                    class_counts={v.item(): int(n) for v, n in zip(values, counts, strict=True)})
         registry = add_user_dataset(info, replace=replace)
     except LkmError as exc:
-        raise _fail(exc) from None
+        raise exit_error(exc) from None
     classes = ", ".join(f"{k}: {v}" for k, v in info.class_counts.items())
-    console.print(_line(("added", "green"), f" {info.name}: {info.n_samples} rows, {info.n_features} features, "
+    console.print(text_line(("added", "green"), f" {info.name}: {info.n_samples} rows, {info.n_features} features, "
                         f"classes {classes}; {info.files[0].sha256 or 'OpenML cache'}"))
     console.print(f"registry: {registry}; use it in a spec as `datasets: [{info.name}]`")
 
@@ -159,7 +159,7 @@ def datasets_remove(name: Annotated[str, typer.Argument(help="A user dataset's n
     try:
         registry = remove_user_dataset(name)
     except LkmError as exc:
-        raise _fail(exc) from None
+        raise exit_error(exc) from None
     console.print(f"removed {name} from {registry}")
 
 
@@ -172,15 +172,15 @@ def datasets_fetch(
     from lkm.data import fetch
 
     failed = 0
-    _data_dir(data_dir)
+    use_data_dir(data_dir)
     for name in names:
         try:
             paths = fetch(name, data_dir=os.environ.get("LKM_DATA_DIR"))
             for p in paths:
-                console.print(_line(("ok", "green"), f" {name}: {p}"))
+                console.print(text_line(("ok", "green"), f" {name}: {p}"))
         except LkmError as exc:
             failed += 1
-            err_console.print(_line(("error:", "bold red"), f" {_one_line(exc)}"), soft_wrap=True)
+            err_console.print(text_line(("error:", "bold red"), f" {one_line(exc)}"), soft_wrap=True)
     if failed:
         raise typer.Exit(2)
 
@@ -190,7 +190,7 @@ def datasets_verify(data_dir: DataDirOpt = None) -> None:
     """Check the sha256 of every packaged file found in the mirror or the download cache."""
     from lkm.data import verify
 
-    _data_dir(data_dir)
+    use_data_dir(data_dir)
     results = verify(data_dir=os.environ.get("LKM_DATA_DIR"))
     bad = sum(r.status == "mismatch" for r in results)
     print_rows("dataset files", ["dataset", "file", "status", "path"],
@@ -200,8 +200,9 @@ def datasets_verify(data_dir: DataDirOpt = None) -> None:
     if bad:
         raise typer.Exit(1)
     if not counts["ok"]:
-        from lkm.data.fetch import cache_dir, resolve_data_dir
+        from lkm.data.fetch import resolve_data_dir
+        from lkm.files import cache_dir
 
         where = " or ".join(str(p) for p in (resolve_data_dir(None), cache_dir()) if p is not None)
-        raise _fail(LkmError(f"no registered dataset file found in {where}: nothing was verified "
+        raise exit_error(LkmError(f"no registered dataset file found in {where}: nothing was verified "
                              "(set LKM_DATA_DIR or --data-dir to a mirror, or `lkm datasets fetch NAME`)"), 1)

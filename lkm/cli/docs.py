@@ -8,11 +8,11 @@ from typing import Annotated
 import typer
 
 from lkm.cli.app import (
-    _fail,
-    _line,
     console,
     docs_app,
     err_console,
+    exit_error,
+    text_line,
 )
 from lkm.errors import LkmError
 
@@ -24,19 +24,20 @@ def docs_snapshot(
 ) -> None:
     """Copy the runs the docs cite from RESULTS into docs/runs/ (spec, provenance, lock
     file, the plan's records gzipped) and the figures the docs show into docs/figures/."""
-    from lkm.papers.docs import SNAPSHOT, snapshot
+    from lkm.papers import PAPERS
+    from lkm.reproduction.docs import SNAPSHOT, snapshot
 
-    report = snapshot(results, root)
+    report = snapshot(PAPERS, results, root)
     for name, n in report.runs.items():
-        console.print(_line(("snapshot", "green"), f" {name}: {n} records"))
+        console.print(text_line(("snapshot", "green"), f" {name}: {n} records"))
     for name in report.kept:
-        err_console.print(_line(("kept", "yellow"), f" {name}: not in {results}/, the committed snapshot stays"))
+        err_console.print(text_line(("kept", "yellow"), f" {name}: not in {results}/, the committed snapshot stays"))
     for name in report.absent:
-        err_console.print(_line(("absent", "yellow"), f" {name}: neither in {results}/ nor in {SNAPSHOT}/ (run its reproduction)"))
+        err_console.print(text_line(("absent", "yellow"), f" {name}: neither in {results}/ nor in {SNAPSHOT}/ (run its reproduction)"))
     for name in report.removed:
         console.print(f"removed {name}: no longer cited", highlight=False)
     for fig in report.missing_figures:
-        err_console.print(_line(("missing figure", "yellow"), f" {fig}: not in the run folder's figures/"))
+        err_console.print(text_line(("missing figure", "yellow"), f" {fig}: not in the run folder's figures/"))
     console.print(f"{len(report.figures)} figures copied; {root / SNAPSHOT}/ is {report.bytes / 1e6:.2f} MB", highlight=False)
 
 
@@ -46,12 +47,13 @@ def docs_build(
 ) -> None:
     """Rewrite every generated table (`<!-- lkm:begin ID -->` blocks) of README.md and
     docs/reproductions/ from docs/runs/."""
-    from lkm.papers.docs import build
+    from lkm.papers import PAPERS
+    from lkm.reproduction.docs import build
 
     try:
-        changed = build(root)
+        changed = build(PAPERS, root)
     except LkmError as exc:
-        raise _fail(exc, 1) from None
+        raise exit_error(exc, 1) from None
     console.print(f"rewrote {', '.join(changed)}" if changed else "every generated table is current", highlight=False)
 
 
@@ -61,9 +63,10 @@ def docs_check(
 ) -> None:
     """Exit 1 listing every generated table that differs from what docs/runs/ gives (and
     every missing figure); `lkm docs build` rewrites them."""
-    from lkm.papers.docs import check
+    from lkm.papers import PAPERS
+    from lkm.reproduction.docs import check
 
-    problems = check(root)
+    problems = check(PAPERS, root)
     for p in problems:
         err_console.print(p, highlight=False, markup=False, soft_wrap=True)
     if problems:

@@ -11,11 +11,11 @@ import typer
 
 from lkm.cli.app import (
     DataDirOpt,
-    _data_dir,
-    _fail,
     app,
     console,
+    exit_error,
     print_rows,
+    use_data_dir,
 )
 from lkm.errors import LkmError
 
@@ -93,14 +93,14 @@ def bench(
     if cluster:
         _bench_cluster(data_dir, cluster, out)
         return
-    from lkm.bench import format_bench, run_bench
+    from lkm.bench.speed import format_bench, run_bench
 
     try:
-        _data_dir(data_dir)
+        use_data_dir(data_dir)
         results = run_bench(data_dir=os.environ.get("LKM_DATA_DIR"), repeats=repeats, tangent=tangent,
                              large=large)
     except LkmError as exc:
-        raise _fail(exc) from None
+        raise exit_error(exc) from None
     console.print(format_bench(results))
     if out:
         out.write_text(json.dumps(results, indent=2, default=str) + "\n")
@@ -108,14 +108,14 @@ def bench(
 
 def _bench_cluster(data_dir, address: str, out: Path | None) -> None:
     """``lkm bench --cluster ADDRESS``: one line per engine as it finishes, then the measures."""
-    from lkm.bench_cluster import format_cluster_bench, run_cluster_bench
+    from lkm.bench.cluster import format_cluster_bench, run_cluster_bench
 
     try:
-        _data_dir(data_dir)
+        use_data_dir(data_dir)
         result = run_cluster_bench(address, data_dir=os.environ.get("LKM_DATA_DIR"),
                                    on_line=lambda line: console.print(line, markup=False, highlight=False))
     except LkmError as exc:
-        raise _fail(exc) from None
+        raise exit_error(exc) from None
     console.print(format_cluster_bench(result), markup=False, highlight=False)
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -124,13 +124,13 @@ def _bench_cluster(data_dir, address: str, out: Path | None) -> None:
 
 def _bench_scaling(data_dir, problems, methods, max_seconds, max_n, figure, out) -> None:
     """``lkm bench --scaling``: one line per cell as it finishes, then the table."""
-    from lkm.bench_scaling import METHODS, PROBLEMS, run_scaling, scaling_figure, scaling_markdown
+    from lkm.bench.scaling import METHODS, PROBLEMS, run_scaling, scaling_figure, scaling_markdown
 
     def names(text: str | None, known, what: str) -> list[str]:
         chosen = [t.strip() for t in text.split(",") if t.strip()] if text else list(known)
         unknown = [t for t in chosen if t not in known]
         if unknown:
-            raise _fail(LkmError(f"--{what}: unknown {', '.join(unknown)}; known: {', '.join(known)}"))
+            raise exit_error(LkmError(f"--{what}: unknown {', '.join(unknown)}; known: {', '.join(known)}"))
         return chosen
 
     chosen_problems = names(problems, PROBLEMS, "problems")
@@ -142,11 +142,11 @@ def _bench_scaling(data_dir, problems, methods, max_seconds, max_n, figure, out)
         console.print(f"[scaling] {cell['problem']} {cell['method']} n = {cell['n']:,}: {what}")
 
     try:
-        _data_dir(data_dir)
+        use_data_dir(data_dir)
         results = run_scaling(chosen_problems, chosen_methods, max_seconds=max_seconds,
                               data_dir=os.environ.get("LKM_DATA_DIR"), max_n=max_n, on_cell=show)
     except LkmError as exc:
-        raise _fail(exc) from None
+        raise exit_error(exc) from None
     table = scaling_markdown(results)
     console.print(table, markup=False, highlight=False)
     if out:

@@ -16,14 +16,14 @@ from lkm.cli.app import (
     MaxFitsOpt,
     ProgressOpt,
     SmokeOpt,
-    _data_dir,
-    _fail,
-    _line,
     app,
     console,
     err_console,
+    exit_error,
+    text_line,
+    use_data_dir,
 )
-from lkm.cli.runs import _print_notes, _run_spec, cluster_label, engine
+from lkm.cli.running import cluster_label, engine, print_notes, print_site, run_spec
 from lkm.errors import LkmError, did_you_mean
 
 
@@ -42,7 +42,8 @@ def reproduce(
     """Run every experiment of a paper, then check the paper's claims from our numbers; `all`:
     every paper, then the cross-paper ranking, then the report.
 
-    Each experiment is a spec under configs/ (run into `RESULTS/<spec name>/`, resumable);
+    Each experiment is a spec shipped inside the paper's package (`lkm specs list`; run into
+    `RESULTS/<spec name>/` under the current folder, resumable);
     the runs the claims read are rerun with permuted training rows and another BLAS thread
     count (`RESULTS/<spec name>-perturbed/`, only the settings the claims read), and a claim
     whose verdict changes is marked fragile; the claims table and the paper-vs-ours timing
@@ -50,7 +51,7 @@ def reproduce(
     With everything recorded, a rerun only rebuilds tables and figures.
 
     `lkm reproduce all` does this for every paper in turn (lpl, npps, lrr, cevikalp, prls),
-    then runs configs/cross_paper.yaml (every method on the shared datasets under one
+    then runs the cross_paper spec (every method on the shared datasets under one
     protocol) and writes its ranking, then writes the report: `RESULTS/report/index.html`
     (static, open it in a browser) and `RESULTS/report/report.md` — with `--smoke`,
     `RESULTS/report-smoke/`. A paper whose fits fail does not stop the others (exit 1 at
@@ -63,7 +64,7 @@ def reproduce(
     from lkm.papers import PAPERS
 
     try:
-        _data_dir(data_dir)
+        use_data_dir(data_dir)
         if paper != ALL and paper not in PAPERS:
             raise LkmError(f"unknown paper {paper!r}{did_you_mean(paper, [*PAPERS, ALL])}; "
                            f"known: {', '.join(PAPERS)}, or {ALL}")
@@ -73,7 +74,7 @@ def reproduce(
             else:
                 _reproduce(PAPERS[paper], results, jobs, smoke, progress, max_fits, on_cluster)
     except LkmError as exc:
-        raise _fail(exc, 1 if "fits failed" in str(exc) else 2) from None
+        raise exit_error(exc, 1 if "fits failed" in str(exc) else 2) from None
 
 
 #: `lkm reproduce all`: every paper, the cross-paper comparison, the report.
@@ -83,13 +84,12 @@ ALL = "all"
 def _reproduce_all(results: Path, jobs: int, smoke: bool, progress: bool, max_fits, cluster) -> None:
     """Every paper of lkm.papers.PAPERS (a paper whose fits fail does not stop the others),
     the cross-paper spec and its ranking when they exist, then the report folder."""
-    from lkm.papers import PAPERS
-    from lkm.report.cross import CROSS_SPEC
-    from lkm.report.site import build_site
+    from lkm.papers import CROSS_SPEC, PAPERS
+    from lkm.reproduction.site import build_site
 
     failed = []
     for key, module in PAPERS.items():
-        console.print(_line((f"== {key}", "bold"), f": {module.claims.TITLE}" if hasattr(module, "claims") else ""))
+        console.print(text_line((f"== {key}", "bold"), f": {module.claims.TITLE}" if hasattr(module, "claims") else ""))
         try:
             _reproduce(module, results, jobs, smoke, progress, max_fits, cluster)
         except LkmError as exc:
@@ -98,20 +98,20 @@ def _reproduce_all(results: Path, jobs: int, smoke: bool, progress: bool, max_fi
             failed.append(key)
     errors = []
     if Path(CROSS_SPEC).is_file():
-        console.print(_line(("== cross-paper", "bold"), f": {CROSS_SPEC}"))
+        console.print(text_line(("== cross-paper", "bold"), f": {CROSS_SPEC}"))
         try:
             _cross_paper(results, jobs, smoke, progress, max_fits, cluster)
         except LkmError as exc:  # the papers' report is still worth writing
-            err_console.print(_line(("error:", "bold red"), f" cross-paper: {exc}"), soft_wrap=True)
+            err_console.print(text_line(("error:", "bold red"), f" cross-paper: {exc}"), soft_wrap=True)
             errors.append(f"cross-paper: {exc}")
         except typer.Exit as exc:
             if exc.exit_code != 1:
                 raise
             failed.append("cross-paper")
     else:
-        err_console.print(_line(("note:", "yellow"), f" {CROSS_SPEC} not found (run from the repository root): no cross-paper ranking"))
-    written = build_site(results, smoke=smoke)
-    _print_site(written)
+        err_console.print(text_line(("note:", "yellow"), f" {CROSS_SPEC} not found: no cross-paper ranking"))
+    written = build_site(results, PAPERS, CROSS_SPEC, smoke=smoke)
+    print_site(written)
     if errors:
         raise LkmError(errors[0])
     if failed:
@@ -119,15 +119,16 @@ def _reproduce_all(results: Path, jobs: int, smoke: bool, progress: bool, max_fi
 
 
 def _cross_paper(results: Path, jobs: int, smoke: bool, progress: bool, max_fits, cluster) -> None:
-    """The cross-paper spec's run, then its ranking (lkm.report.cross)."""
-    from lkm.report.cross import CROSS_SPEC, write_cross_paper
+    """The cross-paper spec's run, then its ranking (lkm.report.ranking)."""
+    from lkm.papers import CROSS_SPEC
+    from lkm.report.ranking import write_cross_paper
     from lkm.spec import load_spec
 
     spec = load_spec(CROSS_SPEC, smoke=smoke, max_fits=max_fits)
-    _print_notes(spec)
+    print_notes(spec)
     failed = None
     try:
-        _run_spec(spec, CROSS_SPEC, results / spec.name, jobs, False, False, progress, cluster=cluster)
+        run_spec(spec, CROSS_SPEC, results / spec.name, jobs, False, False, progress, cluster=cluster)
     except typer.Exit as exc:  # failed fits: rank what was recorded, then say so
         if exc.exit_code != 1:
             raise
@@ -137,24 +138,6 @@ def _cross_paper(results: Path, jobs: int, smoke: bool, progress: bool, max_fits
         raise failed
 
 
-#: What is still missing, printed after `lkm reproduce all` / `lkm report --all` (the rest: in the report).
-MISSING_LINES = 6
-
-
-def _print_site(written) -> None:
-    """The report's claim counts and where it is."""
-    counts = ", ".join(f"{name} {n}" for name, n in written.counts.items())
-    console.print(f"{written.claims} claims: {counts}", highlight=False)
-    if written.differing:
-        console.print(written.differing, highlight=False)
-    for line in written.missing[:MISSING_LINES]:
-        err_console.print(_line(("missing:", "yellow"), f" {line}"), soft_wrap=True)
-    if len(written.missing) > MISSING_LINES:
-        err_console.print(_line(("missing:", "yellow"), f" ... and {len(written.missing) - MISSING_LINES} more"
-                                f" (each paper's \"Still missing\" in the report)"), soft_wrap=True)
-    console.print(f"report: {written.index} (and {written.markdown.name} beside it)", highlight=False)
-
-
 def _reproduce(module, results: Path, jobs: int, smoke: bool, progress: bool, max_fits, cluster) -> None:
     """`lkm reproduce`'s work for one paper module, inside its error boundary."""
     from lkm.spec import load_spec
@@ -162,25 +145,25 @@ def _reproduce(module, results: Path, jobs: int, smoke: bool, progress: bool, ma
     failed = []
     for experiment in module.SPECS:
         if not Path(experiment.spec).is_file():
-            raise LkmError(f"{experiment.spec}: not found; run `lkm reproduce` from the repository root (where configs/ is)")
+            raise LkmError(f"{experiment.spec}: not found; this installation of lkm lacks the specs it ships (reinstall it)")
         spec = load_spec(experiment.spec, smoke=smoke, max_fits=max_fits)
-        _print_notes(spec)
+        print_notes(spec)
         n_jobs = min(jobs, experiment.jobs) if experiment.jobs else jobs
         try:
-            _run_spec(spec, experiment.spec, results / spec.name, n_jobs, False, False, progress, cluster=cluster)
+            run_spec(spec, experiment.spec, results / spec.name, n_jobs, False, False, progress, cluster=cluster)
         except typer.Exit as exc:  # a failed fit: report it, go on with the other experiments
             if exc.exit_code != 1:
                 raise
             failed.append(spec.name)
-    # Fragility check (lkm.papers.common): the runs the claims read, rerun with
+    # Fragility check (lkm.reproduction.perturbed): the runs the claims read, rerun with
     # training rows permuted and another BLAS thread count, at the settings they read.
-    from lkm.papers.common import perturbed_experiments
+    from lkm.reproduction.perturbed import perturbed_experiments
 
     for spec, source in perturbed_experiments(module, results, smoke):
         # workers x BLAS threads within the cores: oversubscribed small solves slow down many-fold
         threads = (spec.perturb.blas_threads if spec.perturb else None) or 1
         try:
-            _run_spec(spec, source, results / spec.name, max(1, jobs // threads), False, False, progress,
+            run_spec(spec, source, results / spec.name, max(1, jobs // threads), False, False, progress,
                       cluster=cluster)
         except typer.Exit as exc:
             if exc.exit_code != 1:
@@ -205,7 +188,7 @@ def print_claims(csv: Path, smoke: bool) -> None:
     import pandas as pd
     from rich.table import Table
 
-    from lkm.papers.common import SMOKE_LABEL
+    from lkm.reproduction.claims import SMOKE_LABEL
 
     df = pd.read_csv(csv, dtype=str, keep_default_na=False)
     columns = [c for c in df.columns if c in ("#", "the paper's claim") or c.startswith("verdict")]

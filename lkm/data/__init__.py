@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
+from lkm.data.catalog import dataset_info
 from lkm.data.fetch import (
     VerifyResult,
-    cache_dir,
     fetch,
     fetch_dataset_files,
     fetch_file,
@@ -26,9 +26,10 @@ from lkm.data.fetch import (
 )
 from lkm.data.parsers import Parsed, ParseError, check_finite, display_path, parse
 from lkm.data.realizations import official_realizations
-from lkm.data.registry import DatasetInfo, FileEntry, dataset_info, list_datasets
+from lkm.data.registry import DatasetInfo, FileEntry, list_datasets
 from lkm.data.synthetic import generate
 from lkm.errors import ChecksumError, DataError, DatasetUnavailable
+from lkm.files import cache_dir
 
 __all__ = [
     "Dataset",
@@ -101,8 +102,8 @@ def _full_path(message: str, path: Path) -> str:
 def _read_user_file(info: DatasetInfo) -> Parsed:
     """A user's file (:mod:`lkm.data.user`): present, with the pinned sha256, parsed by
     its format's reader; at least one row and two classes."""
-    from lkm.data.fetch import file_sha256
     from lkm.data.user import user_file
+    from lkm.files import file_sha256
 
     path, entry = user_file(info), info.files[0]
     if info.meta.get("format") != "openml":

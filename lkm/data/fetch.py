@@ -19,20 +19,19 @@ with one-line messages that say where the file would come from and how to provid
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from lkm.data.registry import DatasetInfo, FileEntry, dataset_info, list_datasets
+from lkm.data.catalog import dataset_info
+from lkm.data.registry import DatasetInfo, FileEntry, list_datasets
 from lkm.errors import ChecksumError, DataError, DatasetUnavailable
+from lkm.files import cache_dir, file_sha256
 
 #: Seconds pooch waits for the server before giving up on a download.
 DOWNLOAD_TIMEOUT = 60
-_HASH_CHUNK = 1 << 20
 #: sha256 of files already hashed in this process, by (path, size, mtime_ns).
-_sha256_memo: dict[tuple[str, int, int], str] = {}
 
 
 @dataclass(frozen=True)
@@ -58,32 +57,9 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path | None:
     return path
 
 
-def cache_dir() -> Path:
-    """The download cache: ``$LKM_CACHE_DIR``, else pooch's per-user cache for "lkm"."""
-    env = os.environ.get("LKM_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    import pooch  # imported late: listings and loads from the mirror need no pooch
-
-    return Path(pooch.os_cache("lkm")).expanduser()
-
-
 def downloads_allowed() -> bool:
     """False when ``$LKM_OFFLINE`` is set to 1/true/yes."""
     return os.environ.get("LKM_OFFLINE", "").strip().lower() not in {"1", "true", "yes"}
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 hex digest of ``path``, memoized per (path, size, mtime) within the process."""
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    if key not in _sha256_memo:
-        digest = hashlib.sha256()
-        with open(path, "rb") as fh:
-            while chunk := fh.read(_HASH_CHUNK):
-                digest.update(chunk)
-        _sha256_memo[key] = digest.hexdigest()
-    return _sha256_memo[key]
 
 
 def _where(dataset: str | None, entry: FileEntry) -> str:

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from lkm.data.fetch import cache_dir, file_sha256, resolve_data_dir
+from lkm.data.fetch import resolve_data_dir
 from lkm.data.registry import DatasetInfo, FileEntry, list_datasets
 from lkm.errors import DataError
+from lkm.files import cache_dir, file_sha256
 
 Realizations = list[tuple[np.ndarray, np.ndarray]]
 

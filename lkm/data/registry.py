@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from lkm.errors import DataError, did_you_mean
+from lkm.errors import DataError
 
 REGISTRY_PATH = Path(__file__).with_name("registry.yaml")
 SOURCES = ("file", "sklearn", "synthetic")
@@ -231,7 +231,7 @@ def load_registry(path: Path = REGISTRY_PATH) -> dict[str, DatasetInfo]:
     return registry
 
 
-def _lookup_keys() -> dict[str, str]:
+def lookup_keys() -> dict[str, str]:
     """Normalized name or alias -> registered name."""
     return {
         normalize_name(key): info.name
@@ -247,35 +247,4 @@ def list_datasets() -> list[DatasetInfo]:
 
 def packaged_owner(name: str) -> str | None:
     """The packaged dataset whose name or alias ``name`` is, else None."""
-    return _lookup_keys().get(normalize_name(str(name)))
-
-
-def check_spec_file_name(name: str, path: str) -> None:
-    """A spec's file dataset may not take a packaged or user-registered name: an
-    identifier in tables names one dataset."""
-    from lkm.data.user import read_user_registry
-
-    owner = packaged_owner(name)
-    if owner is None:
-        owner = next((n for n in read_user_registry() if normalize_name(n) == normalize_name(name)), None)
-    if owner is not None:
-        raise DataError(f"name {name!r} of {path} is already the registered dataset {owner!r}; "
-                        "give the entry a name: of its own")
-
-
-def dataset_info(name: str) -> DatasetInfo:
-    """The entry of ``name`` or one of its aliases ('_' and '-' and case ignored): a
-    packaged dataset or a user-registered one (a spec's ``path:`` entry is loaded from its
-    path instead: :meth:`lkm.spec.DatasetSpec.load`)."""
-    from lkm.data.user import read_user_registry
-
-    key = normalize_name(str(name))
-    registered = _lookup_keys().get(key)
-    if registered is not None:
-        return load_registry()[registered]
-    user = read_user_registry()
-    found = next((info for n, info in user.items() if normalize_name(n) == key), None)
-    if found is None:
-        choices = [k for info in list_datasets() for k in (info.name, *info.aliases)] + list(user)
-        raise DataError(f"unknown dataset {name!r}{did_you_mean(str(name), choices)}")
-    return found
+    return lookup_keys().get(normalize_name(str(name)))

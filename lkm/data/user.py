@@ -88,7 +88,7 @@ def user_dataset(
     must exist and its present sha256 is pinned. For ``openml``, ``path`` is the
     ``data_home`` of :func:`sklearn.datasets.fetch_openml` and ``name`` the OpenML
     dataset's name or id (its content is pinned by OpenML's versioning, not a sha256)."""
-    from lkm.data.fetch import file_sha256
+    from lkm.files import file_sha256
 
     path = Path(path).expanduser().absolute()
     fmt = format_of(path, fmt)
@@ -180,7 +180,7 @@ def read_user_registry(path: Path | None = None) -> dict[str, DatasetInfo]:
 
 
 def _write_user_registry(infos: list[DatasetInfo], path: Path) -> None:
-    from lkm.store import atomic_write
+    from lkm.files import atomic_write
 
     text = "# lkm user datasets, written by `lkm datasets add` (edit with `lkm datasets add/remove`)\n"
     text += yaml.safe_dump({"datasets": [_entry_dict(i) for i in infos]}, sort_keys=False)

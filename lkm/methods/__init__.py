@@ -1,7 +1,7 @@
 """Estimators, registered under the keys an experiment spec uses (``estimator: pl``).
 
 Every estimator is a scikit-learn classifier whose ``fit``/``predict``/
-``decision_function`` also accept ``cache=`` (a :class:`lkm.kernels.DistanceCache`), and
+``decision_function`` also accept ``cache=`` (a :class:`lkm.numerics.kernels.DistanceCache`), and
 which records method facts in ``info_`` after fitting.
 
 A spec may also name any scikit-learn-compatible classifier by dotted path

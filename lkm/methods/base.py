@@ -22,7 +22,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from lkm.errors import NumericalError
-from lkm.kernels import DistanceCache
+from lkm.numerics.kernels import DistanceCache
 
 T = TypeVar("T")
 
@@ -274,7 +274,7 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
         class index of each row's nearest training pattern (or None).
 
         Methods whose outputs are kernel expansions override this to evaluate them
-        without underflow (:func:`lkm.kernels.exp_rows_scaled`); the default is
+        without underflow (:func:`lkm.numerics.kernels.exp_rows_scaled`); the default is
         :meth:`decision_function`.
         """
         return self.decision_function(X, cache=cache), None

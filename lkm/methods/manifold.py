@@ -67,7 +67,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from lkm.errors import NumericalError
-from lkm.kernels import DistanceCache, heat_from_sq, polynomial_kernel, sq_dists
 from lkm.methods.base import (
     SCALE,
     SIGMA_CONSTRAINT,
@@ -76,7 +75,8 @@ from lkm.methods.base import (
     memoized,
     resolve_sigma,
 )
-from lkm.neighbors import k_smallest
+from lkm.numerics.kernels import DistanceCache, heat_from_sq, polynomial_kernel, sq_dists
+from lkm.numerics.neighbors import k_smallest
 
 #: Default relative tolerance of the rank-revealing route (eigenvalues below rcond·max are dropped).
 RCOND = 1e-12
@@ -224,7 +224,7 @@ def solve_stationary(M: np.ndarray, r: np.ndarray, rcond: float = RCOND, symmetr
 
 def poly_gram(A: np.ndarray, B: np.ndarray, degree: int, coef0: float) -> np.ndarray:
     """``(a·b/d + coef0)^degree`` between the rows of A and B, d = n_features
-    (:func:`lkm.kernels.polynomial_kernel` on the inner product divided by d, scikit-learn's
+    (:func:`lkm.numerics.kernels.polynomial_kernel` on the inner product divided by d, scikit-learn's
     default ``gamma = 1/n_features``). The 1/d is a documented choice: a positive rescaling
     of the inner product (the same kernel as ``(a·b + d·coef0)^degree`` up to the factor
     d^degree, absorbed by the regularization weights) that keeps the values O(1) — for

@@ -1,13 +1,13 @@
 """Nearest-neighbour classifier (the NN rows of Cevikalp et al., Tables I–II), with the
-Euclidean or the two-sided tangent distance (:mod:`lkm.tangent`)."""
+Euclidean or the two-sided tangent distance (:mod:`lkm.numerics.tangent`)."""
 
 from __future__ import annotations
 
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-from lkm.kernels import DistanceCache, sq_dists
 from lkm.methods.base import LocalKernelClassifier
+from lkm.numerics.kernels import DistanceCache, sq_dists
 
 METRICS = ("euclidean", "tangent")
 
@@ -39,7 +39,7 @@ class NearestNeighbor(LocalKernelClassifier):
         """Store the training samples (``cache`` is accepted for the common signature)."""
         X, y_index = self._validate_training(X, y)
         if self.metric == "tangent":
-            from lkm.tangent import image_shape_for
+            from lkm.numerics.tangent import image_shape_for
 
             image_shape_for(X.shape[1])  # one-line DataError for non-square images
         self.X_fit_ = X

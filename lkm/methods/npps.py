@@ -33,10 +33,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from lkm.kernels import DistanceCache
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier, check_feature_scale
 from lkm.methods.svm import SVMClassifier
-from lkm.neighbors import NEIGHBOR_BACKENDS, make_neighbors, pair_sq_dists, upper_kth
+from lkm.numerics.kernels import DistanceCache
+from lkm.numerics.neighbors import NEIGHBOR_BACKENDS, make_neighbors, pair_sq_dists, upper_kth
 
 #: The text ``NPPSSVM.info_['fallback']`` holds when the SVM was trained on every pattern.
 FALLBACK_ALL = "all patterns"
@@ -208,7 +208,7 @@ def tie_ruled_neighbors(X: np.ndarray, rows: np.ndarray, n_neighbors: int) -> np
     rows, see :class:`_TieRuledIndex`): every pattern within that form's error bound of
     the n-th smallest value is kept, so no pattern of the true list is lost to round-off.
     The candidates' distances are then recomputed from coordinate differences
-    (:func:`lkm.neighbors.pair_sq_dists`), distances within a relative :data:`TIE_RTOL` of each other
+    (:func:`lkm.numerics.neighbors.pair_sq_dists`), distances within a relative :data:`TIE_RTOL` of each other
     are treated as one value, and the list is read off in (distance, index) order.
     Duplicated patterns, and integer patterns at equal distance after scaling, are
     therefore ordered by index, never by round-off.

@@ -25,7 +25,8 @@ from scipy.linalg import cho_factor, cho_solve, lapack, solve_triangular
 from scipy.spatial.distance import squareform
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from lkm.kernels import (
+from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier, memoized
+from lkm.numerics.kernels import (
     EXP_FLUSH_BELOW,
     DistanceCache,
     check_memory,
@@ -37,9 +38,8 @@ from lkm.kernels import (
     sq_dists,
     underflow_share,
 )
-from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier, memoized
-from lkm.neighbors import NEIGHBOR_BACKENDS, make_neighbors, neighbor_recall
-from lkm.workers import blas_threads
+from lkm.numerics.neighbors import NEIGHBOR_BACKENDS, make_neighbors, neighbor_recall
+from lkm.numerics.threads import blas_threads
 
 EPS = float(np.finfo(np.float64).eps)
 #: Bytes of gathered neighbour coordinates LPL materializes at once.
@@ -314,7 +314,7 @@ def pl_fit_memory(
     n_unique: int, solver: str, cache: DistanceCache | None = None, X_unique: np.ndarray | None = None
 ) -> tuple[int, str]:
     """Bytes PL's fit allocates on ``n_unique`` distinct rows, and a description of them,
-    for :func:`lkm.kernels.check_memory`: the n × n distance matrix (unless ``cache``
+    for :func:`lkm.numerics.kernels.check_memory`: the n × n distance matrix (unless ``cache``
     already holds it for ``X_unique``); the Gram matrix, built in the distances' place
     unless a cache keeps those alive; and for ``solver="eigh"`` the workspace of LAPACK's
     dsyevd (2n² doubles). The pivoted Cholesky factorizes in place; its null-space terms
@@ -349,7 +349,7 @@ class ProjectionLearning(LocalKernelClassifier):
       exactly 0) and each block is solved on its own (:func:`_gram_blocks`).
 
     Predictions use each test row's kernel values divided by its largest
-    (:func:`lkm.kernels.exp_rows_scaled`): the sign of f is exact even where every
+    (:func:`lkm.numerics.kernels.exp_rows_scaled`): the sign of f is exact even where every
     kernel value underflows (tiny sigma, far points). ``decision_function`` returns the
     unscaled f, which is then 0; ``predict`` never reads it.
 
@@ -359,7 +359,7 @@ class ProjectionLearning(LocalKernelClassifier):
     ``info_['sigma']``.
 
     Memory: G⁺ needs the whole n × n Gram matrix (8n² bytes, twice that when a
-    :class:`~lkm.kernels.DistanceCache` keeps the distances alive; :func:`pl_fit_memory`),
+    :class:`~lkm.numerics.kernels.DistanceCache` keeps the distances alive; :func:`pl_fit_memory`),
     so fit checks it against the memory available first and raises
     :class:`~lkm.errors.InsufficientMemory` naming n, the bytes needed and those available
     instead of allocating; predictions are computed in blocks of test rows
@@ -673,7 +673,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         self, X: np.ndarray, cache: DistanceCache | None, *, scaled: bool
     ) -> tuple[np.ndarray, np.ndarray]:
         """Outputs (scaled: each query's kernel vector divided by its nearest neighbour's
-        value, :func:`lkm.kernels.exp_rows_scaled`) and each query's nearest neighbour's
+        value, :func:`lkm.numerics.kernels.exp_rows_scaled`) and each query's nearest neighbour's
         class index. The local Gram matrices keep their unit diagonal either way."""
         X = self._validate_query(X)
         if self.neighbors_ is None:

@@ -18,7 +18,8 @@ from scipy.linalg import cho_factor, cho_solve
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from lkm.kernels import (
+from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
+from lkm.numerics.kernels import (
     DistanceCache,
     exp_rows_scaled,
     exponent_scale,
@@ -28,7 +29,6 @@ from lkm.kernels import (
     times_scale,
     underflow_share,
 )
-from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
 
 _TINY = float(np.finfo(np.float64).tiny)
 

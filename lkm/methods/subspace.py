@@ -1,7 +1,7 @@
 """Local subspace classifiers, Cevikalp, Larlus, Douze, Jurie (MLSP 2007).
 
 For a query x_q every method takes, for each class i, the K training samples of that
-class nearest to x_q (distances from :func:`lkm.kernels.sq_dists` under ``metric``, so a
+class nearest to x_q (distances from :func:`lkm.numerics.kernels.sq_dists` under ``metric``, so a
 registered distance such as a tangent distance plugs in) and measures a distance from
 x_q to a local model of each class; the nearest class wins:
 
@@ -36,9 +36,9 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from lkm.errors import NotApplicable
-from lkm.kernels import DISTANCES, DistanceCache, check_metric, gaussian_from_sq, sq_dists
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
-from lkm.neighbors import k_smallest
+from lkm.numerics.kernels import DISTANCES, DistanceCache, check_metric, gaussian_from_sq, sq_dists
+from lkm.numerics.neighbors import k_smallest
 
 #: Default relative rank cutoff: singular values at or below ``rcond·s_max`` (HKNN, LDCV,
 #: the class and pooled scatters of NHKNN/NLDCV) count as zero, and so do kernel-PCA
@@ -73,7 +73,7 @@ SELECT_GROUP = 8
 
 
 def _k_smallest_by_groups(scores: np.ndarray, k: int) -> np.ndarray:
-    """:func:`lkm.neighbors.k_smallest` (column indices of each row's k smallest entries,
+    """:func:`lkm.numerics.neighbors.k_smallest` (column indices of each row's k smallest entries,
     ordered by (score, index)) in about two thirds of its time when k is much smaller
     than the row length (measured: 10 of 730 columns).
 
@@ -153,9 +153,9 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
 
         The distance columns are put in class order once (Euclidean without a cache:
         computed against the class-sorted training rows directly, by the expansion of
-        :func:`lkm.kernels.squared_euclidean`, per block of queries), so each class is a
+        :func:`lkm.numerics.kernels.squared_euclidean`, per block of queries), so each class is a
         contiguous block, and the selection (:func:`_k_smallest_by_groups`: ordered by
-        (distance, row), ties to the lower training row, as :func:`lkm.neighbors.k_smallest`)
+        (distance, row), ties to the lower training row, as :func:`lkm.numerics.neighbors.k_smallest`)
         runs over blocks of queries in threads."""
         order = np.concatenate(self.class_rows_)
         n = Xq.shape[0]
@@ -247,7 +247,7 @@ def _one_blas_thread() -> Any:
 def _n_workers() -> int:
     """Threads for the neighbour selection and HKNN's per-query work: the usable cores,
     at most 4, and no more than the current BLAS thread cap (a worker process of
-    :mod:`lkm.workers` gets ``cores // jobs``). Call it outside :func:`_one_blas_thread`."""
+    :mod:`lkm.engine.workers` gets ``cores // jobs``). Call it outside :func:`_one_blas_thread`."""
     from threadpoolctl import threadpool_info
 
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -68,7 +68,8 @@ from libsvm.svm import libsvm as clib
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from lkm.errors import NumericalError
-from lkm.kernels import (
+from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier, available_unless
+from lkm.numerics.kernels import (
     CHECK_MIN_BYTES,
     DistanceCache,
     available_memory,
@@ -78,8 +79,7 @@ from lkm.kernels import (
     sq_dists,
     squared_euclidean,
 )
-from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier, available_unless
-from lkm.workers import blas_threads
+from lkm.numerics.threads import blas_threads
 
 #: Largest LIBSVM node array (16 bytes per kernel entry) built for the precomputed route
 #: (MNIST 3-vs-8's 11,982 rows need 2.3 GB, 16,000 rows 4.1 GB; above, LIBSVM's own

@@ -1,7 +1,7 @@
 """SVM-KNN (Zhang, Berg, Maire and Malik, CVPR 2006; Cevikalp et al.'s reference [5]).
 
 For each query: take its K nearest training samples under a distance (``metric``, any
-name registered in :data:`lkm.kernels.DISTANCES`, e.g. a tangent distance); if they all
+name registered in :data:`lkm.numerics.kernels.DISTANCES`, e.g. a tangent distance); if they all
 share one label, predict it; otherwise train a multi-class SVM on those K samples with a
 kernel built on the same distance and let it classify the query. Cevikalp et al. (Sec. IV,
 Tables I-II) run it with the Gaussian kernel k(x, y) = exp(-d²(x, y)/q), i.e. σ² = q/2,
@@ -9,7 +9,7 @@ and one-against-all multi-class SVMs (the default here).
 
 Queries with the same neighbour set share one local SVM (their sorted neighbour lists are
 grouped with ``np.unique``), and the local Gram matrices are gathered from the training
-distance matrix (memoized in a :class:`~lkm.kernels.DistanceCache` when given), so the
+distance matrix (memoized in a :class:`~lkm.numerics.kernels.DistanceCache` when given), so the
 cost is one LIBSVM training per distinct neighbour set. When the sets together need far
 fewer entries than the n × n training distances (small K), each set's distances are
 computed on its own instead (``info_['train_distances']``: ``"whole"`` or ``"per_set"``). The local SVMs are
@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from lkm.kernels import DistanceCache, check_metric, gaussian_from_sq, sq_dists
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
 from lkm.methods.svm import PRECOMPUTED_MAX_BYTES, SVMClassifier
-from lkm.neighbors import k_smallest
+from lkm.numerics.kernels import DistanceCache, check_metric, gaussian_from_sq, sq_dists
+from lkm.numerics.neighbors import k_smallest
 
 #: A local Gram matrix is counted as indefinite when its smallest eigenvalue is below
 #: -INDEFINITE_RTOL times its largest.
@@ -42,7 +42,7 @@ INDEFINITE_RTOL = 1e-10
 
 def nearest_neighbors(D: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` smallest entries of each row of ``D`` (ties: lower index,
-    :func:`lkm.neighbors.k_smallest`), each row sorted by index: rows with the same
+    :func:`lkm.numerics.neighbors.k_smallest`), each row sorted by index: rows with the same
     neighbour set are then equal rows."""
     return np.sort(k_smallest(D, min(k, D.shape[1])), axis=1)
 

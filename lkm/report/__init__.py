@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from lkm.engine.store import RunStore
 from lkm.report import core
 from lkm.report.core import aggregate, select_best, write_table
 from lkm.report.registry import (
@@ -30,7 +31,6 @@ from lkm.report.registry import (
     table,
 )
 from lkm.spec import Spec
-from lkm.store import RunStore
 
 
 class ReportResult(list[Path]):
@@ -150,7 +150,7 @@ class FigureInputs:
 
     def save(self) -> None:
         """Write the digests of the figures this report built or kept."""
-        from lkm.store import atomic_write
+        from lkm.files import atomic_write
 
         if self.state or self.path.exists():
             self.ctx.figures_dir.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lkm.metrics import SCORE_LABELS, SCORES
+from lkm.numerics.metrics import SCORE_LABELS, SCORES
 from lkm.report.registry import ReportContext, figure, table
 from lkm.spec import Spec
 
@@ -40,7 +40,7 @@ def aggregate(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     if ok.empty or "accuracy" not in ok.columns:
         return pd.DataFrame()
     ok["setting"] = ok["params"].map(lambda p: json.dumps(p, sort_keys=True, default=str))
-    for score in SCORES:  # records from before lkm.metrics carry accuracy only: the others are NaN
+    for score in SCORES:  # records from before lkm.numerics.metrics carry accuracy only: the others are NaN
         ok[score] = pd.to_numeric(ok[score], errors="coerce") if score in ok.columns else np.nan
     grouped = ok.groupby(["dataset", "method", "setting"], sort=False)
     spreads = {f"{score}_std": (score, _std) for score in SCORES}
@@ -66,7 +66,7 @@ def _std(values: pd.Series) -> float:
 
 
 def _grid_order(spec: Spec) -> dict[tuple[str, str], int]:
-    from lkm.runner import with_seed
+    from lkm.spec.seeds import with_seed
 
     out = {}
     for m in spec.methods:
@@ -79,7 +79,7 @@ def select_best(agg: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     """The selected setting per dataset and method: highest mean of ``selection.metric``
     (default accuracy); ties go to the lower standard deviation, then to the earlier
     setting in grid order. Where the metric is missing for every setting of a method
-    (ROC AUC without decision values, records from before lkm.metrics), accuracy decides;
+    (ROC AUC without decision values, records from before lkm.numerics.metrics), accuracy decides;
     the ``selected_by`` column says which metric did.
 
     With ``selection.over`` naming a subset of the swept parameters, selection is done
@@ -410,7 +410,7 @@ def latex_table(df: pd.DataFrame, caption: str, notes: list[str] | tuple[str, ..
 def write_table(df: pd.DataFrame, base: Path, caption: str, notes: list[str] | tuple[str, ...] = ()) -> list[Path]:
     """Write ``df`` as ``base.md``, ``base.csv`` and ``base.tex``; ``notes`` (footnotes
     such as what a mark means) go below the Markdown and LaTeX tables."""
-    from lkm.store import atomic_save, atomic_write
+    from lkm.files import atomic_save, atomic_write
 
     md, csv, tex = base.with_suffix(".md"), base.with_suffix(".csv"), base.with_suffix(".tex")
     below = "".join(f"\n{n}\n" for n in notes)
@@ -628,7 +628,7 @@ def save_figure(fig, base: Path, formats: list[str], tight: bool = True) -> list
     ``tight``: crop to what is drawn (needed for legends outside the axes; costs a draw)."""
     import matplotlib.pyplot as plt
 
-    from lkm.store import atomic_save
+    from lkm.files import atomic_save
 
     out = []
     try:
@@ -653,7 +653,7 @@ def _summary(ctx: ReportContext) -> list[Path]:
 
 @table("metrics")
 def _metrics(ctx: ReportContext) -> list[Path]:
-    """Every score of :data:`lkm.metrics.SCORES` at the selected setting, mean ± std over splits."""
+    """Every score of :data:`lkm.numerics.metrics.SCORES` at the selected setting, mean ± std over splits."""
     rows = []
     for r in ctx.best.itertuples():
         mspec = next(m for m in ctx.spec.methods if m.name == r.method)

@@ -7,7 +7,7 @@ Builders read stored records only (``ctx.records``, ``ctx.agg``, ``ctx.best``); 
 that draw a fitted model (decision boundaries) say so in their docstring.
 
 The registry itself (names to builders, and the entry-point group whose packages
-register the non-generic builders) is :mod:`lkm.outputs`, which depends on nothing else
+register the non-generic builders) is :mod:`lkm.spec.outputs`, which depends on nothing else
 in lkm, so that spec validation can read it; this module re-exports it and adds what a
 builder reads, :class:`ReportContext`.
 """
@@ -20,7 +20,9 @@ from typing import Any
 
 import pandas as pd
 
-from lkm.outputs import (
+from lkm.engine.store import RunStore
+from lkm.spec import Spec
+from lkm.spec.outputs import (
     FIGURE_INPUTS,
     FIGURES,
     PLUGIN_GROUP,
@@ -31,8 +33,6 @@ from lkm.outputs import (
     load_plugins,
     table,
 )
-from lkm.spec import Spec
-from lkm.store import RunStore
 
 
 @dataclass

@@ -7,7 +7,7 @@ unit norm it fails (x = 1, y1 = 2, y2 = -1, p = 2: feature distances 11 and 8).
 
 The study measures, for k = 1..k_max, the fraction of patterns whose set of k nearest
 neighbours (excluding the pattern itself) is the same in both spaces. Input-space
-squared distances are :func:`lkm.kernels.squared_euclidean`; feature-space squared
+squared distances are :func:`lkm.numerics.kernels.squared_euclidean`; feature-space squared
 distances come from the kernel matrix, ``K(x,x) + K(y,y) - 2 K(x,y)`` (paper Eq. 3),
 with round-off negatives clipped to 0.
 
@@ -25,7 +25,7 @@ float64 to resolve ``2 - 2K``). Two rules are reported:
   (for pattern i: ``K_ii + max_j K_jj + 2 max_j |K_ij|``, the linear kernel for input
   space), i.e. a relative round-off bound. ``tie_rtol = 0`` counts exact ties only.
 * ``fraction_same_strict``: ties broken by the lower pattern index in both spaces
-  (:func:`lkm.neighbors.k_smallest`), sets compared as computed. Lower than
+  (:func:`lkm.numerics.neighbors.k_smallest`), sets compared as computed. Lower than
   ``fraction_same`` only where the k-th neighbour is tied (see ``fraction_tied_*``).
 
 The tolerant rule is the headline because the theorems are statements about exact
@@ -38,8 +38,13 @@ from typing import Any
 
 import numpy as np
 
-from lkm.kernels import gaussian_from_sq, inner_products, polynomial_kernel, squared_euclidean
-from lkm.neighbors import k_smallest
+from lkm.numerics.kernels import (
+    gaussian_from_sq,
+    inner_products,
+    polynomial_kernel,
+    squared_euclidean,
+)
+from lkm.numerics.neighbors import k_smallest
 from lkm.studies import study
 
 KERNELS = ("rbf", "poly")

@@ -2,8 +2,8 @@
 checked from our stored records.
 
 USPS has one fixed split, so two methods are compared on its 2007 test digits by
-McNemar's exact test (:func:`lkm.stats.mcnemar`, from the records' ``errors``); image
-segmentation by the corrected paired t-test over the 10 folds (:mod:`lkm.stats`). Every
+McNemar's exact test (:func:`lkm.numerics.stats.mcnemar`, from the records' ``errors``); image
+segmentation by the corrected paired t-test over the 10 folds (:mod:`lkm.numerics.stats`). Every
 claim reads the runs at the paper's K and q (not the tuned rows). Nothing here fits a model.
 """
 
@@ -13,16 +13,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from lkm.papers.common import (
-    Perturbed,
-    Run,
-    better_claim,
-    claims_table,
-    paper_values,
-    write_claims,
-)
+from lkm.numerics.stats import Paired, mcnemar
 from lkm.report.core import RATE
-from lkm.stats import Paired, mcnemar
+from lkm.reproduction.claims import better_claim, claims_table, write_claims
+from lkm.reproduction.paper import paper_values
+from lkm.reproduction.perturbed import Perturbed
+from lkm.reproduction.runs import Run
 
 KEY = "cevikalp"
 TITLE = "Cevikalp, Larlus, Douze, Jurie — local subspace classifiers"
@@ -30,7 +26,7 @@ USPS, SEGMENTATION = "cevikalp_usps", "cevikalp_segmentation"
 #: The runs a two-run claim reads, in the order its evaluator receives them.
 RUNS = [USPS, SEGMENTATION]
 
-#: Runs the claims read, rerun under the fragility perturbation (lkm.papers.common).
+#: Runs the claims read, rerun under the fragility perturbation (lkm.reproduction.perturbed).
 #: The tangent-distance rows of USPS are left out (tens of minutes); they enter the
 #: perturbed evaluation unperturbed.
 PERTURBED = {

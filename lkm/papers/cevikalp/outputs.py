@@ -1,5 +1,5 @@
 """Cevikalp, Larlus, Douze, Jurie (local subspace classifiers), Sec. IV: the outputs of
-configs/cevikalp_usps.yaml (Table I) and configs/cevikalp_segmentation.yaml (Table II).
+lkm/papers/cevikalp/specs/cevikalp_usps.yaml (Table I) and lkm/papers/cevikalp/specs/cevikalp_segmentation.yaml (Table II).
 
 - ``tables/cevikalp_table``: the paper's table row by row — the paper's number, ours at
   the paper's K and q (method ``<name>``), ours with K, q and C chosen by CV on the
@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lkm.papers.common import most_chosen_setting, paper_values
+from lkm.engine.store import NOT_APPLICABLE
 from lkm.report.core import RATE, load_pyplot
 from lkm.report.registry import ReportContext, figure, table
-from lkm.store import NOT_APPLICABLE
+from lkm.reproduction.paper import paper_values
+from lkm.reproduction.runs import most_chosen_setting
 
 #: Suffix of the tuned variant of a row's method.
 TUNED = "-cv"

@@ -110,8 +110,8 @@ def fit_boundaries(ctx: ReportContext, name: str = "boundary") -> BoundaryFits:
 
 def _fit_boundaries(ctx: ReportContext, name: str) -> BoundaryFits:
     from lkm.methods import METHODS
-    from lkm.preprocessing import make_preprocessor
-    from lkm.runner import with_seed
+    from lkm.numerics.preprocessing import make_preprocessor
+    from lkm.spec.seeds import with_seed
 
     datasets, methods, option_params, resolution = _choose(ctx, name)
     data_dir = os.environ.get("LKM_DATA_DIR")

@@ -12,25 +12,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lkm.papers.common import (
-    Perturbed,
-    Run,
+from lkm.numerics.stats import Paired, format_p, paired_test
+from lkm.papers.lpl.robustness import sensitivity
+from lkm.report.core import RATE, write_table
+from lkm.reproduction.claims import (
     better_claim,
     claim_row,
     claims_caption,
     comparable_claim,
-    load_run,
     noninferior_claim,
     note_effect,
-    paired_over,
-    paper_values,
-    run_loader,
     smoke_labelled,
     verdict,
 )
-from lkm.papers.lpl.robustness import sensitivity
-from lkm.report.core import RATE, write_table
-from lkm.stats import Paired, format_p, paired_test
+from lkm.reproduction.paper import paper_values
+from lkm.reproduction.perturbed import Perturbed
+from lkm.reproduction.runs import Run, load_run, paired_over, run_loader
 
 KEY = "lpl"
 TITLE = "Tsuji, Kudo, Tanaka — Localized Projection Learning"
@@ -44,13 +41,13 @@ PAPER_SPAMBASE_SECONDS: dict[str, tuple[float, float]] = {
 }
 
 #: "Comparable" / "almost the same" in claims (1) and (5): the 95 % CI of the paired
-#: difference inside ± this many accuracy points (lkm.stats: equivalence).
+#: difference inside ± this many accuracy points (lkm.numerics.stats: equivalence).
 CLOSE_POINTS = 2.0
 
 #: "Costs little" in claim (6): the 95 % CI's lower bound of annoy − exact above −1 point.
 LITTLE_POINTS = 1.0
 
-#: Runs the accuracy claims read, rerun under the fragility perturbation (lkm.papers.common).
+#: Runs the accuracy claims read, rerun under the fragility perturbation (lkm.reproduction.perturbed).
 PERTURBED = {
     "lpl_vs_svm": Perturbed(extra={"sigma": [1.0]}),  # sigma* of each set, and sigma = 1 (claim 4a)
     "lpl_synthetic": Perturbed(methods=("PL", "LPL"), selected_only=False),  # every sigma (claim 1b)

@@ -1,23 +1,20 @@
 """Li, Chen, Tang — local risk regularization (LRR) against RLS: the reproduction (``lkm reproduce lrr``).
 
-- :data:`SPECS` — the paper's experiments (specs under configs/), in the order they run;
+- :data:`SPECS` — the paper's experiments (``specs/`` beside this file), in the order they run;
 - :mod:`.claims` — the paper's claims checked from our stored numbers, the claims table;
-- :mod:`.artificial`, :mod:`.benchmarks` — the artificial-data tables (artificial) and the benchmark/UCI paired and tuned tables (benchmarks), registered as ``@table`` /
-  ``@figure`` builders when this package is imported (entry point ``lrr`` of the
-  group ``lkm.outputs``).
+- :mod:`.artificial`, :mod:`.benchmarks` — the artificial-data tables (artificial) and the benchmark/UCI paired and tuned tables (benchmarks), registered as ``@table`` / ``@figure`` builders when this package is imported.
 """
 
 from __future__ import annotations
 
-from lkm.papers.common import Experiment
 from lkm.papers.lrr import artificial, benchmarks  # noqa: F401  (registers the paper's outputs)
 from lkm.papers.lrr.claims import CLAIMS, PERTURBED, evaluate_claims, write_summary
+from lkm.reproduction.runs import experiments
 
 #: The paper's experiments, in the order `lkm reproduce lrr` runs them.
-SPECS = [
-    Experiment("configs/lrr_artificial.yaml"),
-    Experiment("configs/lrr_benchmark.yaml"),
-    Experiment("configs/lrr_uci.yaml"),
-]
+SPECS = experiments(__name__, "lrr_artificial", "lrr_benchmark", "lrr_uci")
 
-__all__ = ['CLAIMS', 'PERTURBED', 'SPECS', 'evaluate_claims', 'write_summary']
+#: Where the paper stands in the report and in `lkm reproduce all`.
+ORDER = 3
+
+__all__ = ['ORDER', 'CLAIMS', 'PERTURBED', 'SPECS', 'evaluate_claims', 'write_summary']

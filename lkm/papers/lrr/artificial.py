@@ -1,5 +1,5 @@
 """Li, Chen and Tang, "Local learning estimates by integral operators", Sec. 5.1: RLS and
-LRR on the artificial two-class Gaussian data sets (configs/lrr_artificial.yaml).
+LRR on the artificial two-class Gaussian data sets (lkm/papers/lrr/specs/lrr_artificial.yaml).
 
 - ``tables/lrr_artificial``: Tables 2 and 3. Per data set and vicinity (soft, hard), the
   overall test accuracy of LRR¹, LRR², RLS, the paper's combination "LRR" — LRR¹ on the

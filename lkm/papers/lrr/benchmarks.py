@@ -1,11 +1,11 @@
 """Li, Chen, Tang (local risk regularization), Secs. 5.2–5.3: outputs of
-configs/lrr_benchmark.yaml (Table 5, Fig. 3) and configs/lrr_uci.yaml (Tables 6–8).
+lkm/papers/lrr/specs/lrr_benchmark.yaml (Table 5, Fig. 3) and lkm/papers/lrr/specs/lrr_uci.yaml (Tables 6–8).
 
 - ``tables/lrr_paired``: per dataset and pair of methods (default LRR vs RLS and
   LRR-cv vs RLS-cv), the mean accuracies, their mean difference over the splits both
   methods share with its 95 % confidence interval, wins/ties/losses, and the two-sided
   p-value of the paired t-test with the Nadeau–Bengio correction for resampled splits
-  (:mod:`lkm.stats`, the test every claims table uses). Verdict "A better" / "B better"
+  (:mod:`lkm.numerics.stats`, the test every claims table uses). Verdict "A better" / "B better"
   when p < alpha, else "not significant" (not evidence of no difference). This is
   the claims table for "LRR beats RLS": a paired test over realizations / repeats, not one split.
   ``outputs.options.lrr_paired: {pairs: [[A, B], ...], alpha: 0.05}``.
@@ -28,17 +28,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from lkm.numerics.stats import ALPHA
 from lkm.report.core import RATE, load_pyplot
-from lkm.report.paired import compare_scores, split_scores
 from lkm.report.registry import ReportContext, figure, table
-from lkm.stats import ALPHA
+from lkm.reproduction.paired import compare_scores, split_scores
 
 DEFAULT_PAIRS = [["LRR", "RLS"], ["LRR-cv", "RLS-cv"]]
 
 
 def paired_table(ctx: ReportContext) -> pd.DataFrame:
     """Per dataset and pair: A − B at each method's setting, paired over shared splits
-    (:func:`lkm.report.paired.compare`: corrected paired t-test, 95 % CI)."""
+    (:func:`lkm.reproduction.paired.compare`: corrected paired t-test, 95 % CI)."""
     opts = ctx.options("lrr_paired")
     alpha = float(opts.get("alpha", ALPHA))
     names = {m.name for m in ctx.spec.methods}
@@ -80,7 +80,7 @@ def _lrr_paired(ctx: ReportContext) -> list[Path]:
         df, "lrr_paired",
         f"{ctx.spec.name}: A vs B per dataset, test accuracy at each method's setting, paired over "
         f"{ctx.spec.describe_protocol()}; mean difference A − B with its 95% CI and the two-sided paired t-test "
-        "of the per-split differences, Nadeau–Bengio corrected for overlapping training sets (lkm.stats)",
+        "of the per-split differences, Nadeau–Bengio corrected for overlapping training sets (lkm.numerics.stats)",
     )
 
 

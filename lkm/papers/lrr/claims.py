@@ -1,7 +1,7 @@
 """Li, Chen, Tang — local risk regularization (LRR) against RLS: experiments and claims.
 
 :func:`evaluate_claims` checks the paper's claims from the stored records with the
-paired test of :mod:`lkm.stats`: per data set over its realizations / repeats
+paired test of :mod:`lkm.numerics.stats`: per data set over its realizations / repeats
 (benchmark and UCI), and across the four artificial sets (one realization each,
 independent draws of one distribution: a plain paired t over the sets). Nothing here
 fits a model.
@@ -14,14 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lkm.papers.common import (
-    Perturbed,
-    Run,
-    better_claim,
-    claims_table,
-    note_effect,
-    write_claims,
-)
+from lkm.numerics.stats import paired_test
 from lkm.papers.lrr.artificial import (
     class_counts_in_test,
     class_pair,
@@ -29,13 +22,15 @@ from lkm.papers.lrr.artificial import (
     first_record,
 )
 from lkm.report.core import RATE
-from lkm.stats import paired_test
+from lkm.reproduction.claims import better_claim, claims_table, note_effect, write_claims
+from lkm.reproduction.perturbed import Perturbed
+from lkm.reproduction.runs import Run
 
 KEY = "lrr"
 TITLE = "Li, Chen, Tang — local risk regularization"
 
 
-#: Runs the claims read, rerun under the fragility perturbation (lkm.papers.common).
+#: Runs the claims read, rerun under the fragility perturbation (lkm.reproduction.perturbed).
 PERTURBED = {
     "lrr_artificial": Perturbed(methods=("RLS", "LRR1", "LRR2", "LRR1-hard", "LRR-pair")),
     "lrr_benchmark": Perturbed(methods=("RLS", "LRR", "RLS-cv", "LRR-cv")),

@@ -12,24 +12,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lkm.papers.common import (
-    Perturbed,
-    Run,
-    claims_table,
-    noninferior_claim,
-    paired_over,
-    paper_values,
-    write_claims,
-)
 from lkm.papers.npps.selection import selection_time_table, setting_stats
 from lkm.report.core import RATE, loglog_fit
+from lkm.reproduction.claims import claims_table, noninferior_claim, write_claims
+from lkm.reproduction.paper import paper_values
+from lkm.reproduction.perturbed import Perturbed
+from lkm.reproduction.runs import Run, paired_over
 
 KEY = "npps"
 TITLE = "Shin, Cho — NPPS and kNN invariance"
 
 
 #: "Virtually no loss of accuracy": the 95 % CI's lower bound of SELECTED − ALL test
-#: accuracy above −this many points (non-inferiority, lkm.stats).
+#: accuracy above −this many points (non-inferiority, lkm.numerics.stats).
 NO_LOSS_POINTS = 1.0
 
 #: Table 2's MNIST 3-8 row and Fig. 3's cost slopes, from paper_values.yaml.
@@ -37,7 +32,7 @@ PAPER = paper_values("lkm.papers.npps")
 MNIST_3_8, SLOPES = PAPER["mnist_3_8"], PAPER["selection_cost_slopes"]
 
 #: Runs the accuracy claims read, rerun under the fragility perturbation
-#: (lkm.papers.common). Not the MNIST rows (their cost; claim 3 has one split anyway).
+#: (lkm.reproduction.perturbed). Not the MNIST rows (their cost; claim 3 has one split anyway).
 PERTURBED = {"npps_table2": Perturbed()}
 
 

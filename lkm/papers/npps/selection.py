@@ -328,8 +328,8 @@ def _tuned_on(ctx: ReportContext, dataset: str, method: str, split_id: Any) -> d
 
 def _fit_pair(ctx: ReportContext, row: dict[str, Any], resolution: int) -> dict[str, Any] | None:
     from lkm.methods import METHODS
-    from lkm.preprocessing import make_preprocessor
-    from lkm.runner import with_seed
+    from lkm.numerics.preprocessing import make_preprocessor
+    from lkm.spec.seeds import with_seed
 
     dspec = next(d for d in ctx.spec.datasets if d.id == row["dataset"])
     ds = dspec.load(os.environ.get("LKM_DATA_DIR"))

@@ -2,7 +2,7 @@
 stored records.
 
 Semi-supervised comparisons pair two methods over the same (binary task, realization):
-the paired t-test of their accuracies (:func:`lkm.stats.paired_test`, uncorrected: the
+the paired t-test of their accuracies (:func:`lkm.numerics.stats.paired_test`, uncorrected: the
 realizations share the test set but their labeled sets are disjoint draws), on the
 unlabeled part of the pool and on the test set. The toy claim pairs the two methods'
 spread of test error over γ across the draws of the toy set (log ratio, paired t).
@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lkm.papers.common import Run, claims_table, note_effect, write_claims
-from lkm.stats import Paired, paired_test
+from lkm.numerics.stats import Paired, paired_test
+from lkm.reproduction.claims import claims_table, note_effect, write_claims
+from lkm.reproduction.runs import Run
 
 KEY = "prls"
 TITLE = "Yang, King, Lyu — partially penalized RLS"

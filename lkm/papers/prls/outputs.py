@@ -1,5 +1,5 @@
-"""Yang, King, Lyu, Sec. 5: the semi-supervised outputs of configs/prls_isolet.yaml,
-configs/prls_letter.yaml and configs/prls_usps.yaml (the toy set: :mod:`.toy`).
+"""Yang, King, Lyu, Sec. 5: the semi-supervised outputs of lkm/papers/prls/specs/prls_isolet.yaml,
+lkm/papers/prls/specs/prls_letter.yaml and lkm/papers/prls/specs/prls_usps.yaml (the toy set: :mod:`.toy`).
 
 - ``tables/prls_semi``: per dataset (a ``tasks:`` family counts as one: Letter's 26
   one-vs-all tasks, USPS's 45 pairs) and method, the error % on the pool's unlabeled
@@ -19,9 +19,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lkm.papers.common import most_chosen_setting, paper_values
 from lkm.report.core import RATE, load_pyplot
 from lkm.report.registry import ReportContext, figure, table
+from lkm.reproduction.paper import paper_values
+from lkm.reproduction.runs import most_chosen_setting
 
 
 def families(ctx: ReportContext) -> dict[str, list[str]]:

@@ -1,0 +1,485 @@
+"""``lkm bench``: speed of lkm's estimators against reference libraries, in the same run.
+
+One spambase fold (StratifiedKFold(10, shuffle=True, random_state=0), first fold,
+standardized with the training part's mean and std), sigma = 5. Each comparison is a
+ratio of best-of-``repeats`` wall times (ours / reference) measured alternately in this
+process, so both sides see the same machine state, with both accuracies reported to show
+that they solve the same problem:
+
+(a) LPL fit+predict            vs KNeighborsClassifier(n_neighbors=k, algorithm="brute")
+                                                                          target <= 2.0
+    (brute force, as LPL's exact query: the same work, at BLAS speed)
+(b) PL fit+predict             vs KernelRidge(rbf, alpha=1e-8)            target <= 1.5
+(c) SVMClassifier fit+predict  vs sklearn.svm.SVC(C=1)                    target <= 1.2
+(d) PL over the 39-value sigma grid with one DistanceCache
+                               vs 39 KernelRidge fits                      target <= 0.5
+(e) SVMClassifier() fit+predict on 455 breast-cancer rows (scikit-learn's bundled set,
+    train_test_split(test_size=0.2, random_state=0), standardized)
+                               vs SVC() (both gamma="scale", C=1)          target <= 1.1
+    A fit takes milliseconds here, so per-call overhead decides the ratio: each repeat
+    times a batch of calls of each side, alternately, and the median over the repeats is
+    reported (at least :data:`SMALL_REPEATS` repeats).
+(f) PRLS(kernel="gaussian", gamma=1e-3) fit+predict (Yang, King, Lyu)
+                               vs KernelRidge(rbf, alpha=1e-3·l)          target <= 2.0
+(g) LapRLS(gamma_A = gamma_I = 1e-3, 6-NN graph over the training rows)
+                               vs KernelRidge(rbf, alpha=1e-3·l)          target <= 4.0
+    (the same data term and ridge on the same kernel; LapRLS adds the graph term)
+
+Two comparisons on USPS (Cevikalp et al.'s set; the official split, 7291 training /
+2007 test digits, 256 features in [0, 1], not rescaled; ``usps_rows`` draws seeded
+subsets for a quick run):
+
+(h) HKNN(n_neighbors=10) fit+predict (Euclidean)
+                               vs KNeighborsClassifier(n_neighbors=10)    target <= 3.0
+    on the full split (one repeat takes about a second), best of ``repeats``.
+(i) 1-NN with the two-sided tangent distance (NearestNeighbor(metric="tangent"),
+    2007 × 7291 distances) vs Euclidean KNeighborsClassifier(n_neighbors=1): the
+    target is absolute, ours <= 300 s (``target_seconds``; the ratio is shown for
+    scale), timed once (about two minutes on 2 cores). The distance store
+    (:func:`lkm.numerics.kernels.persisted_sq_dists`) is turned off for the timed call, so the
+    distances are computed, not read back. ``tangent=False`` (``lkm bench
+    --no-tangent``) skips it.
+
+With ``large=True`` (``lkm bench --large``; minutes), SVMClassifier fit+predict against
+``SVC`` with the same C and gamma = 1/(2σ²), target <= 1.1 each, each case idle and again
+"with a busy second core" (a CPU-burner process the bench starts before and stops after
+the timing, :func:`busy_core`):
+
+(j) the 455-row breast-cancer case of (e), busy core (median of batches as (e))
+(k) MNIST 3-vs-8, the official training digits (11,982) and test digits (1,984), pixels
+    scaled to [-1, 1] by the training part, C = 10, σ = 7 (idle and busy)
+(l) letter-recognition, first 16,000 rows train / last 4,000 test, 26 classes
+    (one-vs-one), features scaled to [-1, 1], C = 10, σ = "scale" (idle and busy)
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SIGMA = 5.0
+SIGMA_GRID = np.logspace(-2, 2, 39)
+TARGETS = {
+    "lpl_vs_knn": 2.0, "pl_vs_kernel_ridge": 1.5, "svm_vs_svc": 1.2, "pl_sweep_vs_kernel_ridge": 0.5,
+    "svm_small_vs_svc": 1.1, "hknn_vs_knn": 3.0, "prls_vs_kernel_ridge": 2.0, "laprls_vs_kernel_ridge": 4.0,
+    "svm_small_busy_vs_svc": 1.1, "svm_mnist38_vs_svc": 1.1, "svm_mnist38_busy_vs_svc": 1.1,
+    "svm_letter_vs_svc": 1.1, "svm_letter_busy_vs_svc": 1.1,
+}
+#: C and sigma of the large SVM cases (MNIST 3-vs-8: Shin and Cho's Table 2 grid values).
+LARGE_SVM = {"mnist38": (10.0, 7.0), "letter": (10.0, "scale")}
+#: γ of the PRLS and LapRLS comparisons (γ_A = γ_I = γ for LapRLS); KernelRidge gets alpha = γ·l.
+MANIFOLD_GAMMA = 1e-3
+#: Absolute targets (seconds of ours), for comparisons whose reference only gives scale.
+TARGET_SECONDS = {"tangent_1nn_usps": 300.0}
+#: HKNN's K (and the reference's k) in the USPS comparison.
+HKNN_K = 10
+#: The small-data SVM case: repeats (at least) and fit+predict calls timed per repeat.
+SMALL_REPEATS, SMALL_BATCH = 9, 20
+
+
+def spambase_fold(
+    data_dir: str | Path | None = None, max_rows: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Standardized (X_train, y_train, X_test, y_test) of the benchmark's spambase fold.
+
+    ``max_rows`` draws a seeded subset first (for a quick smoke run).
+    """
+    from sklearn.model_selection import StratifiedKFold
+
+    from lkm.data import load_dataset
+
+    data = load_dataset("spambase", data_dir=data_dir)
+    X, y = np.asarray(data.X, dtype=np.float64), np.asarray(data.y)
+    if max_rows is not None and max_rows < X.shape[0]:
+        rows = np.sort(np.random.default_rng(0).choice(X.shape[0], max_rows, replace=False))
+        X, y = X[rows], y[rows]
+    train, test = next(StratifiedKFold(10, shuffle=True, random_state=0).split(X, y))
+    mean, std = X[train].mean(axis=0), X[train].std(axis=0)
+    std[std == 0] = 1.0
+    return (X[train] - mean) / std, y[train], (X[test] - mean) / std, y[test]
+
+
+def usps_split(
+    data_dir: str | Path | None = None, max_rows: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(X_train, y_train, X_test, y_test) of USPS's official split (7291 / 2007 rows).
+
+    ``max_rows`` keeps seeded subsets of at most that many training and test rows."""
+    from lkm.data import load_dataset
+
+    data = load_dataset("usps", data_dir=data_dir)
+    X, y = np.asarray(data.X, dtype=np.float64), np.asarray(data.y)
+    parts = []
+    for name in ("train", "test"):
+        rows = np.asarray(data.predefined_split[name])
+        if max_rows is not None and max_rows < rows.size:
+            rows = np.sort(np.random.default_rng(0).choice(rows, max_rows, replace=False))
+        parts += [X[rows], y[rows]]
+    return parts[0], parts[1], parts[2], parts[3]
+
+
+@contextmanager
+def _distance_store_off() -> Iterator[None]:
+    """``LKM_DISTANCE_CACHE=off`` for the block: distances are computed, not read back."""
+    old = os.environ.get("LKM_DISTANCE_CACHE")
+    os.environ["LKM_DISTANCE_CACHE"] = "off"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["LKM_DISTANCE_CACHE"]
+        else:
+            os.environ["LKM_DISTANCE_CACHE"] = old
+
+
+def _burn() -> None:
+    while True:
+        pass
+
+
+@contextmanager
+def busy_core() -> Iterator[None]:
+    """A CPU-burner process spinning for the duration of the block (killed after): the
+    "busy second core" of the large SVM comparisons (another user's job, a joblib worker)."""
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    burner = ctx.Process(target=_burn, daemon=True)
+    burner.start()
+    try:
+        yield
+    finally:
+        burner.kill()
+        burner.join()
+
+
+def large_svm_split(
+    name: str, data_dir: str | Path | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(X_train, y_train, X_test, y_test) of a large SVM case, scaled to [-1, 1] by the
+    training part: ``"mnist38"`` (official split of the 3s and 8s) or ``"letter"``
+    (first 16,000 rows / last 4,000)."""
+    from lkm.data import load_dataset, select_classes
+    from lkm.numerics.preprocessing import preprocess
+
+    if name == "mnist38":
+        data = select_classes(load_dataset("mnist", data_dir=data_dir), [3, 8])
+        train, test = (np.asarray(data.predefined_split[part]) for part in ("train", "test"))
+    else:
+        data = load_dataset("letter-recognition", data_dir=data_dir)
+        train, test = np.arange(16_000), np.arange(16_000, len(data.y))
+    X, y = np.asarray(data.X, dtype=np.float64), np.asarray(data.y)
+    X_train, X_test = preprocess("scale", X[train], X[test])
+    return X_train, y[train], X_test, y[test]
+
+
+def _best_times(
+    ours: Callable[[], Any], reference: Callable[[], Any], repeats: int
+) -> tuple[float, float, Any, Any]:
+    """Best wall times of the two callables, run alternately; also their last results."""
+    best_ours = best_ref = np.inf
+    out_ours = out_ref = None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out_ours = ours()
+        t1 = time.perf_counter()
+        out_ref = reference()
+        t2 = time.perf_counter()
+        best_ours, best_ref = min(best_ours, t1 - t0), min(best_ref, t2 - t1)
+    return best_ours, best_ref, out_ours, out_ref
+
+
+def _median_times(
+    ours: Callable[[], Any], reference: Callable[[], Any], repeats: int, batch: int
+) -> tuple[float, float, Any, Any]:
+    """Median seconds per call of the two callables over ``repeats`` repeats, each timing
+    ``batch`` calls of one side then of the other; also their last results."""
+    times_ours, times_ref = [], []
+    out_ours = out_ref = None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(batch):
+            out_ours = ours()
+        t1 = time.perf_counter()
+        for _ in range(batch):
+            out_ref = reference()
+        t2 = time.perf_counter()
+        times_ours.append((t1 - t0) / batch)
+        times_ref.append((t2 - t1) / batch)
+    return float(np.median(times_ours)), float(np.median(times_ref)), out_ours, out_ref
+
+
+def breast_cancer_split() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Standardized (X_train, y_train, X_test, y_test): scikit-learn's breast-cancer set,
+    ``train_test_split(test_size=0.2, random_state=0)`` (455 training rows)."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=0)
+    mean, std = X_train.mean(axis=0), X_train.std(axis=0)
+    return (X_train - mean) / std, y_train, (X_test - mean) / std, y_test
+
+
+def _result(
+    name: str,
+    ours: str,
+    reference: str,
+    times: tuple[float, float, Any, Any],
+    target: float | None,
+    target_seconds: float | None = None,
+) -> dict[str, Any]:
+    """One comparison; ``target`` bounds the ratio, ``target_seconds`` (when the target
+    is absolute, then ``target`` is None) bounds ours in seconds."""
+    ours_s, ref_s, acc_ours, acc_ref = times
+    ratio = ours_s / ref_s
+    passed = ratio <= target if target is not None else target_seconds is not None and ours_s <= target_seconds
+    return {
+        "name": name,
+        "ours": ours,
+        "reference": reference,
+        "ours_seconds": ours_s,
+        "reference_seconds": ref_s,
+        "ratio": ratio,
+        "target": target,
+        "target_seconds": target_seconds,
+        "passed": bool(passed),
+        "ours_accuracy": float(acc_ours),
+        "reference_accuracy": float(acc_ref),
+    }
+
+
+def run_bench(
+    data_dir: str | Path | None = None,
+    repeats: int = 3,
+    max_rows: int | None = None,
+    sigma_grid: np.ndarray = SIGMA_GRID,
+    usps_rows: int | None = None,
+    tangent: bool = True,
+    large: bool = False,
+) -> list[dict[str, Any]]:
+    """Run the comparisons (a)-(i) ((i) only with ``tangent``, (j)-(l) only with
+    ``large``); one dict per comparison (see the module doc). ``max_rows`` subsets
+    spambase, ``usps_rows`` USPS.
+
+    Keys: name, ours, reference, ours_seconds, reference_seconds, ratio, target (of the
+    ratio; None for an absolute target), target_seconds (of ours; None for a ratio
+    target), passed, ours_accuracy, reference_accuracy (for the sweep: mean accuracy over
+    the grid).
+    """
+    from sklearn.kernel_ridge import KernelRidge
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.svm import SVC
+
+    from lkm.methods import (
+        HKNN,
+        PRLS,
+        LapRLS,
+        LocalizedProjectionLearning,
+        NearestNeighbor,
+        ProjectionLearning,
+        SVMClassifier,
+    )
+    from lkm.methods.projection import auto_k
+    from lkm.numerics.kernels import DistanceCache
+
+    X_train, y_train, X_test, y_test = spambase_fold(data_dir, max_rows)
+    classes = np.unique(y_train)
+    targets = np.where(y_train == classes[1], 1.0, -1.0)
+
+    def accuracy(y_pred: np.ndarray) -> float:
+        return float(np.mean(y_pred == y_test))
+
+    def kernel_ridge(sigma: float) -> float:
+        model = KernelRidge(kernel="rbf", gamma=1.0 / (2.0 * sigma**2), alpha=1e-8)
+        model.fit(X_train, targets)
+        return accuracy(classes[(model.predict(X_test) > 0).astype(int)])
+
+    def ours(estimator: Any, cache: DistanceCache | None = None) -> float:
+        return accuracy(estimator.fit(X_train, y_train, cache=cache).predict(X_test, cache=cache))
+
+    def pl_sweep() -> float:
+        cache = DistanceCache()
+        return float(np.mean([ours(ProjectionLearning(sigma=s), cache) for s in sigma_grid]))
+
+    def kernel_ridge_sweep() -> float:
+        return float(np.mean([kernel_ridge(s) for s in sigma_grid]))
+
+    k = auto_k(X_train.shape[0])
+    gamma = 1.0 / (2.0 * SIGMA**2)
+    results = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # KernelRidge's ill-conditioning warnings
+        results.append(_result(
+            "lpl_vs_knn", f"LocalizedProjectionLearning(sigma={SIGMA}, k={k})",
+            f"KNeighborsClassifier(n_neighbors={k}, algorithm='brute')",
+            _best_times(
+                lambda: ours(LocalizedProjectionLearning(sigma=SIGMA)),
+                lambda: accuracy(KNeighborsClassifier(n_neighbors=k, algorithm="brute")
+                                 .fit(X_train, y_train).predict(X_test)),
+                repeats,
+            ),
+            TARGETS["lpl_vs_knn"],
+        ))
+        results.append(_result(
+            "pl_vs_kernel_ridge", f"ProjectionLearning(sigma={SIGMA})",
+            f"KernelRidge(kernel='rbf', gamma={gamma:g}, alpha=1e-8)",
+            _best_times(lambda: ours(ProjectionLearning(sigma=SIGMA)), lambda: kernel_ridge(SIGMA), repeats),
+            TARGETS["pl_vs_kernel_ridge"],
+        ))
+        results.append(_result(
+            "svm_vs_svc", f"SVMClassifier(C=1, sigma={SIGMA})", f"SVC(C=1, gamma={gamma:g})",
+            _best_times(
+                lambda: ours(SVMClassifier(C=1.0, sigma=SIGMA)),
+                lambda: accuracy(SVC(C=1.0, gamma=gamma).fit(X_train, y_train).predict(X_test)),
+                repeats,
+            ),
+            TARGETS["svm_vs_svc"],
+        ))
+        results.append(_result(
+            "pl_sweep_vs_kernel_ridge",
+            f"ProjectionLearning over {len(sigma_grid)} sigmas, one DistanceCache",
+            f"{len(sigma_grid)} KernelRidge fits",
+            _best_times(pl_sweep, kernel_ridge_sweep, repeats),
+            TARGETS["pl_sweep_vs_kernel_ridge"],
+        ))
+        Xs_train, ys_train, Xs_test, ys_test = breast_cancer_split()
+
+        def small(estimator: Any) -> float:
+            return float(np.mean(estimator.fit(Xs_train, ys_train).predict(Xs_test) == ys_test))
+
+        small_case = f"SVMClassifier() on {len(ys_train)} breast-cancer rows (sigma='scale')"
+
+        def small_times() -> tuple[float, float, Any, Any]:
+            return _median_times(lambda: small(SVMClassifier()), lambda: small(SVC()),
+                                 max(repeats, SMALL_REPEATS), SMALL_BATCH)
+
+        results.append(_result("svm_small_vs_svc", small_case, "SVC() (gamma='scale')", small_times(),
+                               TARGETS["svm_small_vs_svc"]))
+        if large:
+            with busy_core():
+                times = small_times()
+            results.append(_result("svm_small_busy_vs_svc", small_case + ", a busy second core",
+                                   "SVC() (gamma='scale')", times, TARGETS["svm_small_busy_vs_svc"]))
+        # (h), (i): the same ridge on the same Gaussian kernel: (1/l)||y - f||² + γ αᵀPα is
+        # KernelRidge's ||y - Kα||² + alpha αᵀKα with alpha = γ·l (P = K for LapRLS)
+        ridge = MANIFOLD_GAMMA * len(y_train)
+
+        def kernel_ridge_at(alpha: float) -> float:
+            model = KernelRidge(kernel="rbf", gamma=gamma, alpha=alpha).fit(X_train, targets)
+            return accuracy(classes[(model.predict(X_test) > 0).astype(int)])
+
+        results.append(_result(
+            "prls_vs_kernel_ridge", f"PRLS(kernel='gaussian', sigma={SIGMA}, gamma={MANIFOLD_GAMMA:g})",
+            f"KernelRidge(kernel='rbf', gamma={gamma:g}, alpha={ridge:g})",
+            _best_times(lambda: ours(PRLS(kernel="gaussian", sigma=SIGMA, gamma=MANIFOLD_GAMMA)),
+                        lambda: kernel_ridge_at(ridge), repeats),
+            TARGETS["prls_vs_kernel_ridge"],
+        ))
+        results.append(_result(
+            "laprls_vs_kernel_ridge",
+            f"LapRLS(kernel='gaussian', sigma={SIGMA}, gamma_A={MANIFOLD_GAMMA:g}, gamma_I={MANIFOLD_GAMMA:g}, graph_k=6)",
+            f"KernelRidge(kernel='rbf', gamma={gamma:g}, alpha={ridge:g})",
+            _best_times(lambda: ours(LapRLS(kernel="gaussian", sigma=SIGMA, gamma_A=MANIFOLD_GAMMA,
+                                            gamma_I=MANIFOLD_GAMMA)),
+                        lambda: kernel_ridge_at(ridge), repeats),
+            TARGETS["laprls_vs_kernel_ridge"],
+        ))
+    Xu_train, yu_train, Xu_test, yu_test = usps_split(data_dir, usps_rows)
+
+    def usps(estimator: Any) -> float:
+        return float(np.mean(estimator.fit(Xu_train, yu_train).predict(Xu_test) == yu_test))
+
+    where = f"USPS {len(yu_train)}/{len(yu_test)}"
+    results.append(_result(
+        "hknn_vs_knn", f"HKNN(n_neighbors={HKNN_K}) on {where}", f"KNeighborsClassifier(n_neighbors={HKNN_K})",
+        _best_times(lambda: usps(HKNN(n_neighbors=HKNN_K)), lambda: usps(KNeighborsClassifier(n_neighbors=HKNN_K)),
+                    repeats),
+        TARGETS["hknn_vs_knn"],
+    ))
+    if large:
+        results += _large_svm(data_dir, repeats)
+    if tangent:
+        with _distance_store_off():
+            times = _best_times(
+                lambda: usps(NearestNeighbor(metric="tangent")), lambda: usps(KNeighborsClassifier(n_neighbors=1)), 1
+            )
+        results.append(_result(
+            "tangent_1nn_usps", f"NearestNeighbor(metric='tangent') on {where}, timed once",
+            "KNeighborsClassifier(n_neighbors=1) (Euclidean)", times, None, TARGET_SECONDS["tangent_1nn_usps"],
+        ))
+    return results
+
+
+def _svm_against_svc(
+    X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_test: np.ndarray, C: float, sigma: float
+) -> tuple[Callable[[], float], Callable[[], float]]:
+    """SVMClassifier and SVC fit+predict (same C, gamma = 1/(2σ²)), each returning accuracy."""
+    from sklearn.svm import SVC
+
+    from lkm.methods import SVMClassifier
+
+    def ours() -> float:
+        return float(np.mean(SVMClassifier(C=C, sigma=sigma).fit(X_train, y_train).predict(X_test) == y_test))
+
+    def reference() -> float:
+        svc = SVC(C=C, gamma=1.0 / (2.0 * sigma**2)).fit(X_train, y_train)
+        return float(np.mean(svc.predict(X_test) == y_test))
+
+    return ours, reference
+
+
+def _large_svm(data_dir: str | Path | None, repeats: int) -> list[dict[str, Any]]:
+    """Comparisons (k) and (l): SVMClassifier vs SVC (same C and gamma) on MNIST 3-vs-8
+    and letter, idle and with a busy second core; best of ``repeats``."""
+    from lkm.methods.base import resolve_sigma
+
+    results = []
+    for name, (C, sigma_spec) in LARGE_SVM.items():
+        X_train, y_train, X_test, y_test = large_svm_split(name, data_dir)
+        sigma = float(resolve_sigma(sigma_spec, X_train))
+        ours, reference = _svm_against_svc(X_train, y_train, X_test, y_test, C, sigma)
+        what = f"{name} {len(y_train)}/{len(y_test)}, C={C:g}, sigma={sigma:.4g}"
+        for busy in (False, True):
+            with busy_core() if busy else nullcontext():
+                times = _best_times(ours, reference, repeats)
+            key = f"svm_{name}_busy_vs_svc" if busy else f"svm_{name}_vs_svc"
+            results.append(_result(
+                key, f"SVMClassifier fit+predict on {what}" + (", a busy second core" if busy else ""),
+                f"SVC(C={C:g}, gamma={1.0 / (2.0 * sigma**2):.4g})", times, TARGETS[key],
+            ))
+    return results
+
+
+def format_bench(results: list[dict[str, Any]]) -> str:
+    """A plain-text table of :func:`run_bench` results."""
+    header = ("comparison", "ours s", "ref s", "ratio", "target", "ok", "acc ours", "acc ref")
+    rows = [
+        (
+            r["name"],
+            f"{r['ours_seconds']:.4f}",
+            f"{r['reference_seconds']:.4f}",
+            f"{r['ratio']:.3f}",
+            f"<= {r['target']:g}" if r["target"] is not None else f"<= {r['target_seconds']:g} s",
+            "yes" if r["passed"] else "NO",
+            f"{r['ours_accuracy']:.4f}",
+            f"{r['reference_accuracy']:.4f}",
+        )
+        for r in results
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines += [f"{r['name']}: {r['ours']}  vs  {r['reference']}" for r in results]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(format_bench(run_bench()))

@@ -1,0 +1,381 @@
+"""Running a spec from the command line, shared by `lkm run`, `lkm sweep` and `lkm reproduce`:
+where the fits run (local workers or a cluster), the plan, progress with ETA, the
+summary and the paths printed at the end, and the report's counts (`lkm report --all`)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import shlex
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from lkm.cli.app import console, err_console, exit_error, print_rows, text_line
+from lkm.engine.workers import interrupt_exit_code, interrupt_name
+from lkm.errors import LkmError
+
+
+@contextlib.contextmanager
+def engine(jobs: int, cluster: str | None, dry_run: bool, label: str = "--cluster") -> Iterator[Any]:
+    """Where the fits run, for the block: the connected :class:`lkm.engine.cluster.Cluster` for
+    ``--cluster`` (connected first, so an unreachable scheduler is one line before
+    anything is read or written), else None after starting ``jobs`` local workers (their
+    imports overlap loading the spec and the data). A dry run starts nothing. ``label``
+    names where the address came from in errors (:func:`cluster_label`)."""
+    if dry_run:
+        yield None
+    elif cluster:
+        from lkm.engine.cluster import connect
+
+        with contextlib.ExitStack() as stack:
+            with console.status(f"connecting to {cluster}...", spinner="dots"):
+                on_cluster = stack.enter_context(connect(cluster, label))
+            yield on_cluster
+    else:
+        with _warm_workers(jobs):
+            yield None
+
+
+
+def cluster_label(ctx: typer.Context) -> str:
+    """``LKM_CLUSTER`` if the --cluster value came from the environment, else ``--cluster``."""
+    source = ctx.get_parameter_source("cluster")  # typer's own copy of click's ParameterSource: compared by name
+    return "LKM_CLUSTER" if getattr(source, "name", None) == "ENVIRONMENT" else "--cluster"
+
+
+
+def _warm_workers(jobs: int) -> Any:
+    """Start the fit workers at once (:func:`lkm.engine.workers.warm_workers`)."""
+    from lkm.engine.workers import warm_workers
+    from lkm.methods import METHOD_PATHS
+
+    modules = ["lkm.engine.runner", *sorted({path.rpartition(".")[0] for path in METHOD_PATHS.values()})]
+    return warm_workers(jobs, modules)
+
+
+
+def run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_run: bool, progress: bool,
+              *, cluster=None) -> None:
+    from lkm.engine.runner import build_plan
+    from lkm.engine.store import RunStore
+    from lkm.spec import spec_to_yaml
+
+    run_dir = out or Path("results") / spec.name
+    store = RunStore(run_dir)
+    if not dry_run:
+        store.claim(create=False)  # a file, or a folder lkm did not create: refuse before loading data
+    with console.status("loading data and planning...", spinner="dots"):
+        plan = build_plan(spec, data_dir=os.environ.get("LKM_DATA_DIR"), source=source)
+    # A perturbed rerun (lkm reproduce's fragility check) follows the plain run's selected
+    # settings, which may change between runs: its folder keeps every perturbed record.
+    check = not fresh and spec.perturb is None
+    if dry_run:
+        if check:
+            store.check_same_run(spec_to_yaml(spec), plan.task_ids)
+        _print_plan(plan, store.completed_ids() if not fresh else set(), run_dir)
+        return
+    # Held while this process writes (released on return, on any error, or with the
+    # process on a kill): a second run on this folder stops at once, naming this process.
+    with store.lock():
+        if check:
+            store.check_same_run(spec_to_yaml(spec), plan.task_ids)
+        summary, written = _fit_and_report(spec, plan, store, source, jobs=jobs, fresh=fresh, progress=progress,
+                                            cluster=cluster)
+    print_summary(run_dir)
+    _print_failed_methods(store, plan.task_ids)
+    if written is None:
+        console.print(f"nothing new to fit; tables and figures in {run_dir}/ are current (`lkm report {run_dir}` rebuilds them)")
+    else:
+        console.print(f"{summary.ran} fits in {summary.seconds:.1f} s; {files_line(written, run_dir)}")
+        print_report_warnings(written)
+    print_outputs(run_dir, spec)
+    if summary.failed:
+        raise exit_error(LkmError(f"{summary.failed} fit(s) failed (recorded with status 'error'); first: {summary.first_error}"), 1)
+
+
+
+def _fit_and_report(spec, plan, store, source: str, *, jobs: int, fresh: bool, progress: bool, cluster=None):
+    """Fit what the run folder does not hold yet, write provenance and rebuild the report
+    unless it is current. Returns the execution summary and the files written (None:
+    the report was current)."""
+    from lkm.engine.runner import dataset_provenance, execute, write_plan
+    from lkm.report import build_report
+    from lkm.spec import spec_to_yaml
+
+    run_dir = store.root
+    done = store.completed_ids() if not fresh else set()
+    store.prepare(fresh=fresh)
+    store.write_spec(spec_to_yaml(spec))
+    write_plan(plan, store)
+    for ds, msg in plan.unavailable.items():
+        err_console.print(text_line(("skipped", "yellow"), f" {ds}: {msg}"))
+    todo = len(plan.task_ids - done)
+    console.print(text_line(
+        (spec.name, "bold"), f": {len(plan.tasks)} fits ({len(plan.tasks) - todo} already recorded) "
+        f"on {len(plan.datasets)} dataset(s), {spec.describe_protocol()} -> {run_dir}/",
+    ))
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    if todo:  # this process only waits while workers fit: import the figures' library meanwhile
+        threading.Thread(target=importlib.import_module, args=("matplotlib.pyplot",), daemon=True).start()
+    try:
+        # SIGTERM is handled like Ctrl-C (the command runs under interrupt_on): execute()
+        # kills its workers, then this message.
+        with FitProgress(todo, enabled=progress) as bar:
+            summary = execute(plan, store, jobs=jobs, on_progress=bar.advance, cluster=cluster)
+    except KeyboardInterrupt as exc:
+        raise exit_error(LkmError(
+            f"interrupted ({interrupt_name(exc)}); every finished fit is recorded in {run_dir}/records"
+            " — run the same command again to resume"), interrupt_exit_code(exc)) from None
+    store.write_provenance({
+        "command": " ".join(shlex.quote(a) for a in ["lkm", *sys.argv[1:]]),
+        "spec_source": source, "started_at": started, "seconds": round(summary.seconds, 3),
+        **({"jobs": jobs} if cluster is None else {"jobs": None, "cluster": cluster.provenance()}),
+        "seeds": {"protocol": getattr(spec.protocol, "seed", None)},
+        "datasets": dataset_provenance(plan),
+        "tasks": {"planned": summary.planned, "recorded_before": summary.skipped, "ran": summary.ran, "failed": summary.failed},
+    })
+    stamp = store.report_stamp(spec_to_yaml(spec), plan.task_ids)
+    if summary.ran == 0 and summary.failed == 0 and store.report_is_current(stamp):
+        return summary, None
+    with console.status("writing tables and figures...", spinner="dots"):
+        written = build_report(store, spec, plan.task_ids, plan.unavailable)
+    store.mark_report(stamp, written)
+    return summary, written
+
+
+
+# -- progress ------------------------------------------------------------------------
+#: Seconds between plain progress lines when the output is not a terminal ($LKM_PROGRESS_SECONDS).
+PROGRESS_SECONDS = 60.0
+
+
+
+def _duration(seconds: float) -> str:
+    """`2m10s`, `1h05m`, `7s`."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+
+def _eta(done: int, total: int, elapsed: float) -> float | None:
+    """Seconds left at the average pace since the start; None before the first fit."""
+    return elapsed / done * (total - done) if done > 0 else None
+
+
+
+def progress_line(done: int, total: int, elapsed: float) -> str:
+    """`[lkm] 120/390 fits (31%), 2m10s elapsed, ~4m40s left` (no estimate before the first fit)."""
+    pct = 100 * done // total if total else 100
+    left = _eta(done, total, elapsed)
+    tail = f", ~{_duration(left)} left" if left is not None and done < total else ""
+    return f"[lkm] {done}/{total} fits ({pct}%), {_duration(elapsed)} elapsed{tail}"
+
+
+
+class FitProgress:
+    """Per-fit progress of a run (``advance(n)`` after n more fits are recorded).
+
+    On a terminal: a bar with fits done, elapsed time and an ETA at the average pace
+    since the start (so it is sensible from the first recorded fit on). Otherwise (CI
+    logs, nohup): one plain :func:`progress_line` every ``interval`` seconds
+    (default $LKM_PROGRESS_SECONDS or :data:`PROGRESS_SECONDS`; 0: at every fit) and one
+    at the end. ``enabled=False`` shows nothing."""
+
+    def __init__(self, total: int, *, enabled: bool = True, interval: float | None = None) -> None:
+        if interval is None:
+            try:
+                interval = float(os.environ.get("LKM_PROGRESS_SECONDS", PROGRESS_SECONDS))
+            except ValueError:
+                raise LkmError(f"LKM_PROGRESS_SECONDS={os.environ['LKM_PROGRESS_SECONDS']!r}: expected seconds, e.g. 60") from None
+        self.total, self.enabled, self.interval = total, enabled and total > 0, interval
+        self.done = 0
+        self._bar: Any = None
+        self._plain = False
+
+    def __enter__(self) -> FitProgress:
+        self.start = self._last = time.monotonic()
+        if not self.enabled:
+            return self
+        if console.is_terminal:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self._bar = Progress(TextColumn("fitting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                 _eta_column(), console=console, transient=False)
+            self._bar.__enter__()
+            self._task = self._bar.add_task("fitting", total=self.total)
+        else:
+            self._plain = True
+        return self
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        if self._bar is not None:
+            self._bar.advance(self._task, n)
+        elif self._plain and time.monotonic() - self._last >= self.interval and self.done < self.total:
+            self._last = time.monotonic()
+            console.print(progress_line(self.done, self.total, self._last - self.start))
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+        elif self._plain:
+            console.print(progress_line(self.done, self.total, time.monotonic() - self.start))
+
+
+
+def _eta_column() -> Any:
+    """A Rich progress column `ETA 4m40s` at the average pace since the start (Rich's own
+    estimate needs a steady stream of updates and shows -:--:-- until then)."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class EtaColumn(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            left = _eta(int(task.completed), int(task.total or 0), task.elapsed or 0.0)
+            return Text("ETA " + (_duration(left) if left is not None else "…"), style="progress.remaining")
+
+    return EtaColumn()
+
+
+
+# -- printing ------------------------------------------------------------------------
+def print_notes(spec) -> None:
+    """What validation changed in the spec without refusing it (e.g. duplicate grid values removed)."""
+    for note in spec.notes:
+        err_console.print(text_line(("note:", "yellow"), f" {note}"))
+
+
+
+def _print_plan(plan, done: set[str], run_dir: Path) -> None:
+    from lkm.engine.runner import plan_table
+
+    cols = ["dataset", "method", "splits", "settings", "fits", "recorded"]
+    rows = plan_table(plan, done)
+    print_rows(f"plan for {plan.spec.name} -> {run_dir}/ ({plan.spec.describe_protocol()})", cols,
+                [[str(r[c]) for c in cols] for r in rows], right=set(cols[2:]))
+    total = sum(r["fits"] for r in rows)
+    recorded = sum(r["recorded"] for r in rows)
+    console.print(f"{total} fits in all, {recorded} already recorded, {total - recorded} to run.")
+    for ds, msg in plan.unavailable.items():
+        console.print(text_line(("unavailable", "yellow"), f" {ds}: {msg}"))
+
+
+
+def print_summary(run_dir: Path) -> None:
+    """tables/summary.csv, every name in full."""
+    import csv
+
+    path = run_dir / "tables" / "summary.csv"
+    if not path.is_file():
+        return
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = [[cell or "–" for cell in row] for row in csv.reader(fh)]
+    if rows:
+        print_rows("summary (at the selected setting)", rows[0], rows[1:])
+
+
+
+def _print_failed_methods(store, task_ids: set[str]) -> None:
+    """One line per method with failed fits in this plan (all datasets): how many, and the
+    first error (a method whose every fit failed is marked failed). Printed with the
+    summary, on stdout: stderr keeps the run's one error line."""
+    from lkm.report.core import failed_fits
+
+    failed = failed_fits(store.records_frame(task_ids))
+    for method, g in failed.groupby("method", sort=False):
+        n_failed, total = int(g["failed"].sum()), int(g["total"].sum())
+        state = "failed" if n_failed == total else "partly failed"
+        console.print(text_line((f"{method}: {state}", "bold red"),
+                            f", {n_failed} of {total} fits; first error: {g['error'].iloc[0]}"))
+
+
+
+def _main_outputs(run_dir: Path, spec) -> list[tuple[str, Path]]:
+    """The run folder, its main table (tables/summary.md, else the first table) and main
+    figure (the first PNG of the spec's first figure output, else the first PNG)."""
+    out: list[tuple[str, Path]] = [("run folder", run_dir)]
+    tables = run_dir / "tables"
+    table = tables / "summary.md"
+    if not table.is_file():
+        table = next(iter(sorted(tables.glob("*.md"))), None) if tables.is_dir() else None
+    if table is not None:
+        out.append(("table", table))
+    figures = sorted((run_dir / "figures").glob("*.png")) if (run_dir / "figures").is_dir() else []
+    named = [f for name in spec.outputs.figures for f in figures if f.stem == name or f.stem.startswith(f"{name}_")]
+    figure = (named or figures or [None])[0]
+    if figure is not None:
+        out.append(("figure", figure))
+    return out
+
+
+
+def files_line(written, run_dir: Path) -> str:
+    """'12 files written under DIR/' and how many figures were kept (their inputs unchanged)."""
+    reused = len(getattr(written, "reused", ()))
+    kept = f" ({reused} unchanged figure file(s) kept)" if reused else ""
+    return f"{len(written) - reused} files written under {run_dir}/{kept}"
+
+
+
+def print_report_warnings(written) -> None:
+    """The report's warnings (a selected value at the edge of its grid, failed fits), once each."""
+    for text in dict.fromkeys(getattr(written, "warnings", ())):
+        err_console.print(text_line(("warning:", "yellow"), f" {text}"))
+
+
+
+def print_outputs(run_dir: Path, spec) -> None:
+    for label, path in _main_outputs(run_dir, spec):
+        console.print(f"  {label + ':':<12}{path}{'/' if path.is_dir() else ''}")
+
+
+#: What is still missing, printed after `lkm reproduce all` / `lkm report --all` (the rest: in the report).
+MISSING_LINES = 6
+
+
+
+def print_site(written) -> None:
+    """The report's claim counts and where it is."""
+    counts = ", ".join(f"{name} {n}" for name, n in written.counts.items())
+    console.print(f"{written.claims} claims: {counts}", highlight=False)
+    if written.differing:
+        console.print(written.differing, highlight=False)
+    for line in written.missing[:MISSING_LINES]:
+        err_console.print(text_line(("missing:", "yellow"), f" {line}"), soft_wrap=True)
+    if len(written.missing) > MISSING_LINES:
+        err_console.print(text_line(("missing:", "yellow"), f" ... and {len(written.missing) - MISSING_LINES} more"
+                                f" (each paper's \"Still missing\" in the report)"), soft_wrap=True)
+    console.print(f"report: {written.index} (and {written.markdown.name} beside it)", highlight=False)
+
+
+def spec_path(spec: Path) -> Path:
+    """SPEC as given when it is a file or looks like a path; a bare name (`lpl_vs_svm`)
+    is a spec lkm ships (`lkm specs list`), so `lkm run NAME` works from any folder."""
+    if spec.exists() or spec.suffix or len(spec.parts) > 1:
+        return spec
+    from lkm.papers import packaged_specs
+
+    found = packaged_specs().get(spec.name)
+    if found is None:
+        from lkm.errors import did_you_mean
+
+        raise LkmError(f"{spec}: no such spec file, nor a spec lkm ships{did_you_mean(spec.name, packaged_specs())} "
+                       "(`lkm specs list` lists them)")
+    return found

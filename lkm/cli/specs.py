@@ -1,0 +1,61 @@
+"""`lkm specs`: the experiment specs lkm ships inside its papers' packages — list them,
+print one, or copy one out to edit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lkm.cli.app import console, exit_error, print_rows, specs_app
+from lkm.errors import LkmError, did_you_mean
+
+
+def _packaged() -> dict[str, Path]:
+    from lkm.papers import packaged_specs
+
+    return packaged_specs()
+
+
+@specs_app.command("list")
+def list_specs() -> None:
+    """Every spec lkm ships: its name (what `lkm run NAME` and `lkm specs show NAME` take),
+    the paper it belongs to and its description's first line."""
+    from lkm.spec import load_spec
+
+    rows = []
+    for name, path in _packaged().items():
+        spec = load_spec(path, max_fits=1 << 62)
+        paper = path.parent.parent.name if path.parent.parent.name != "papers" else "cross-paper"
+        rows.append([name, paper, (spec.description or "").strip().split("\n")[0]])
+    print_rows(None, ["name", "paper", "description"], rows, wrap={"description"})
+
+
+@specs_app.command("show")
+def show(
+    name: Annotated[str, typer.Argument(help="A spec's name, as `lkm specs list` prints it.", show_default=False)],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the spec to this file (refused if it exists) instead of printing it.")] = None,
+) -> None:
+    """Print a shipped spec, or with --out copy it to a file to edit and run with `lkm run FILE`.
+
+    Examples: `lkm specs show lpl_vs_svm`; `lkm specs show lpl_vs_svm --out my_lpl.yaml`.
+    A spec that `extends:` another names it by file: copy both.
+    """
+    try:
+        specs = _packaged()
+        if name not in specs:
+            raise LkmError(f"unknown spec {name!r}{did_you_mean(name, specs)} (`lkm specs list` lists them)")
+        text = specs[name].read_text(encoding="utf-8")
+        if out is None:
+            console.print(text, end="", highlight=False, markup=False, soft_wrap=True)
+            return
+        if out.exists():
+            raise LkmError(f"--out: {out} exists; choose another file")
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise LkmError(f"--out: cannot write {out}: {exc.strerror or exc}") from exc
+    except LkmError as exc:
+        raise exit_error(exc) from None
+    console.print(f"wrote {out} (run it with `lkm run {out}`)", highlight=False)

@@ -1,0 +1,294 @@
+"""Worker processes for fits: thread caps, interrupts and a watchdog on the parent.
+
+:func:`run_calls` runs a run's jobs in ``jobs`` worker processes (one worker when
+``jobs == 1``: the main process only waits, so Ctrl-C and SIGTERM are handled at once
+whatever C code a fit is in). Large arrays go to the workers as shared memmaps
+(joblib's memmapping executor, the one ``joblib.Parallel`` uses).
+
+Threads: on C cores each worker gets ``max(1, C // jobs)`` OpenMP and BLAS threads, set
+in its environment before any library loads (``OMP_NUM_THREADS``,
+``OPENBLAS_NUM_THREADS``, ...) and again around every job with threadpoolctl; idle
+OpenMP threads sleep rather than spin (``OMP_WAIT_POLICY=PASSIVE``), so LIBSVM's OpenMP
+team and the BLAS threads do not take turns burning the same cores (with both spinning
+in one process the quickstart ran 12x slower). Variables the user has set are kept.
+
+Signals: an interrupt in the main process (Ctrl-C, or SIGTERM inside
+:func:`interrupt_on`) kills the workers before it propagates; workers ignore SIGINT
+(the parent decides), and each worker runs a watchdog thread that ends the worker
+within :data:`WATCHDOG_SECONDS` once its parent is gone, ``kill -9`` included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, wait
+from typing import Any
+
+#: Thread-count variables read by OpenMP, OpenBLAS, MKL, BLIS, Accelerate and numexpr.
+THREAD_VARS = (
+    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
+)
+#: How often a worker checks that its parent is alive.
+WATCHDOG_SECONDS = 0.5
+#: Idle workers stay this long for the next run of the same process (``lkm reproduce``).
+IDLE_SECONDS = 60
+#: Main-process polling period while waiting for results (an upper bound on interrupt latency).
+POLL_SECONDS = 0.25
+
+
+class Interrupted(KeyboardInterrupt):
+    """A termination signal turned into an interrupt by :func:`interrupt_on`."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        self.signal_name = signal.Signals(signum).name
+        super().__init__(self.signal_name)
+
+
+def interrupt_name(exc: BaseException) -> str:
+    """``SIGTERM`` for an :class:`Interrupted`, ``SIGINT`` for a plain Ctrl-C."""
+    return exc.signal_name if isinstance(exc, Interrupted) else "SIGINT"
+
+
+def interrupt_exit_code(exc: BaseException) -> int:
+    """The shell's exit code for a process ended by that signal: 128 + its number."""
+    return 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
+
+
+@contextlib.contextmanager
+def interrupt_on(*signums: int) -> Iterator[None]:
+    """Within the block, the given signals (default: SIGTERM) raise :class:`Interrupted`
+    in the main thread, as Ctrl-C raises KeyboardInterrupt. Earlier handlers come back
+    afterwards. Outside the main thread this does nothing (Python only lets the main
+    thread set handlers)."""
+    signums = signums or (signal.SIGTERM,)
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Interrupted(signum)
+
+    previous = {s: signal.signal(s, handler) for s in signums}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def effective_jobs(jobs: int) -> int:
+    """Worker count for ``--jobs``: ``-1`` is one per core, ``-2`` all but one, and so on."""
+    if jobs == 0:
+        raise ValueError("jobs must be a positive number of workers, or -1 for one per core")
+    return jobs if jobs > 0 else max(1, cpu_count() + 1 + jobs)
+
+
+def cpu_count() -> int:
+    """Usable cores: CPU affinity and cgroup quotas counted (joblib's count)."""
+    from joblib import cpu_count as joblib_cpu_count
+
+    return int(joblib_cpu_count())
+
+
+def threads_per_worker(jobs: int, cores: int | None = None) -> int:
+    """OpenMP/BLAS threads each of ``jobs`` workers gets on ``cores`` cores: ``max(1, C // jobs)``."""
+    return max(1, (cores if cores is not None else cpu_count()) // max(1, jobs))
+
+
+def worker_env(threads: int) -> dict[str, str]:
+    """Environment for new workers: thread counts and passive OpenMP waiting, unless set by the user."""
+    env = {var: os.environ.get(var, str(threads)) for var in THREAD_VARS}
+    env["OMP_WAIT_POLICY"] = os.environ.get("OMP_WAIT_POLICY", "PASSIVE")
+    return env
+
+
+# -- in the worker ------------------------------------------------------------------
+_watchdog: threading.Thread | None = None
+
+
+def start_parent_watchdog(parent_pid: int, interval: float = WATCHDOG_SECONDS) -> bool:
+    """In a worker process, start (once) a daemon thread that ends the process with
+    ``os._exit`` as soon as ``parent_pid`` is no longer its parent (the parent died and
+    the worker was re-parented). Does nothing in the parent itself; returns whether a
+    watchdog runs in this process."""
+    global _watchdog
+    if os.getpid() == parent_pid:
+        return False
+    if _watchdog is not None and _watchdog.is_alive():
+        return True
+    watched = os.getppid()
+    if watched != parent_pid and not _alive(parent_pid):
+        os._exit(1)  # the parent died before this worker got going
+    # Normally watched == parent_pid; if the worker was started through an intermediate
+    # process, watch that one (it dies with the parent's executor).
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if os.getppid() != watched:
+                os._exit(1)
+
+    _watchdog = threading.Thread(target=watch, name="lkm-parent-watchdog", daemon=True)
+    _watchdog.start()
+    return True
+
+
+def _alive(pid: int) -> bool:
+    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _init_worker(parent_pid: int) -> None:
+    """Loky initializer: Ctrl-C is the parent's to handle; die with the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    start_parent_watchdog(parent_pid)
+
+
+def call_capped(fn: Callable[..., Any], args: tuple[Any, ...], threads: int) -> Any:
+    """Run one job under the worker's thread cap (a job may lower it further inside)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=threads):
+        return fn(*args)
+
+
+# -- in the main process ----------------------------------------------------------
+def run_calls(
+    calls: Iterable[tuple[Callable[..., Any], tuple[Any, ...]]],
+    *,
+    jobs: int,
+    on_result: Callable[[Any], None],
+    on_wait: Callable[[], None] | None = None,
+) -> None:
+    """Run ``fn(*args)`` for every call in ``jobs`` worker processes, calling
+    ``on_result`` in the main process with each result as it arrives (any order), and
+    ``on_wait`` after every wait of at most :data:`POLL_SECONDS` (progress between results).
+
+    At most ``2 * jobs`` calls are queued at a time. On any exception in the main
+    process (KeyboardInterrupt, :class:`Interrupted`) or a call's exception, the
+    workers are killed before the exception propagates; a call in flight is lost.
+    """
+    jobs = effective_jobs(jobs)
+    threads = threads_per_worker(jobs)
+    context = uuid.uuid4().hex
+    executor = _executor(jobs, context)
+    todo = iter(calls)
+    pending: set[Any] = set()
+    finished = False
+    try:
+        more = True
+        while True:
+            while more and len(pending) < 2 * jobs:
+                item = next(todo, None)
+                if item is None:
+                    more = False
+                    break
+                fn, args = item
+                pending.add(executor.submit(call_capped, fn, args, threads))
+            if not pending:
+                break
+            done, pending = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+            for future in done:
+                on_result(future.result())
+            if on_wait is not None:
+                on_wait()
+        finished = True
+    finally:
+        if finished:
+            _release_memmaps(executor, context)
+        else:
+            executor.terminate(kill_workers=True)  # also removes the shared memmaps
+
+
+def _executor(jobs: int, context: str | None = None) -> Any:
+    """The reusable pool of ``jobs`` workers (joblib's memmapping executor: the same pool
+    for the same settings, so workers started by :func:`warm_workers` run the fits)."""
+    global _pool
+    from joblib.executor import get_memmapping_executor
+
+    _pool = get_memmapping_executor(
+        jobs, timeout=IDLE_SECONDS, env=worker_env(threads_per_worker(jobs)), initializer=_init_worker,
+        initargs=(os.getpid(),), context_id=context,
+    )
+    return _pool
+
+
+#: The pool :func:`_executor` last returned (None before the first): what :func:`stop_workers` ends.
+_pool: Any = None
+
+
+def stop_workers() -> None:
+    """Kill the idle workers now. A command line calls this as it ends: otherwise the
+    interpreter's exit waits for each worker to shut down its imports (~0.4 s). Their
+    results are all collected by then, and every record is on disk before its result is
+    returned, so nothing is lost; a library user keeps the pool for the next run."""
+    global _pool
+    if _pool is not None:
+        with contextlib.suppress(Exception):  # an already broken pool has nothing to stop
+            _pool.terminate(kill_workers=True)
+        _pool = None
+
+
+def preload(modules: list[str]) -> None:
+    """In a worker: import ``modules`` (what its first job would import)."""
+    import importlib
+
+    for name in modules:
+        importlib.import_module(name)
+
+
+@contextlib.contextmanager
+def warm_workers(jobs: int, modules: list[str]) -> Iterator[None]:
+    """Start ``jobs`` workers now, each importing ``modules``, so that their start-up
+    (a new interpreter importing numpy, scikit-learn and the estimators: about a second)
+    overlaps the main process's own work (loading the spec and data, planning) instead
+    of following it. :func:`run_calls` with the same ``jobs`` then reuses them. An
+    exception (Ctrl-C included) inside the block kills them before it propagates."""
+    jobs = effective_jobs(jobs)
+    executor = _executor(jobs)
+    futures = [executor.submit(preload, modules) for _ in range(jobs)]
+    try:
+        yield
+    except BaseException:
+        # Killing the pool before its manager thread has queued the calls makes loky's
+        # thread fail (KeyError, printed as a traceback): wait for that first (milliseconds).
+        deadline = time.monotonic() + 1.0
+        while not all(f.running() or f.done() for f in futures) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        executor.terminate(kill_workers=True)
+        raise
+
+
+def _release_memmaps(executor: Any, context: str) -> None:
+    """Delete this run's shared-memory copies of the data, as ``joblib.Parallel`` does
+    after each call; the idle workers stay for the next run. (Private joblib API: if it
+    moves, the folder is removed at exit instead.)"""
+    with contextlib.suppress(AttributeError, OSError):
+        executor._temp_folder_manager._clean_temporary_resources(context_id=context, force=False)
+
+
+def run_in_process(
+    calls: Iterable[tuple[Callable[..., Any], tuple[Any, ...]]],
+    *,
+    on_result: Callable[[Any], None],
+) -> None:
+    """Run the calls one by one in this process (debuggers, profilers), under the
+    thread cap of one job."""
+    threads = threads_per_worker(1)
+    for fn, args in calls:
+        on_result(call_capped(fn, args, threads))

@@ -1,0 +1,93 @@
+"""Files lkm reads and writes, below every layer: atomic writes, sha256 digests and the
+per-user cache folder. Imports nothing of lkm but :mod:`lkm.errors`."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from lkm.errors import LkmError
+
+#: Prefix of the temporary files :func:`atomic_path` writes beside their target.
+TMP_PREFIX = ".lkm-tmp-"
+HASH_CHUNK = 1 << 20
+_sha256_memo: dict[tuple[str, int, int], str] = {}
+
+
+def os_message(exc: OSError) -> str:
+    """The reason of an OSError in a few words ("No space left on device")."""
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` to write to; on success it replaces ``path`` at
+    once (``os.replace``), so a reader, a kill or a full disk never sees a partial file.
+    An OSError becomes one :class:`LkmError` line ("cannot write PATH: No space left on
+    device"); the temporary file is removed and the previous ``path`` kept."""
+    path = Path(path)
+    tmp = path.with_name(f"{TMP_PREFIX}{os.getpid()}-{path.name}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        yield tmp
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise LkmError(f"cannot write {path}: {os_message(exc)}") from exc
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def atomic_write(path: str | Path, data: str | bytes) -> Path:
+    """Write ``data`` (text as UTF-8) to ``path`` atomically, flushed to disk; see :func:`atomic_path`."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    return path
+
+
+def atomic_save(path: str | Path, writer: Callable[[Path], Any]) -> Path:
+    """``writer(tmp)`` writes the file (``df.to_csv``, ``fig.savefig``, ...), then it
+    replaces ``path`` atomically; see :func:`atomic_path`."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        writer(tmp)
+    return path
+
+
+def text_sha256(text: str) -> str:
+    """sha256 of a text as UTF-8 (plan.json's ``spec_sha256``)."""
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 hex digest of ``path``, memoized per (path, size, mtime) within the process."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _sha256_memo:
+        digest = hashlib.sha256()
+        with open(path, "rb") as fh:
+            while chunk := fh.read(HASH_CHUNK):
+                digest.update(chunk)
+        _sha256_memo[key] = digest.hexdigest()
+    return _sha256_memo[key]
+
+
+def cache_dir() -> Path:
+    """The download cache: ``$LKM_CACHE_DIR``, else pooch's per-user cache for "lkm"."""
+    env = os.environ.get("LKM_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    import pooch  # imported late: listings and loads from the mirror need no pooch
+
+    return Path(pooch.os_cache("lkm")).expanduser()

@@ -1,0 +1,448 @@
+"""k-nearest-neighbour backends behind one interface (Tsuji et al., Sec. 5 and 7).
+
+LPL needs the k nearest training patterns of every query; the paper used ANN with
+eta = 0 (exact neighbours) and notes that approximate neighbours are acceptable.
+Backends:
+
+* ``"exact"`` -- matrix-product scores in blocks of queries × tiles of training rows
+  (bounded memory, no query × training matrix), a running k-th-score bound to pick
+  candidates, which are ranked by distances recomputed from coordinate differences
+  (:func:`tie_ruled_kneighbors`); a :class:`DistanceCache` memoizes the lists.
+* ``"annoy"`` -- Spotify's annoy (random projection forests); candidates come from annoy
+  and are ranked by exact squared distances recomputed in float64.
+
+Every backend returns ``(sq_dist, idx)`` of shape ``(m, k)`` sorted by ascending
+distance, ties broken by the lower training index.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from lkm.errors import did_you_mean
+from lkm.numerics.kernels import DistanceCache
+from lkm.numerics.threads import blas_threads
+
+#: Bytes of query × training scores an exact query holds at once per worker thread: a
+#: block of at most :data:`QUERY_ROWS` queries against a tile of training rows.
+BLOCK_BYTES = 4 * 2**20
+#: Queries per block: enough rows for the matrix product to run at BLAS speed (each block
+#: reads every training row once).
+QUERY_ROWS = 256
+#: Bytes of coordinate differences gathered at once when candidates' distances are recomputed
+#: (large enough that the per-feature summation loop of :func:`pair_sq_dists` is cheap).
+PAIR_BYTES = 16 * 2**20
+#: Training rows are split by index modulo this many groups (at least 2k) to bound each
+#: query's k-th smallest score from above (:func:`upper_kth`).
+SELECT_GROUPS = 256
+#: Below this many features the squared norms ride along in the matrix product as an
+#: extra column (a copy of the training rows, cheap when they are narrow).
+AUGMENT_FEATURES = 64
+#: Unit round-off of float64.
+_U = np.finfo(np.float64).eps / 2
+
+
+def k_smallest(scores: np.ndarray, k: int) -> np.ndarray:
+    """Column indices of the k smallest entries of each row, ordered by (score, index).
+
+    ``argpartition`` picks arbitrarily among values tied at the k-th position; in rows
+    where the (k+1)-th smallest value equals the k-th, the tied entries with the lowest
+    indices are taken instead.
+    """
+    m, n = scores.shape
+    if k >= n:
+        return np.argsort(scores, axis=1, kind="stable")[:, :k]
+    part = np.argpartition(scores, k, axis=1)  # one kth: several are much slower
+    idx = part[:, :k]
+    vals = np.take_along_axis(scores, idx, axis=1)
+    kth = vals.max(axis=1)
+    tied = np.flatnonzero(kth == scores[np.arange(m), part[:, k]])
+    if tied.size:
+        rows = scores[tied]
+        below = rows < kth[tied, None]
+        at = rows == kth[tied, None]
+        take_at = k - below.sum(axis=1)
+        chosen = below | (at & (np.cumsum(at, axis=1) <= take_at[:, None]))
+        idx[tied] = np.nonzero(chosen)[1].reshape(tied.size, k)
+        vals[tied] = np.take_along_axis(rows, idx[tied], axis=1)
+    order = np.lexsort((idx, vals), axis=1)
+    return np.take_along_axis(idx, order, axis=1)
+
+
+def pair_sq_dists(Q: np.ndarray, X: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``||Q[rows[i]] - X[cols[i]]||²`` from coordinate differences, in bounded chunks.
+
+    The one distance every neighbour list (LPL's, NPPS's) is ranked by and reports. The
+    squares are summed feature by feature in a fixed order, so that equal points give
+    bit-identical distances wherever they sit in memory and whatever the other pairs
+    (a matrix product or a vectorized reduction does not promise that), independent of
+    the BLAS and the thread count.
+    """
+    out = np.empty(rows.size)
+    step = max(1, PAIR_BYTES // (8 * max(1, X.shape[1])))
+    for lo in range(0, rows.size, step):
+        hi = min(lo + step, rows.size)
+        diff = np.ascontiguousarray((X[cols[lo:hi]] - Q[rows[lo:hi]]).T)  # (p, pairs)
+        np.multiply(diff, diff, out=diff)
+        acc = out[lo:hi]
+        acc[:] = diff[0] if diff.shape[0] else 0.0
+        for f in range(1, diff.shape[0]):
+            acc += diff[f]
+    return out
+
+
+def _sq_dists_to_rows(Q: np.ndarray, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """:func:`pair_sq_dists` of every query with its listed training rows, shape of idx."""
+    m, k = idx.shape
+    return pair_sq_dists(Q, X, np.repeat(np.arange(m), k), idx.ravel()).reshape(m, k)
+
+
+def _score_margin(p: int, q_sq: np.ndarray, x_sq_max: float) -> np.ndarray:
+    """Per-query margin M on the scores ``s_j = |x_j|² - 2 q·x_j`` (matrix product in
+    float64) that no round-off can bridge.
+
+    With u the unit round-off, the computed score is within E = 2(p+2)u(|q|² + 3 max|x|²)
+    of |x_j - q|² - |q|², and the distance recomputed from differences within
+    δ = 2(p+3)u(2|q|² + 2 max|x|²) of |x_j - q|² (Higham's γ_n bounds for sums of n
+    products, doubled). A training row whose score exceeds the k-th smallest score by
+    more than M = 2(E + δ) is farther, by its recomputed distance, than each of the k
+    rows with the smallest scores, so it cannot be in the list.
+    """
+    return 4.0 * (p + 3) * _U * (3.0 * q_sq + 5.0 * x_sq_max)
+
+
+def upper_kth(scores: np.ndarray, k: int) -> np.ndarray:
+    """An upper bound on each row's k-th smallest score, usually equal to it.
+
+    Minima of groups of columns are entries of the row, so the k-th smallest of at least
+    k group minima is at least the row's k-th smallest entry. Groups are the columns by
+    index modulo G (G ≥ 2k): the k nearest rarely share one, whatever the training
+    order, and the minima are one pass over contiguous memory. Short rows are
+    partitioned whole.
+    """
+    m, n = scores.shape
+    groups = _groups(k)
+    per_group = n // groups
+    if per_group < 2:
+        return np.partition(scores, k - 1, axis=1)[:, k - 1]
+    return np.partition(_group_mins(scores, groups), k - 1, axis=1)[:, k - 1]
+
+
+def _groups(k: int) -> int:
+    return max(SELECT_GROUPS, 2 * k)
+
+
+def _group_mins(scores: np.ndarray, groups: int) -> np.ndarray:
+    """Minimum of each row over the columns ≡ g (mod groups), whole sets of groups only."""
+    m, n = scores.shape
+    return scores[:, : n - n % groups].reshape(m, -1, groups).min(axis=1)
+
+
+def _best_per_row(rows: np.ndarray, cols: np.ndarray, d: np.ndarray, k: int, m: int):
+    """The first k pairs of each of the m rows in (distance, column) order: ``(rows,
+    cols, d)`` sorted by row, at most k per row.
+
+    Pairs of equal row and distance must come in ascending column order: two stable
+    sorts (distance, then row; a radix sort for the small row numbers) keep it, at a
+    fraction of a three-key lexsort's time.
+    """
+    order = np.argsort(d, kind="stable")
+    order = order[np.argsort(rows[order].astype(np.uint16 if m <= 2**16 else np.intp), kind="stable")]
+    rows, cols, d = rows[order], cols[order], d[order]
+    rank = np.arange(rows.size) - np.searchsorted(rows, np.arange(m))[rows]
+    keep = rank < k
+    return rows[keep], cols[keep], d[keep]
+
+
+def _block_lists(
+    q: np.ndarray,
+    X: np.ndarray,
+    sq_norms: np.ndarray,
+    augmented: np.ndarray | None,
+    k: int,
+    exclude: np.ndarray | None,
+    buffer: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`tie_ruled_kneighbors` for one block of queries, tile by tile of training rows.
+
+    A running upper bound on each query's k-th smallest score (the k-th smallest minimum
+    over index groups, :func:`upper_kth`) admits a tile's candidates; the bound only
+    falls, so every row within the margin of the final k-th score is admitted. At the end
+    the admitted rows beyond the final bound plus margin are dropped and the rest ranked
+    by recomputed distance. Heavy ties (many candidates) are pruned on the way to each
+    query's k best by (distance, index), which keeps the candidates' memory bounded.
+    Candidates stay in ascending column order per query (tiles in order, pruned ones
+    first), as :func:`_best_per_row` needs.
+    """
+    (b, p), n = q.shape, X.shape[0]
+    groups = _groups(k)
+    width = max(groups, buffer.size // b // groups * groups)
+    lhs = np.empty((b, p + (augmented is not None)))
+    np.multiply(q, -2.0, out=lhs[:, :p])
+    lhs[:, p:] = 1.0
+    rhs = X if augmented is None else augmented
+    margin = _score_margin(p, np.einsum("ij,ij->i", q, q), float(sq_norms.max()))
+    mins = np.full((b, groups), np.inf)
+    bound = np.full(b, np.inf)
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (rows, cols, scores)
+    held, budget = 0, max(4 * k * b, b * width // 4)
+    kept = (np.empty(0, np.intp), np.empty(0, np.intp), np.empty(0))  # pruned: (rows, cols, d)
+
+    def exact(rows, cols, scores):  # candidates still within the bound, with distances
+        inside = scores <= (bound + margin)[rows]
+        rows, cols = rows[inside], cols[inside]
+        return rows, cols, pair_sq_dists(q, X, rows, cols)
+
+    for tile, lo in enumerate(range(0, n, width)):
+        cols = min(width, n - lo)
+        S = np.matmul(lhs, rhs[lo : lo + cols].T, out=buffer[: b * cols].reshape(b, cols))
+        if augmented is None:
+            S += sq_norms[lo : lo + cols]
+        if exclude is not None:
+            mine = np.flatnonzero((exclude >= lo) & (exclude < lo + cols))
+            S[mine, exclude[mine] - lo] = np.inf
+        if n <= width:
+            bound = upper_kth(S, k)
+        elif cols >= groups:
+            np.minimum(mins, _group_mins(S, groups), out=mins)
+            if tile & (tile + 1) == 0:  # tiles 0, 1, 3, 7, ...: tighten the bound
+                bound = np.partition(mins, k - 1, axis=1)[:, k - 1]
+        flat = np.flatnonzero(S <= (bound + margin)[:, None])
+        found.append((flat // cols, flat % cols + lo, S.ravel()[flat]))
+        held += flat.size
+        if held > budget:
+            parts = [kept, exact(*map(np.concatenate, zip(*found, strict=True)))]  # kept: lower columns
+            kept = _best_per_row(*map(np.concatenate, zip(*parts, strict=True)), k, b)
+            found, held = [], kept[0].size
+    if n > width:
+        bound = np.partition(mins, k - 1, axis=1)[:, k - 1]
+    parts = [kept, exact(*map(np.concatenate, zip(*found, strict=True)))] if found else [kept]
+    _, cols, d = _best_per_row(*map(np.concatenate, zip(*parts, strict=True)), k, b)
+    return d.reshape(b, k), cols.reshape(b, k)
+
+
+def tie_ruled_kneighbors(
+    Q: np.ndarray,
+    X: np.ndarray,
+    k: int,
+    exclude: np.ndarray | None = None,
+    sq_norms: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(sq_dist, idx)``, shape (m, k): the k nearest rows of ``X`` to each row of ``Q``
+    by squared distance recomputed from coordinate differences (:func:`pair_sq_dists`),
+    ties broken by the lower training index; exact, in blocks of bounded memory.
+
+    Scores ``|x|² - 2 q·x`` (matrix products, one block of queries × one tile of training
+    rows at a time, :data:`BLOCK_BYTES`; with few features one product of [-2q, 1] with
+    [x, |x|²], :data:`AUGMENT_FEATURES`) only propose candidates: every training row
+    within the round-off margin of :func:`_score_margin` of the k-th smallest score is
+    recomputed, so the lists do not depend on the BLAS, its threads, the blocks or the
+    training order. ``exclude[i]`` (optional) is a training row left out of query i's
+    list; ``sq_norms`` is ``|x|²`` per training row if already at hand.
+
+    Blocks run in a small thread pool, each product on one BLAS thread (as scikit-learn's
+    brute-force reductions do): a multi-threaded product per block waits for its
+    slowest thread, which on a busy core made the query several times slower.
+    """
+    n, p = X.shape
+    m = Q.shape[0]
+    if not 1 <= k <= n - (exclude is not None):
+        raise ValueError(f"k={k} neighbours requested from {n} rows" + (" (one excluded)" if exclude is not None else ""))
+    if sq_norms is None:
+        sq_norms = np.einsum("ij,ij->i", X, X)
+    # few features: the norms' addition, a pass over the scores, folded into the product
+    augmented = np.hstack([X, sq_norms[:, None]]) if p < AUGMENT_FEATURES else None
+    sq = np.empty((m, k))
+    idx = np.empty((m, k), dtype=np.intp)
+    workers = min(_usable_cpus(), MAX_WORKERS)
+    # at least one whole set of groups per tile; fewer queries per block if that is large
+    rows = max(1, min(QUERY_ROWS, -(-m // workers), BLOCK_BYTES // (8 * _groups(k))))
+    size = max(BLOCK_BYTES // 8, rows * _groups(k))
+
+    def block(lo: int) -> None:
+        hi = min(lo + rows, m)
+        ex = None if exclude is None else exclude[lo:hi]
+        sq[lo:hi], idx[lo:hi] = _block_lists(Q[lo:hi], X, sq_norms, augmented, k, ex, _score_tile(size)[:size])
+
+    starts = range(0, m, rows)
+    if min(workers, len(starts)) <= 1:
+        for lo in starts:
+            block(lo)
+    else:
+        with blas_threads(1):
+            list(_pool().map(block, starts))
+    return sq, idx
+
+
+#: Threads an exact query uses at most (blocks are independent).
+MAX_WORKERS = 4
+_POOL: ThreadPoolExecutor | None = None
+_TILES = threading.local()
+
+
+def _score_tile(size: int) -> np.ndarray:
+    """This thread's score buffer of at least ``size`` floats, kept between queries (a
+    fresh one costs its page faults on every query)."""
+    if getattr(_TILES, "scores", np.empty(0)).size < size:
+        _TILES.scores = np.empty(size)
+    return _TILES.scores
+
+
+def _usable_cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        # no more threads than cores: each runs whole blocks, and holds a score tile
+        _POOL = ThreadPoolExecutor(max_workers=min(_usable_cpus(), MAX_WORKERS), thread_name_prefix="lkm-knn")
+    return _POOL
+
+
+class ExactNeighbors:
+    """Exact k-NN: blocked matrix-product scores, candidates re-ranked by exact distance
+    (:func:`tie_ruled_kneighbors`)."""
+
+    name = "exact"
+
+    def fit(self, X: np.ndarray) -> ExactNeighbors:
+        self.X_ = np.asarray(X, dtype=np.float64)
+        self.sq_norms_ = np.einsum("ij,ij->i", self.X_, self.X_)
+        return self
+
+    def kneighbors(
+        self,
+        Q: np.ndarray | None,
+        k: int,
+        exclude_self: bool = False,
+        cache: DistanceCache | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(sq_dist, idx)`` of the k nearest fitted rows of each query row.
+
+        ``exclude_self=True`` queries the fitted rows themselves (``Q`` None or the fitted
+        array) and leaves row i out of its own list; its duplicates stay eligible. With a
+        cache, the lists are memoized per (query, training) pair for the largest k asked
+        so far; a smaller k is their prefix (lists are sorted by (distance, index)). No
+        query × training distance matrix is kept.
+        """
+        X = self.X_
+        Q = _check_query(X, Q, k, exclude_self)
+        if cache is None:
+            return self._query(Q, k, exclude_self)
+        lists = cache.memo(("exact_neighbor_lists", exclude_self), dict, Q, X)
+        if lists.get("k", 0) < k:
+            lists["sq"], lists["idx"] = self._query(Q, k, exclude_self)
+            lists["k"] = k
+        return lists["sq"][:, :k].copy(), lists["idx"][:, :k].copy()
+
+    def _query(self, Q: np.ndarray, k: int, exclude_self: bool) -> tuple[np.ndarray, np.ndarray]:
+        exclude = np.arange(Q.shape[0]) if exclude_self else None
+        # a backend pickled before sq_norms_ existed gets its norms computed per query
+        return tie_ruled_kneighbors(Q, self.X_, k, exclude, getattr(self, "sq_norms_", None))
+
+
+class AnnoyNeighbors:
+    """Approximate k-NN with annoy; ``random_state`` seeds the forest for reproducibility.
+
+    Annoy only proposes candidates: their squared distances are recomputed exactly in
+    float64 and sorted by (distance, index), as for :class:`ExactNeighbors`.
+    """
+
+    name = "annoy"
+
+    def __init__(
+        self,
+        n_trees: int = 10,
+        search_k: int = -1,
+        metric: str = "euclidean",
+        random_state: Any = None,
+    ) -> None:
+        self.n_trees = n_trees
+        self.search_k = search_k
+        self.metric = metric
+        self.random_state = random_state
+
+    def fit(self, X: np.ndarray) -> AnnoyNeighbors:
+        from annoy import AnnoyIndex
+
+        self.X_ = np.asarray(X, dtype=np.float64)
+        index = AnnoyIndex(self.X_.shape[1], self.metric)
+        if self.random_state is not None:
+            index.set_seed(int(check_random_state(self.random_state).randint(2**31 - 1)))
+        for i, row in enumerate(self.X_.tolist()):
+            index.add_item(i, row)
+        index.build(self.n_trees, n_jobs=1)  # one thread: a seeded build is then deterministic
+        self.index_ = index
+        return self
+
+    def kneighbors(
+        self,
+        Q: np.ndarray | None,
+        k: int,
+        exclude_self: bool = False,
+        cache: DistanceCache | None = None,
+        search_k: int | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Same contract as :meth:`ExactNeighbors.kneighbors` (``cache`` is not used).
+
+        ``search_k`` overrides the constructor's for this query: the forest does not depend
+        on it, so one index serves every search_k."""
+        search_k = self.search_k if search_k is None else search_k
+        X = self.X_
+        Q = _check_query(X, Q, k, exclude_self)
+        want = k + 1 if exclude_self else k
+        idx = np.empty((Q.shape[0], k), dtype=np.intp)
+        short = []
+        for i, q in enumerate(Q.tolist()):
+            found = self.index_.get_nns_by_vector(q, want, search_k=search_k)
+            if exclude_self:
+                found = [j for j in found if j != i]
+            if len(found) < k:
+                short.append(i)
+            else:
+                idx[i] = found[:k]
+        if short:  # the forest proposed fewer than k candidates: answer those rows exactly
+            rows = np.asarray(short)
+            idx[rows] = tie_ruled_kneighbors(Q[rows], X, k, rows if exclude_self else None)[1]
+        sq = _sq_dists_to_rows(Q, X, idx)
+        order = np.lexsort((idx, sq), axis=1)
+        return np.take_along_axis(sq, order, axis=1), np.take_along_axis(idx, order, axis=1)
+
+
+def _check_query(X: np.ndarray, Q: np.ndarray | None, k: int, exclude_self: bool) -> np.ndarray:
+    if exclude_self:
+        if Q is not None and Q is not X and not (Q.shape == X.shape and np.array_equal(Q, X)):
+            raise ValueError("exclude_self=True queries the fitted points: pass Q=None or the fitted array")
+        Q = X
+    elif Q is None:
+        raise ValueError("Q is required unless exclude_self=True")
+    available = X.shape[0] - (1 if exclude_self else 0)
+    if not 1 <= k <= available:
+        raise ValueError(f"k={k} neighbours requested but only {available} points are available")
+    return np.asarray(Q, dtype=np.float64)
+
+
+#: Neighbour backends by the name a spec uses.
+NEIGHBOR_BACKENDS: dict[str, type] = {"exact": ExactNeighbors, "annoy": AnnoyNeighbors}
+
+
+def make_neighbors(kind: str, **params: Any) -> ExactNeighbors | AnnoyNeighbors:
+    """Instantiate the backend ``kind`` ("exact" or "annoy") with its parameters."""
+    if kind not in NEIGHBOR_BACKENDS:
+        raise ValueError(f"unknown neighbour backend '{kind}'" + did_you_mean(kind, NEIGHBOR_BACKENDS))
+    return NEIGHBOR_BACKENDS[kind](**params)
+
+
+def neighbor_recall(approx_idx: np.ndarray, exact_idx: np.ndarray) -> float:
+    """Fraction of the true k nearest neighbours found by an approximate search."""
+    approx_idx = np.asarray(approx_idx)
+    exact_idx = np.asarray(exact_idx)
+    hits = sum(np.intersect1d(a, e).size for a, e in zip(approx_idx, exact_idx, strict=True))
+    return hits / exact_idx.size

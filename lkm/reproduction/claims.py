@@ -1,0 +1,249 @@
+"""A paper's claims table: each claim decided by a test from our stored numbers.
+
+**Claims as tests.** A "beats" / "better" / "comparable" claim is decided per data set
+by :func:`lkm.numerics.stats.paired_test` over the splits (folds, repeats, realizations) both
+methods share, each at its selected setting; the measure cell prints the mean
+difference in points with its 95 % CI and p, and the verdict counts the sets where
+the difference is significant. "Comparable" is read as equivalence: the 95 % CI inside
+± a margin stated in the claim's measure; "not significant" alone is never read as
+"no difference". A claim whose verdict changes under the fragility check's
+perturbation (:mod:`lkm.reproduction.perturbed`) is labelled *fragile*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from lkm.numerics.stats import Paired, count_words, format_p, paired_test
+from lkm.report.core import write_table
+from lkm.reproduction.perturbed import PERTURBATION_WORDS
+from lkm.reproduction.runs import Run, run_loader
+
+SMOKE_LABEL = "smoke: not evidence"
+
+
+
+def smoke_labelled(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (a claims table) with every verdict cell (columns ``verdict...``) reading
+    ``smoke: not evidence (<verdict>)``; cells with no verdict ("–") stay as they are."""
+    out = table.copy()
+    for col in (c for c in out.columns if str(c).startswith("verdict")):
+        out[col] = out[col].map(lambda v: v if v in ("–", "", None) else f"{SMOKE_LABEL} ({v})")
+    return out
+
+
+
+def claims_caption(title: str, smoke: bool) -> str:
+    """The caption of a paper's claims table; a smoke run's says its verdicts are not evidence."""
+    caption = f"{title}: the paper's claims checked from our numbers"
+    return caption + (f" — SMOKE RUN (few datasets and settings): every verdict is {SMOKE_LABEL}" if smoke else "")
+
+
+
+def verdict(ok: bool | str | None) -> str:
+    """None: not evaluated; True / False; or "partly" for a claim with two parts of which one holds."""
+    if isinstance(ok, str):
+        return ok
+    return "n/a" if ok is None else ("holds" if ok else "does not hold")
+
+
+
+Evaluator = Callable[[Any], tuple[str, "bool | str | None"]]
+
+
+
+#: Columns of a claims table that summarise its comparison (:class:`ClaimEffect`).
+EFFECT_COLUMNS = ("effect", "95% CI", "test")
+
+
+
+@dataclass(frozen=True)
+class ClaimEffect:
+    """A claim's effect in one line, for the claims table's ``effect``, ``95% CI`` and
+    ``test`` columns: on one data set, the paired comparison itself (a − b in points,
+    its 95 % CI and test); on several, the mean over the sets of the per-set mean
+    differences, its 95 % CI by a t-interval over the sets (the sets are independent),
+    and the per-set test with how many sets were significant — the count the verdict
+    is decided by."""
+
+    effect: str
+    ci: str
+    test: str
+
+    def cells(self) -> dict[str, str]:
+        return dict(zip(EFFECT_COLUMNS, (self.effect, self.ci, self.test), strict=True))
+
+    @classmethod
+    def of(cls, results: dict[str, Paired], what: str = "", test: str | None = None, scale: float = 100.0,
+           unit: str = " pts") -> ClaimEffect | None:
+        """From the per-set comparisons ``results`` (differences a − b, shown × ``scale``
+        with ``unit``); ``test`` names the test when it is not the per-set paired t (or
+        McNemar's, named in ``what``)."""
+
+        tested = {ds: r for ds, r in results.items() if r.n > 0}
+        if not tested:
+            return None
+        any_r = next(iter(tested.values()))
+        if test is not None:
+            per_set = test
+        elif "McNemar" in what:
+            per_set = "McNemar exact on the test samples"
+        elif any_r.test_train_ratio > 0:
+            per_set = "paired t over splits, Nadeau–Bengio corrected"
+        else:
+            per_set = "paired t over splits"
+        if len(tested) == 1:
+            (r,) = tested.values()
+            ci = f"[{scale * r.ci_low:+.2f}, {scale * r.ci_high:+.2f}]" if r.tested else "–"
+            p = f", p {format_p(r.p)}" if r.tested else " (one split: untested)"
+            return cls(f"{scale * r.mean:+.2f}{unit}", ci, per_set + p)
+        means = [r.mean for r in tested.values()]
+        over = paired_test(means, [0.0] * len(means))
+        significant = sum(r.significant() for r in tested.values())
+        return cls(f"{scale * over.mean:+.2f}{unit} (mean of {len(means)} sets)",
+                   f"[{scale * over.ci_low:+.2f}, {scale * over.ci_high:+.2f}]",
+                   f"{per_set}; significant on {significant} of {len(means)} sets")
+
+
+
+#: The effects noted while a claim is evaluated (:func:`note_effect`); None outside claim_row.
+_noted: list[ClaimEffect] | None = None
+
+
+
+def note_effect(results: dict[str, Paired], what: str = "", **how: Any) -> None:
+    """Record the comparison a claim is decided by (the first noted one fills the
+    claims table's effect columns; ``how``: :meth:`ClaimEffect.of`'s ``test``, ``scale``,
+    ``unit``). :func:`better_claim`, :func:`comparable_claim` and
+    :func:`noninferior_claim` note theirs; an evaluator with its own test calls this."""
+    effect = ClaimEffect.of(results, what, **how)
+    if _noted is not None and effect is not None:
+        _noted.append(effect)
+
+
+
+def claim_row(number: str, claim: str, where: str, evaluate: Evaluator, names: list[str],
+              load: Callable[[str, bool], Run | None], perturbed: set[str]) -> dict[str, Any]:
+    """One claims-table row: our measure and verdict, and the verdict on the perturbed
+    runs when a run the claim reads has a fragility variant (``perturbed``; runs without
+    one, e.g. the costly MNIST rows, enter the perturbed evaluation unperturbed)."""
+    global _noted
+    runs = [load(n, False) for n in names]
+    _noted = []
+    try:
+        measure, ok = evaluate(runs if len(names) > 1 else runs[0])
+        effect = _noted[0].cells() if _noted else dict.fromkeys(EFFECT_COLUMNS, "–")
+    finally:
+        _noted = None
+    checked = any(n in perturbed for n in names)
+    ok_p = None
+    if checked:
+        pruns = [load(n, True) if n in perturbed else r for n, r in zip(names, runs, strict=True)]
+        if all(p is not None for p, n in zip(pruns, names, strict=True) if n in perturbed):
+            pruns = [p.selected_from(r) if p is not None and r is not None and p is not r else p
+                     for p, r in zip(pruns, runs, strict=True)]
+            ok_p = evaluate(pruns if len(names) > 1 else pruns[0])[1]
+    cell, pcell = fragile_verdict(ok, ok_p, checked)
+    return {"#": number, "the paper's claim": claim, "where": where, "our measure": measure,
+            "verdict": cell, f"verdict under {PERTURBATION_WORDS}": pcell, **effect, "run": ", ".join(names)}
+
+
+
+def _cells(results: dict[str, Paired]) -> str:
+    return "; ".join(f"{ds} {r.describe()}" for ds, r in results.items())
+
+
+
+def better_claim(results: dict[str, Paired], a: str, b: str, what: str) -> tuple[str, bool | str | None]:
+    """"a beats b": holds when a is significantly better on more than half of the sets;
+    does not hold when b is significantly better on at least as many sets (and some);
+    otherwise "not shown" (a's advantage is not significant on most sets)."""
+    if not results:
+        return f"{a} / {b} not in the run", None
+    note_effect(results, what)
+    a_sig = sum(r.better() > 0 for r in results.values())
+    b_sig = sum(r.better() < 0 for r in results.values())
+    measure = f"{what}, mean difference in points [95% CI], p: {_cells(results)}; {count_words(results, a, b)}"
+    if a_sig > len(results) / 2:
+        return measure, True
+    return measure, False if b_sig and b_sig >= a_sig else "not shown"
+
+
+
+def comparable_claim(results: dict[str, Paired], a: str, b: str, what: str, margin: float,
+                     need_all: bool = False) -> tuple[str, bool | str | None]:
+    """"a comparable with b", read as equivalence: the 95 % CI of a − b inside ±margin.
+    Holds when equivalent on more than half of the sets (``need_all``: on all); does not
+    hold when significantly different and not equivalent on more than half (any);
+    otherwise "not shown" (not significant is not evidence of equality)."""
+    if not results:
+        return f"{a} / {b} not in the run", None
+    note_effect(results, what)
+    n = len(results)
+    eq = sum(r.equivalent(margin) for r in results.values())
+    diff = sum(r.significant() and not r.equivalent(margin) for r in results.values())
+    measure = (f"{what}, mean difference in points [95% CI], p: {_cells(results)}; "
+               f"{count_words(results, a, b, margin=margin)}")
+    if (eq == n) if need_all else (eq > n / 2):
+        return measure, True
+    if (diff > 0) if need_all else (diff > n / 2):
+        return measure, False
+    return measure, "not shown"
+
+
+
+def noninferior_claim(results: dict[str, Paired], a: str, b: str, what: str,
+                      margin: float) -> tuple[str, bool | str | None]:
+    """"a loses little against b": holds when the lower 95 % CI bound of a − b is above
+    −margin on every set; does not hold when a is worse by more than the margin with
+    significance on some set (upper bound below −margin); otherwise "not shown"."""
+    if not results:
+        return f"{a} / {b} not in the run", None
+    note_effect(results, what)
+    ok = sum(r.tested and r.ci_low > -margin for r in results.values())
+    bad = sum(r.tested and r.ci_high < -margin for r in results.values())
+    measure = (f"{what}, mean difference in points [95% CI], p: {_cells(results)}; lower bound above "
+               f"−{100 * margin:g} points on {ok} of {len(results)}")
+    if ok == len(results):
+        return measure, True
+    return measure, False if bad else "not shown"
+
+
+
+def claims_table(claims: list[tuple[Any, ...]], perturbed: dict[str, Any], root: Path, smoke: bool) -> pd.DataFrame:
+    """A paper's claims table from ``claims`` — ``(number, claim, where, evaluator, runs)``
+    with ``runs`` one run name or a list of them — read from the run folders under
+    ``root``, verdicts labelled as a smoke run's with ``smoke``."""
+    load = run_loader(root, smoke)
+    table = pd.DataFrame([
+        claim_row(number, claim, where, evaluate, [names] if isinstance(names, str) else list(names), load,
+                  set(perturbed))
+        for number, claim, where, evaluate, names in claims
+    ])
+    return smoke_labelled(table) if smoke else table
+
+
+
+def write_claims(key: str, title: str, table: pd.DataFrame, root: Path, smoke: bool) -> list[Path]:
+    """Write ``root/<key>_claims[-smoke]/claims`` (Markdown, CSV, LaTeX)."""
+
+    out = root / (f"{key}_claims-smoke" if smoke else f"{key}_claims")
+    return write_table(table, out / "claims", claims_caption(title, smoke))
+
+
+def fragile_verdict(ok: bool | str | None, ok_perturbed: bool | str | None, checked: bool) -> tuple[str, str]:
+    """``(verdict cell, perturbed cell)``: the verdict, labelled ``fragile (plain /
+    perturbed under ...)`` when the perturbed run's verdict differs."""
+    if not checked:
+        return verdict(ok), "–"
+    if ok_perturbed is None:
+        return verdict(ok), "not run"
+    if ok is not None and verdict(ok) != verdict(ok_perturbed):
+        return (f"fragile ({verdict(ok)} / {verdict(ok_perturbed)} under {PERTURBATION_WORDS})",
+                verdict(ok_perturbed))
+    return verdict(ok), f"same ({verdict(ok_perturbed)})"

@@ -1,0 +1,129 @@
+"""Paper packages: how they are found (:func:`discover_papers`) and what they hold
+besides code, read from their own folder: the numbers the paper prints
+(``paper_values.yaml``) and the named causes of where we differ (``differences.yaml``).
+
+A paper package (``lkm/papers/<key>/``; docs/architecture.md, "How to add a paper")
+defines :data:`PAPER_ATTRIBUTES`: ``ORDER`` (its place in the report), ``SPECS`` (its
+experiments, :func:`lkm.reproduction.runs.experiments`), ``evaluate_claims(root,
+smoke)`` and ``write_summary(root, smoke)`` (its claims table); optionally ``PERTURBED``
+(the runs the fragility check reruns), ``DOC_BLOCKS`` (generated docs tables) and a
+``claims`` module with a ``TITLE``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from importlib.resources import files
+from types import ModuleType
+from typing import Any
+
+import yaml
+
+from lkm.errors import LkmError, did_you_mean
+
+
+#: What every verdict of a smoke run (``--smoke``: few datasets and settings) is labelled:
+#: its numbers exercise the code, they are not evidence for or against a claim.
+def paper_values(package: str) -> dict[str, Any]:
+    """The numbers a paper prints, from ``paper_values.yaml`` of its package (e.g.
+    ``lkm.papers.lpl``), each entry with ``where`` (section, table or figure)."""
+    return yaml.safe_load((files(package) / "paper_values.yaml").read_text(encoding="utf-8"))
+
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A named cause for table rows where our number differs from the paper's by more
+    than the report's threshold (:data:`lkm.reproduction.site.DIFF_POINTS`), from the
+    ``differences.yaml`` of a paper's package. It applies to a row when every condition
+    matches (shell-style patterns, :func:`fnmatch.fnmatchcase`): ``runs`` the run
+    folder's spec name, ``quantities`` the compared quantity (``accuracy %``, ``testing
+    %``, or the ``metric`` cell of a ``paper``/``ours`` table), ``rows`` a column → value
+    mapping (``dataset``, ``method``, ...). An empty condition matches everything."""
+
+    cause: str
+    runs: tuple[str, ...] = ()
+    quantities: tuple[str, ...] = ()
+    rows: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def matches(self, run: str, quantity: str, row: dict[str, str]) -> bool:
+        def any_of(value: str, patterns: tuple[str, ...]) -> bool:
+            return any(fnmatchcase(value.strip(), p) for p in patterns)
+
+        if self.runs and not any_of(run, self.runs):
+            return False
+        if self.quantities and not any_of(quantity, self.quantities):
+            return False
+        return all(column in row and any_of(row[column], values) for column, values in self.rows)
+
+
+
+#: The keys of one ``differences.yaml`` entry.
+DIFFERENCE_KEYS = ("cause", "runs", "quantities", "rows")
+
+
+
+def paper_differences(package: str) -> list[Difference]:
+    """The named causes of ``differences.yaml`` of a paper's package (none if absent), in
+    file order: the report names the first that matches a flagged row."""
+    resource = files(package) / "differences.yaml"
+    if not resource.is_file():
+        return []
+    where = f"{package.replace('.', '/')}/differences.yaml"
+    entries = yaml.safe_load(resource.read_text(encoding="utf-8"))
+    if not isinstance(entries, list):
+        raise LkmError(f"{where}: expected a list of causes, got {type(entries).__name__}")
+
+    def strings(value: Any, key: str) -> tuple[str, ...]:
+        values = value if isinstance(value, list) else [value]
+        if not values or not all(isinstance(v, str | int | float) and str(v).strip() for v in values):
+            raise LkmError(f"{where}: {key}: expected a name or a list of names, got {value!r}")
+        return tuple(str(v) for v in values)
+
+    out = []
+    for i, entry in enumerate(entries):
+        key = f"[{i}]"
+        if not isinstance(entry, dict):
+            raise LkmError(f"{where}: {key}: expected a mapping with {', '.join(DIFFERENCE_KEYS)}")
+        unknown = sorted(set(entry) - set(DIFFERENCE_KEYS))
+        if unknown:
+            raise LkmError(f"{where}: {key}.{unknown[0]}: unknown key{did_you_mean(str(unknown[0]), DIFFERENCE_KEYS)}")
+        cause = entry.get("cause")
+        if not isinstance(cause, str) or not cause.strip():
+            raise LkmError(f"{where}: {key}.cause: a one-sentence cause is required")
+        rows = entry.get("rows") or {}
+        if not isinstance(rows, dict):
+            raise LkmError(f"{where}: {key}.rows: expected a mapping column -> value(s)")
+        out.append(Difference(
+            " ".join(cause.split()),
+            strings(entry["runs"], f"{key}.runs") if "runs" in entry else (),
+            strings(entry["quantities"], f"{key}.quantities") if "quantities" in entry else (),
+            tuple((str(c), strings(v, f"{key}.rows.{c}")) for c, v in rows.items()),
+        ))
+    return out
+
+
+
+#: What every paper package defines (checked when it is discovered).
+PAPER_ATTRIBUTES = ("ORDER", "SPECS", "evaluate_claims", "write_summary")
+
+
+def discover_papers(package: str) -> dict[str, ModuleType]:
+    """Every subpackage of ``package`` (one per paper, named by its `lkm reproduce` key),
+    imported (which registers its outputs) and ordered by its ``ORDER``. A package that
+    lacks one of :data:`PAPER_ATTRIBUTES` is an error naming it."""
+    parent = importlib.import_module(package)
+    found: dict[str, ModuleType] = {}
+    for info in pkgutil.iter_modules(parent.__path__):
+        if not info.ispkg:
+            continue
+        module = importlib.import_module(f"{package}.{info.name}")
+        missing = [a for a in PAPER_ATTRIBUTES if not hasattr(module, a)]
+        if missing:
+            raise LkmError(f"{module.__name__}: a paper package defines {', '.join(PAPER_ATTRIBUTES)}; "
+                           f"missing {', '.join(missing)} (docs/architecture.md, 'How to add a paper')")
+        found[info.name] = module
+    return dict(sorted(found.items(), key=lambda kv: (kv[1].ORDER, kv[0])))

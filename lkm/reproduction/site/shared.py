@@ -1,0 +1,124 @@
+"""What the HTML page and report.md both show, as escaped HTML fragments (report.md turns
+them into text): the settings and data versions of a run, the Friedman test, the
+environment of the runs; links dropped from Markdown text."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any
+
+from lkm.reproduction.site.tables import DASH, Table
+from lkm.reproduction.site.views import Site, duration, provenance_seconds
+
+TITLE = "Local kernel methods: five papers reproduced"
+
+
+def e(text: Any) -> str:
+    """``text`` escaped for HTML (quotes too)."""
+    return html.escape(str(text), quote=True)
+
+
+def strip_links(text: str) -> str:
+    """Markdown links and images as their text only: the report never links outside itself."""
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    text = re.sub(r"!\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    return re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", text)
+
+
+def datasets_rows(prov: dict[str, Any]) -> list[list[str]]:
+    """One row per dataset name and file set (a paper's many binary tasks of one set: one row)."""
+    groups: dict[tuple, list[str]] = {}
+    info: dict[tuple, dict[str, Any]] = {}
+    for ds_id, d in (prov.get("datasets") or {}).items():
+        if not isinstance(d, dict) or "unavailable" in d:
+            continue
+        files = tuple((f.get("name", ""), f.get("sha256") or "") for f in d.get("files") or [] if isinstance(f, dict))
+        key = (d.get("name", ds_id), files)
+        groups.setdefault(key, []).append(str(ds_id))
+        info.setdefault(key, d)
+    rows = []
+    for key, ids in groups.items():
+        d = info[key]
+        name = key[0] + (f" ({len(ids)} tasks)" if len(ids) > 1 else "")
+        files = "; ".join(f"{n} sha256 {s}" if s else n for n, s in key[1]) or d.get("source", "")
+        rows.append([name, f"{d.get('rows', '')} × {d.get('features', '')}", files])
+    return rows
+
+
+def settings_pairs(prov: dict[str, Any], perturbed: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """``(label, HTML)`` of a run's settings (its provenance) and of its fragility rerun."""
+    git = prov.get("git") or {}
+    hist = [h for h in prov.get("history") or [] if isinstance(h, dict)]
+    pairs = [
+        ("command", f"<code>{e(prov.get('command', DASH))}</code>"),
+        ("spec", f"<code>{e(prov.get('spec_source', DASH))}</code>"),
+        ("started", e(prov.get("started_at", DASH))),
+        ("wall time", e(f"{duration(float(prov.get('seconds') or 0))} this run"
+                        + (f"; {duration(provenance_seconds(prov))} with {len(hist)} earlier run(s)" if hist else ""))),
+        ("jobs", e(prov.get("jobs", DASH) if prov.get("jobs") is not None else "cluster" if prov.get("cluster") else DASH)),
+        ("seeds", e(json.dumps(prov.get("seeds", {})))),
+        ("fits", e(", ".join(f"{k} {v}" for k, v in (prov.get("tasks") or {}).items()))),
+        ("commit", e(f"{str(git.get('commit') or DASH)[:12]}{' (uncommitted changes)' if git.get('dirty') else ''}")),
+    ]
+    if perturbed is not None:
+        state = (f"{perturbed['name']}/, {duration(perturbed['seconds'])}" if perturbed["exists"]
+                 else f"{perturbed['name']}/ not run yet")
+        pairs.append(("fragility rerun", e(state)))
+    return pairs
+
+
+def friedman_pairs(friedman: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(label, HTML)`` of the cross-paper ranking's friedman.json."""
+    def fmt(v: Any) -> str:
+        if isinstance(v, bool) or v is None:
+            return {True: "yes", False: "no", None: DASH}[v]
+        if isinstance(v, float):
+            return f"{v:.4g}"
+        if isinstance(v, dict | list) and not v:
+            return DASH
+        if isinstance(v, dict):
+            return ", ".join(f"{k} {fmt(x)}" for k, x in v.items())
+        if isinstance(v, list):
+            return ", ".join(f"[{fmt(x)}]" if isinstance(x, list) else fmt(x) for x in v)
+        return str(v)
+    return [(str(k), e(fmt(v))) for k, v in friedman.items()]
+
+
+def _versions(items: list[tuple[str, int]]) -> str:
+    if not items:
+        return DASH
+    if len(items) == 1:
+        return items[0][0]
+    return "; ".join(f"{v} ({n} runs)" for v, n in items)
+
+
+def environment_rows(site: Site) -> tuple[list[tuple[str, str]], Table, Table, Table]:
+    """The environment section: ``(label, text)`` pairs, then the package, BLAS and wall
+    time tables."""
+    env = site.environment
+    now = env["now"] or {}
+    pairs = [
+        ("runs read", str(env["runs"])),
+        ("commit of the runs", _versions(env["commits"])),
+        ("commit now", f"{str(now.get('commit') or DASH)[:12]}{' (uncommitted changes)' if now.get('dirty') else ''}"),
+        ("lkm", _versions(env["lkm_version"])),
+        ("Python", _versions(env["python"])),
+        ("platform", _versions(env["platform"])),
+        ("CPU", _versions(env["cpu"])),
+        ("BLAS threads per worker", ", ".join(f"{k}: {v}" for k, v in env["worker_threads"].items()) or DASH),
+    ]
+    packages = Table("packages", "package versions", ["package", "version"],
+                     [[k, _versions(v)] for k, v in env["packages"].items()])
+    blas = Table("blas", "BLAS and OpenMP libraries (newest run)", ["library", "api", "version", "threading", "architecture", "file"],
+                 [[str(lib.get(k) or DASH) for k in ("library", "api", "version", "threading_layer", "architecture", "file")]
+                  for lib in env["blas"]])
+    total = sum(env["seconds"].values())
+    wall = Table("wall", "wall time of the recorded runs (each run folder's provenance and its history, fragility reruns included)",
+                 ["paper", "wall time"],
+                 [[p.key, duration(env["seconds"][p.key]) if p.key in env["seconds"] else f"{DASH} (not run yet)"]
+                  for p in site.papers]
+                 + ([["cross-paper", duration(env["seconds"]["cross-paper"])]] if "cross-paper" in env["seconds"] else [])
+                 + [["all", duration(total)]])
+    return pairs, packages, blas, wall

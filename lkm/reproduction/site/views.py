@@ -1,0 +1,401 @@
+"""What the report shows, read from the results folder (no fitting): the claims of each
+paper, its runs (tables, figures, provenance), the cross-paper ranking and the environment
+the runs recorded — :func:`collect` gives it all as one :class:`Site`."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from lkm.report.ranking import RUN_NAME as CROSS_RUN
+from lkm.report.ranking import SUMMARY_NAME as CROSS_SUMMARY
+from lkm.reproduction.claims import SMOKE_LABEL as SMOKE_PREFIX
+from lkm.reproduction.paper import paper_differences
+from lkm.reproduction.runs import shown_path
+from lkm.reproduction.site.tables import (
+    DIFF_POINTS,
+    NO_CAUSE,
+    Table,
+    cause_finder,
+    md_parts,
+    read_table,
+    with_differences,
+)
+
+#: The source tree (docs/ lives here in a checkout; an installed wheel has none).
+REPO = Path(__file__).resolve().parents[3]
+#: Verdict classes, in the order the summary counts them.
+VERDICT_CLASSES = ("holds", "partly", "does not hold", "fragile", "not shown", "n/a")
+
+
+# -- verdicts --------------------------------------------------------------------------
+def verdict_class(cell: str) -> tuple[str, bool]:
+    """``(class, smoke)`` of a claims table's verdict cell: one of :data:`VERDICT_CLASSES`
+    (``fragile`` for a verdict that changed under the perturbation), and whether the cell
+    is a smoke run's (``smoke: not evidence (<verdict>)``)."""
+    text = (cell or "").strip()
+    smoke = text.startswith(SMOKE_PREFIX)
+    if smoke:
+        text = text[len(SMOKE_PREFIX):].strip()
+        if text.startswith("(") and text.endswith(")"):
+            text = text[1:-1].strip()
+    low = text.lower()
+    if low.startswith("same (") and low.endswith(")"):  # the perturbed column: "same (<verdict>)"
+        return verdict_class(text[len("same ("):-1])[0], smoke
+    if low.startswith("fragile"):
+        return "fragile", smoke
+    for name in ("does not hold", "not shown", "partly", "holds"):
+        if low.startswith(name):
+            return name, smoke
+    return "n/a", smoke
+
+
+# -- the model of the report -----------------------------------------------------------
+@dataclass
+class Claim:
+    paper: str
+    number: str
+    text: str
+    verdict: str
+    vclass: str
+    smoke: bool
+    cells: dict[str, str]
+
+    @property
+    def anchor(self) -> str:
+        return f"{self.paper}-claim-{slug(self.number)}"
+
+
+@dataclass
+class RunView:
+    """One experiment of a paper: its run folder and what it holds."""
+
+    spec_path: str
+    name: str
+    description: str
+    folder: Path
+    exists: bool
+    make: str
+    tables: list[Table] = field(default_factory=list)
+    figures: list[tuple[str, Path, str]] = field(default_factory=list)  # (caption, source, path in the report)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    perturbed: dict[str, Any] | None = None  # {"name", "exists", "seconds"} of its fragility rerun
+
+    @property
+    def anchor(self) -> str:
+        return f"run-{slug(self.name)}"
+
+
+@dataclass
+class PaperView:
+    key: str
+    title: str
+    claims_caption: str
+    claims_columns: list[str]
+    claims: list[Claim]
+    extra_tables: list[Table]
+    runs: list[RunView]
+    differ: str | None
+    differ_source: str
+    missing: list[str]
+    seconds: float
+
+    @property
+    def anchor(self) -> str:
+        return f"paper-{self.key}"
+
+    @property
+    def wall_time(self) -> str:
+        return duration(self.seconds) if any(r.provenance for r in self.runs) else "none recorded yet"
+
+    @property
+    def short(self) -> str:
+        return self.title.split(" — ")[0]
+
+
+@dataclass
+class CrossView:
+    folder: Path
+    exists: bool
+    tables: list[Table]
+    figures: list[tuple[str, Path, str]]
+    friedman: dict[str, Any] | None
+    note: str
+    run: RunView | None
+
+
+@dataclass
+class Site:
+    smoke: bool
+    results: Path
+    papers: list[PaperView]
+    cross: CrossView
+    environment: dict[str, Any]
+    built_at: str
+
+    @property
+    def claims(self) -> list[Claim]:
+        return [c for p in self.papers for c in p.claims]
+
+    def counts(self) -> Counter:
+        return Counter(c.vclass for c in self.claims)
+
+    def differing_rows(self) -> tuple[int, int]:
+        """How many table rows differ from the paper by more than :data:`DIFF_POINTS`
+        points, and how many of them name no cause (:data:`NO_CAUSE`)."""
+        flags = [f for p in self.papers for run in p.runs for t in run.tables for f in t.flags if f]
+        return len(flags), sum(NO_CAUSE in f for f in flags)
+
+
+def differing_line(site: Site) -> str:
+    """"12 table rows differ from the paper by more than 2 points; each names its cause."""
+    flagged, unnamed = site.differing_rows()
+    tail = f"{unnamed} of them name no cause yet" if unnamed else "each names its cause"
+    return f"{flagged} table rows differ from the paper by more than {DIFF_POINTS:g} points; {tail}"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", str(text)).strip("-") or "x"
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _spec_file(path: str) -> Path | None:
+    for p in (Path(path), REPO / path):
+        if p.is_file():
+            return p
+    return None
+
+
+def _load_spec(path: str, smoke: bool):
+    from lkm.errors import LkmError
+    from lkm.spec import load_spec
+
+    found = _spec_file(path)
+    if found is None:
+        return None
+    try:
+        return load_spec(found, smoke=smoke, max_fits=1 << 62)
+    except LkmError:
+        return None
+
+
+def _figures(folder: Path, sub: str = "figures") -> list[tuple[str, Path, str]]:
+    """``(caption, source, path in the report)`` of every PNG under ``folder/sub``: copied
+    to ``figures/<folder name>/``."""
+    fig = folder / sub if sub else folder
+    if not fig.is_dir():
+        return []
+    return [(rel.with_suffix("").as_posix(), p, f"figures/{slug(folder.name)}/{quote(rel.as_posix())}")
+            for p in sorted(fig.rglob("*.png")) for rel in [p.relative_to(fig)]]
+
+
+def _tables(folder: Path, order: Iterable[str] = (), skip: Iterable[str] = ()) -> list[Table]:
+    if not folder.is_dir():
+        return []
+    found = {p.stem: p for p in folder.glob("*.md")}
+    names = [n for n in order if n in found] + sorted(n for n in found if n not in set(order))
+    return [read_table(found[n]) for n in names if n not in set(skip)]
+
+
+def provenance_seconds(prov: dict[str, Any]) -> float:
+    """Seconds of a run folder's current provenance plus its history."""
+    total = 0.0
+    for entry in [prov, *(prov.get("history") or [])]:
+        s = entry.get("seconds") if isinstance(entry, dict) else None
+        if isinstance(s, int | float):
+            total += float(s)
+    return total
+
+
+def _run_view(results: Path, spec_path: str, smoke: bool, make: str, perturbed_names: Iterable[str] = ()) -> RunView:
+    spec = _load_spec(spec_path, smoke)
+    stem = Path(spec_path).stem
+    name = spec.name if spec is not None else (f"{stem}-smoke" if smoke else stem)
+    folder = results / name
+    exists = (folder / "spec.yaml").is_file()
+    view = RunView(shown_path(spec_path), name, (spec.description or "").strip() if spec is not None else "", folder, exists, make)
+    if not exists:
+        return view
+    order = list(spec.outputs.tables) if spec is not None else []
+    view.tables = _tables(folder / "tables", order)
+    view.figures = _figures(folder)
+    view.provenance = _read_json(folder / "provenance.json")
+    plan = _read_json(folder / "plan.json")
+    view.unavailable = {str(k): str(v) for k, v in (plan.get("unavailable") or {}).items()}
+    for ds, info in (view.provenance.get("datasets") or {}).items():
+        if isinstance(info, dict) and "unavailable" in info:
+            view.unavailable.setdefault(str(ds), str(info["unavailable"]))
+    base = name[: -len("-smoke")] if smoke and name.endswith("-smoke") else name
+    if base in set(perturbed_names):
+        pfolder = results / f"{name}-perturbed"
+        pprov = _read_json(pfolder / "provenance.json")
+        view.perturbed = {"name": pfolder.name, "exists": (pfolder / "spec.yaml").is_file(),
+                          "seconds": provenance_seconds(pprov), "provenance": pprov}
+    return view
+
+
+def _differ_section(key: str) -> tuple[str | None, str]:
+    """The "where we differ" section of docs/reproductions/<key>.md (heading dropped)."""
+    src = f"docs/reproductions/{key}.md"
+    path = REPO / src
+    if not path.is_file():
+        return None, src
+    lines = path.read_text(encoding="utf-8").splitlines()
+    start, level = None, 0
+    for i, line in enumerate(lines):
+        m = re.match(r"(#+)\s+(.*)", line)
+        if m and start is None and "where we differ" in m.group(2).lower():
+            start, level = i + 1, len(m.group(1))
+        elif m and start is not None and len(m.group(1)) <= level:
+            return "\n".join(lines[start:i]).strip() or None, src
+    return ("\n".join(lines[start:]).strip() or None, src) if start is not None else (None, src)
+
+
+def _paper_view(results: Path, key: str, module: Any, smoke: bool) -> PaperView:
+    import pandas as pd
+
+    claims_mod = getattr(module, "claims", None)
+    title = getattr(claims_mod, "TITLE", None) or (module.__doc__ or key).strip().split(":")[0]
+    suffix = " --smoke" if smoke else ""
+    make = f"lkm reproduce {key}{suffix}"
+    differ, differ_src = _differ_section(key)
+    anchor = f"{key}-differ" if differ else None
+    differences = paper_differences(module.__name__)
+    perturbed = list(getattr(module, "PERTURBED", {}) or {})
+    runs = [_run_view(results, e.spec, smoke, make, perturbed) for e in module.SPECS]
+    for run in runs:
+        base = run.name.removesuffix("-smoke") if smoke else run.name
+        run.tables = [with_differences(t, anchor, cause_finder(base, differences)) for t in run.tables]
+    folder = results / (f"{key}_claims-smoke" if smoke else f"{key}_claims")
+    csv = folder / "claims.csv"
+    claims: list[Claim] = []
+    columns: list[str] = []
+    caption = ""
+    missing: list[str] = []
+    if csv.is_file():
+        df = pd.read_csv(csv, dtype=str, keep_default_na=False)
+        columns = [str(c) for c in df.columns]
+        caption = md_parts((folder / "claims.md").read_text(encoding="utf-8"))[0] if (folder / "claims.md").is_file() else ""
+        claim_col = "the paper's claim" if "the paper's claim" in columns else columns[1]
+        for row in df.to_dict("records"):
+            cells = {c: str(row.get(c, "")) for c in columns}
+            v = cells.get("verdict", "")
+            vclass, is_smoke = verdict_class(v)
+            claims.append(Claim(key, cells.get("#", ""), cells.get(claim_col, ""), v, vclass, is_smoke or smoke, cells))
+    else:
+        missing.append(f"claims table {folder.name}/claims.csv not written yet: `{make}`")
+    extra = _tables(folder, skip=["claims"])
+    for run in runs:
+        if not run.exists:
+            spec_cmd = f"lkm run {Path(run.spec_path).stem}{suffix}"
+            missing.append(f"run folder {run.name}/ does not exist yet: `{make}` (or `{spec_cmd}` for this experiment alone)")
+            continue
+        for ds, msg in run.unavailable.items():
+            missing.append(f"{run.name}: dataset {ds} unavailable — {msg}")
+        tasks = run.provenance.get("tasks") or {}
+        if isinstance(tasks, dict) and tasks.get("failed"):
+            missing.append(f"{run.name}: {tasks['failed']} fit(s) failed (see its records)")
+        if not run.provenance:
+            missing.append(f"{run.name}: no provenance.json (the run did not finish): `{make}`")
+        if run.perturbed is not None and not run.perturbed["exists"]:
+            missing.append(f"fragility rerun {run.perturbed['name']}/ not run yet: `{make}`")
+    seconds = sum(provenance_seconds(r.provenance) + (r.perturbed["seconds"] if r.perturbed else 0.0) for r in runs)
+    return PaperView(key, title, caption, columns, claims, extra, runs, differ, differ_src, missing, seconds)
+
+
+def _cross_view(results: Path, cross_spec: str | None, smoke: bool) -> CrossView:
+    folder = results / (f"{CROSS_SUMMARY}-smoke" if smoke else CROSS_SUMMARY)
+    suffix = " --smoke" if smoke else ""
+    command = f"lkm run {Path(cross_spec).stem if cross_spec else CROSS_RUN}{suffix}"
+    run = _run_view(results, cross_spec, smoke, command) if cross_spec and _spec_file(cross_spec) else None
+    if run is not None:
+        run.tables, run.figures = [], []  # the ranking below is what the report shows of it
+    if not folder.is_dir():
+        if run is not None and run.exists:
+            note = f"the ranking is not written yet: `lkm reproduce all{suffix}` writes it from the recorded run"
+        else:
+            note = f"not run yet: `{command}` (or `lkm reproduce all{suffix}`)"
+        return CrossView(folder, False, [], [], None, note, run)
+    tables = _tables(folder, order=["ranking"])
+    figures = _figures(folder, sub="")
+    figures.sort(key=lambda f: (f[1].stem != "critical_difference", f[0]))
+    friedman = _read_json(folder / "friedman.json") or None
+    return CrossView(folder, True, tables, figures, friedman, "", run)
+
+
+def _environment(site_papers: list[PaperView], cross: CrossView) -> dict[str, Any]:
+    """The machines and versions the runs recorded, and the source tree now."""
+    from lkm.engine.store import git_state
+
+    provs = [(r.name, r.provenance) for p in site_papers for r in p.runs if r.provenance]
+    if cross.run is not None and cross.run.provenance:
+        provs.append((cross.run.name, cross.run.provenance))
+    latest = max((p for _, p in provs), key=lambda p: str(p.get("written_at", "")), default={})
+
+    def distinct(get) -> list[tuple[str, int]]:
+        c = Counter(v for _, p in provs if (v := get(p)) not in (None, ""))
+        return c.most_common()
+
+    packages: dict[str, Counter] = {}
+    for _, p in provs:
+        for name, version in (p.get("packages") or {}).items():
+            packages.setdefault(name, Counter())[str(version)] += 1
+    commits = distinct(lambda p: ((p.get("git") or {}).get("commit") or "")[:12]
+                       + (" (uncommitted changes)" if (p.get("git") or {}).get("dirty") else ""))
+    return {
+        "runs": len(provs),
+        "python": distinct(lambda p: p.get("python")),
+        "platform": distinct(lambda p: p.get("platform")),
+        "cpu": distinct(lambda p: ", ".join(str(x) for x in ((p.get("cpu") or {}).get("model"),
+                                                               (p.get("cpu") or {}).get("architecture")) if x)
+                        + (f", {(p.get('cpu') or {}).get('logical_cpus')} logical CPUs"
+                           if (p.get("cpu") or {}).get("logical_cpus") else "")),
+        "blas": [lib for lib in ((latest.get("blas") or {}).get("libraries") or []) if isinstance(lib, dict)],
+        "worker_threads": (latest.get("blas") or {}).get("worker_threads") or {},
+        "packages": {k: v.most_common() for k, v in sorted(packages.items())},
+        "commits": commits,
+        "lkm_version": distinct(lambda p: p.get("lkm_version")),
+        "now": git_state(),
+        "seconds": {p.key: p.seconds for p in site_papers if any(r.provenance for r in p.runs)}
+                   | ({"cross-paper": provenance_seconds(cross.run.provenance)} if cross.run and cross.run.provenance else {}),
+    }
+
+
+def collect(results: Path, papers: dict[str, Any], cross_spec: str | None, smoke: bool = False) -> Site:
+    """Everything the report shows, read from ``results`` (no fitting): one section per
+    paper package of ``papers`` (key -> package, :mod:`lkm.reproduction.paper`) and the
+    ranking of the ``cross_spec`` run."""
+    views = [_paper_view(results, key, module, smoke) for key, module in papers.items()]
+    cross = _cross_view(results, cross_spec, smoke)
+    return Site(smoke, results, views, cross, _environment(views, cross), time.strftime("%Y-%m-%d %H:%M:%S %z"))
+
+
+# -- text both renderings use ------------------------------------------------------------
+def duration(seconds: float) -> str:
+    """`1 h 05 min`, `12 min 30 s`, `7.2 s`."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    s = int(round(seconds))
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+def counts_line(site: Site) -> list[tuple[str, int]]:
+    counts = site.counts()
+    return [(name, counts.get(name, 0)) for name in VERDICT_CLASSES if name != "n/a" or counts.get(name)]
