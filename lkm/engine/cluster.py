@@ -146,6 +146,7 @@ class Cluster:
 
         def submit(job: _Job) -> None:
             args = tuple(self._scatter(a, scattered) for a in job.args)
+            job.sent = args
             future = client.submit(_run_on_worker, job.fn, topic, args, pure=False, priority=job.priority,
                                    key=f"lkm-job-{getattr(job.fn, '__name__', 'call')}-{uuid.uuid4().hex}")
             jobs[future.key] = job
@@ -169,7 +170,7 @@ class Cluster:
                     if item.status == "cancelled" and job.resubmits < LOST_DATA_RESUBMITS:
                         # its data died with every worker that held it: send the data again
                         job.resubmits += 1
-                        self._forget_lost(scattered)
+                        self._forget_lost(scattered, job.sent)
                         submit(job)
                         continue
                     pending -= 1
@@ -206,9 +207,14 @@ class Cluster:
         return scattered[key][0]
 
     @staticmethod
-    def _forget_lost(scattered: dict[int, tuple[Any, np.ndarray]]) -> None:
-        """Drop scattered arrays the cluster has lost (every holder died), so they are sent again."""
-        for key in [k for k, (f, _) in scattered.items() if f.status != "finished"]:
+    def _forget_lost(scattered: dict[int, tuple[Any, np.ndarray]], sent: tuple[Any, ...] = ()) -> None:
+        """Drop scattered arrays the cluster has lost, so they are sent again: those whose
+        future says so, and those a cancelled job was given (``sent``) — the client may
+        learn that a worker's data died after the job's cancellation arrives, and a job
+        resubmitted with the same lost future is cancelled again. A future sent since
+        (another cancelled job already refreshed it) is not in ``sent`` and stays."""
+        used = {id(a) for a in sent}
+        for key in [k for k, (f, _) in scattered.items() if f.status != "finished" or id(f) in used]:
             del scattered[key]
 
     def close(self) -> None:
@@ -227,6 +233,7 @@ class _Job:
     args: tuple[Any, ...]
     priority: int
     future: Any = None
+    sent: tuple[Any, ...] = ()  # the arguments as submitted (scattered arrays as their futures)
     resubmits: int = 0
 
 
