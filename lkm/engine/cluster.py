@@ -167,14 +167,18 @@ class Cluster:
                     on_record(item)
                 elif kind == "done":
                     job = jobs.pop(item.key)
-                    if item.status == "cancelled" and job.resubmits < LOST_DATA_RESUBMITS:
-                        # its data died with every worker that held it: send the data again
+                    # cancelled: its data died with every worker that held it; a finished job
+                    # whose result cannot be gathered: the result died with its worker
+                    result = LOST if item.status == "cancelled" else _job_result(item, distributed)
+                    if result is LOST and job.resubmits < LOST_DATA_RESUBMITS:
                         job.resubmits += 1
                         self._forget_lost(scattered, job.sent)
-                        submit(job)
+                        submit(job)  # its records already sent are written once: the driver skips repeats
                         continue
                     pending -= 1
-                    result = _job_result(item, distributed)
+                    if result is LOST:
+                        raise LkmError(f"the cluster lost a job {LOST_DATA_RESUBMITS + 1} times in a row ({item.key}); "
+                                       "its records so far are kept — run the same command again to finish")
                     item.release()  # the scheduler forgets it: a worker dying later does not run it again
                     on_result(result)
                 if on_wait is not None:
@@ -237,15 +241,20 @@ class _Job:
     resubmits: int = 0
 
 
+#: What :func:`_job_result` returns for a job whose result the cluster lost.
+LOST = object()
+
+
 def _job_result(future: Any, distributed: Any) -> Any:
-    """A finished job's value, or one line on why the cluster could not run it."""
+    """A finished job's value; :data:`LOST` when the cluster lost it (the worker holding
+    its result died before it was gathered); or one line on why it could not run."""
     try:
         return future.result()
     except distributed.KilledWorker as exc:
         raise LkmError(f"a job's worker died {_allowed_failures()} times in a row ({exc}); its records so far are "
                        "kept — check the workers' memory and logs, then run the same command again") from None
-    except distributed.client.FutureCancelledError as exc:
-        raise LkmError(f"the cluster cancelled a job ({exc}); run the same command again to finish") from None
+    except distributed.client.FutureCancelledError:
+        return LOST
 
 
 def _allowed_failures() -> int:
