@@ -37,7 +37,7 @@ lock: install  ## rewrite requirements.lock from .venv (pip freeze --exclude-edi
 	  $(BIN)/python -m pip freeze --exclude-editable; } > $(LOCK)
 
 demo: install  ## run the embedded default (offline data) and write results/quickstart/
-	$(LKM) run quickstart --jobs 2
+	$(LKM) run configs/quickstart.yaml --jobs 2
 
 test: install  ## run the test suite (uses the dataset mirror in $$LKM_DATA_DIR)
 	$(BIN)/python -m pytest -q -n 2
