@@ -110,3 +110,16 @@ def test_datasets_verify_the_mirror(data_dir):
     res = invoke("datasets", "verify", "--data-dir", str(data_dir))
     assert res.exit_code == 0, res.output
     assert "0 checksum mismatches" in res.output
+
+
+def test_every_spec_the_makefile_runs_exists() -> None:
+    """`make demo` and the reproduction targets name a spec file of the repository or a
+    spec lkm ships (`lkm run NAME`): a moved spec cannot silently break a target."""
+    import re
+
+    from lkm.papers import packaged_specs
+
+    named = re.findall(r"\$\(LKM\) (?:run|sweep) (\S+)", (REPO / "Makefile").read_text())
+    assert named, "the Makefile runs no spec"
+    missing = [s for s in named if not (REPO / s).is_file() and s not in packaged_specs()]
+    assert not missing, missing
