@@ -235,7 +235,6 @@ MaxFitsOpt = Annotated[int | None, typer.Option("--max-fits", min=1, help="Refus
 SmokeOpt = Annotated[bool, typer.Option("--smoke", help="Apply the spec's `smoke:` overrides (few settings, run into `<name>-smoke/`): checks that every output is produced, fast.")]
 
 
-
 def print_rows(
     title: str | None, header: list[str], rows: list[list[str]], *,
     right: set[str] = frozenset(), wrap: set[str] = frozenset(), sep: str = "  ",

@@ -43,12 +43,10 @@ def engine(jobs: int, cluster: str | None, dry_run: bool, label: str = "--cluste
             yield None
 
 
-
 def cluster_label(ctx: typer.Context) -> str:
     """``LKM_CLUSTER`` if the --cluster value came from the environment, else ``--cluster``."""
     source = ctx.get_parameter_source("cluster")  # typer's own copy of click's ParameterSource: compared by name
     return "LKM_CLUSTER" if getattr(source, "name", None) == "ENVIRONMENT" else "--cluster"
-
 
 
 def _warm_workers(jobs: int) -> Any:
@@ -58,7 +56,6 @@ def _warm_workers(jobs: int) -> Any:
 
     modules = ["lkm.engine.runner", *sorted({path.rpartition(".")[0] for path in METHOD_PATHS.values()})]
     return warm_workers(jobs, modules)
-
 
 
 def run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_run: bool, progress: bool,
@@ -98,7 +95,6 @@ def run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_ru
     print_outputs(run_dir, spec)
     if summary.failed:
         raise exit_error(LkmError(f"{summary.failed} fit(s) failed (recorded with status 'error'); first: {summary.first_error}"), 1)
-
 
 
 def _fit_and_report(spec, plan, store, source: str, *, jobs: int, fresh: bool, progress: bool, cluster=None):
@@ -150,11 +146,9 @@ def _fit_and_report(spec, plan, store, source: str, *, jobs: int, fresh: bool, p
     return summary, written
 
 
-
 # -- progress ------------------------------------------------------------------------
 #: Seconds between plain progress lines when the output is not a terminal ($LKM_PROGRESS_SECONDS).
 PROGRESS_SECONDS = 60.0
-
 
 
 def _duration(seconds: float) -> str:
@@ -167,11 +161,9 @@ def _duration(seconds: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
-
 def _eta(done: int, total: int, elapsed: float) -> float | None:
     """Seconds left at the average pace since the start; None before the first fit."""
     return elapsed / done * (total - done) if done > 0 else None
-
 
 
 def progress_line(done: int, total: int, elapsed: float) -> str:
@@ -180,7 +172,6 @@ def progress_line(done: int, total: int, elapsed: float) -> str:
     left = _eta(done, total, elapsed)
     tail = f", ~{_duration(left)} left" if left is not None and done < total else ""
     return f"[lkm] {done}/{total} fits ({pct}%), {_duration(elapsed)} elapsed{tail}"
-
 
 
 class FitProgress:
@@ -239,7 +230,6 @@ class FitProgress:
             console.print(progress_line(self.done, self.total, time.monotonic() - self.start))
 
 
-
 def _eta_column() -> Any:
     """A Rich progress column `ETA 4m40s` at the average pace since the start (Rich's own
     estimate needs a steady stream of updates and shows -:--:-- until then)."""
@@ -254,13 +244,11 @@ def _eta_column() -> Any:
     return EtaColumn()
 
 
-
 # -- printing ------------------------------------------------------------------------
 def print_notes(spec) -> None:
     """What validation changed in the spec without refusing it (e.g. duplicate grid values removed)."""
     for note in spec.notes:
         err_console.print(text_line(("note:", "yellow"), f" {note}"))
-
 
 
 def _print_plan(plan, done: set[str], run_dir: Path) -> None:
@@ -277,7 +265,6 @@ def _print_plan(plan, done: set[str], run_dir: Path) -> None:
         console.print(text_line(("unavailable", "yellow"), f" {ds}: {msg}"))
 
 
-
 def print_summary(run_dir: Path) -> None:
     """tables/summary.csv, every name in full."""
     import csv
@@ -289,7 +276,6 @@ def print_summary(run_dir: Path) -> None:
         rows = [[cell or "–" for cell in row] for row in csv.reader(fh)]
     if rows:
         print_rows("summary (at the selected setting)", rows[0], rows[1:])
-
 
 
 def _print_failed_methods(store, task_ids: set[str]) -> None:
@@ -304,7 +290,6 @@ def _print_failed_methods(store, task_ids: set[str]) -> None:
         state = "failed" if n_failed == total else "partly failed"
         console.print(text_line((f"{method}: {state}", "bold red"),
                             f", {n_failed} of {total} fits; first error: {g['error'].iloc[0]}"))
-
 
 
 def _main_outputs(run_dir: Path, spec) -> list[tuple[str, Path]]:
@@ -325,7 +310,6 @@ def _main_outputs(run_dir: Path, spec) -> list[tuple[str, Path]]:
     return out
 
 
-
 def files_line(written, run_dir: Path) -> str:
     """'12 files written under DIR/' and how many figures were kept (their inputs unchanged)."""
     reused = len(getattr(written, "reused", ()))
@@ -333,12 +317,10 @@ def files_line(written, run_dir: Path) -> str:
     return f"{len(written) - reused} files written under {run_dir}/{kept}"
 
 
-
 def print_report_warnings(written) -> None:
     """The report's warnings (a selected value at the edge of its grid, failed fits), once each."""
     for text in dict.fromkeys(getattr(written, "warnings", ())):
         err_console.print(text_line(("warning:", "yellow"), f" {text}"))
-
 
 
 def print_outputs(run_dir: Path, spec) -> None:
@@ -348,7 +330,6 @@ def print_outputs(run_dir: Path, spec) -> None:
 
 #: What is still missing, printed after `lkm reproduce all` / `lkm report --all` (the rest: in the report).
 MISSING_LINES = 6
-
 
 
 def print_site(written) -> None:

@@ -18,6 +18,14 @@ def _packaged() -> dict[str, Path]:
     return packaged_specs()
 
 
+def _owner(path: Path) -> str:
+    """The paper whose package holds the spec file ``path``, else ``cross-paper``."""
+    from lkm.papers import PAPERS
+    from lkm.reproduction.runs import spec_folder
+
+    return next((key for key, module in PAPERS.items() if path.parent == spec_folder(module.__name__)), "cross-paper")
+
+
 @specs_app.command("list")
 def list_specs() -> None:
     """Every spec lkm ships: its name (what `lkm run NAME` and `lkm specs show NAME` take),
@@ -27,8 +35,7 @@ def list_specs() -> None:
     rows = []
     for name, path in _packaged().items():
         spec = load_spec(path, max_fits=1 << 62)
-        paper = path.parent.parent.name if path.parent.parent.name != "papers" else "cross-paper"
-        rows.append([name, paper, (spec.description or "").strip().split("\n")[0]])
+        rows.append([name, _owner(path), (spec.description or "").strip().split("\n")[0]])
     print_rows(None, ["name", "paper", "description"], rows, wrap={"description"})
 
 

@@ -16,7 +16,8 @@ first, as a priority), and the run folder. What differs:
 * **Each dataset goes to the cluster once** (``scatter``); jobs refer to it.
 * **A worker that dies** has its jobs run again elsewhere (the scheduler's
   ``allowed-failures``, 3 by default); the records it already sent are kept and their
-  second copies skipped, so the finished run has every record exactly once.
+  second copies skipped, so the finished run has every record exactly once. A job whose
+  data or result the cluster lost is sent again by the driver (:data:`LOST_DATA_RESUBMITS`).
 * BLAS/OpenMP threads per job: the worker's ``OMP_NUM_THREADS`` if it was started with
   one, else the machine's cores shared among the worker's threads.
 """
@@ -49,7 +50,8 @@ SCATTER_MIN_BYTES = 64 * 1024
 #: thread's stack every 10 ms, taking the GIL from the fits).
 LOCAL_WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
 #: Times a job is sent again after the cluster lost its data (every worker holding a
-#: dataset died at once); a worker's death alone is the scheduler's to retry.
+#: dataset died at once) or its result (the worker holding it died before it was
+#: gathered); a worker's death during a job is the scheduler's to retry.
 LOST_DATA_RESUBMITS = 3
 #: Driver polling period while jobs run (an upper bound on progress and interrupt latency).
 POLL_SECONDS = 0.25

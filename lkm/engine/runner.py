@@ -451,7 +451,6 @@ def decision_values(est: Any, X: np.ndarray, cache: Any = None) -> np.ndarray | 
     return None
 
 
-
 def _supervised_inputs(est: Any, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Every row labeled: an estimator whose ``fit`` takes ``unlabeled=`` gets an all-False
     mask, so a class labelled -1 is not read as "unlabeled" (sklearn's convention)."""

@@ -27,7 +27,6 @@ from lkm.reproduction.runs import Run, run_loader
 SMOKE_LABEL = "smoke: not evidence"
 
 
-
 def smoke_labelled(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` (a claims table) with every verdict cell (columns ``verdict...``) reading
     ``smoke: not evidence (<verdict>)``; cells with no verdict ("–") stay as they are."""
@@ -37,12 +36,10 @@ def smoke_labelled(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-
 def claims_caption(title: str, smoke: bool) -> str:
     """The caption of a paper's claims table; a smoke run's says its verdicts are not evidence."""
     caption = f"{title}: the paper's claims checked from our numbers"
     return caption + (f" — SMOKE RUN (few datasets and settings): every verdict is {SMOKE_LABEL}" if smoke else "")
-
 
 
 def verdict(ok: bool | str | None) -> str:
@@ -52,14 +49,11 @@ def verdict(ok: bool | str | None) -> str:
     return "n/a" if ok is None else ("holds" if ok else "does not hold")
 
 
-
 Evaluator = Callable[[Any], tuple[str, "bool | str | None"]]
-
 
 
 #: Columns of a claims table that summarise its comparison (:class:`ClaimEffect`).
 EFFECT_COLUMNS = ("effect", "95% CI", "test")
-
 
 
 @dataclass(frozen=True)
@@ -110,10 +104,8 @@ class ClaimEffect:
                    f"{per_set}; significant on {significant} of {len(means)} sets")
 
 
-
 #: The effects noted while a claim is evaluated (:func:`note_effect`); None outside claim_row.
 _noted: list[ClaimEffect] | None = None
-
 
 
 def note_effect(results: dict[str, Paired], what: str = "", **how: Any) -> None:
@@ -124,7 +116,6 @@ def note_effect(results: dict[str, Paired], what: str = "", **how: Any) -> None:
     effect = ClaimEffect.of(results, what, **how)
     if _noted is not None and effect is not None:
         _noted.append(effect)
-
 
 
 def claim_row(number: str, claim: str, where: str, evaluate: Evaluator, names: list[str],
@@ -153,10 +144,8 @@ def claim_row(number: str, claim: str, where: str, evaluate: Evaluator, names: l
             "verdict": cell, f"verdict under {PERTURBATION_WORDS}": pcell, **effect, "run": ", ".join(names)}
 
 
-
 def _cells(results: dict[str, Paired]) -> str:
     return "; ".join(f"{ds} {r.describe()}" for ds, r in results.items())
-
 
 
 def better_claim(results: dict[str, Paired], a: str, b: str, what: str) -> tuple[str, bool | str | None]:
@@ -172,7 +161,6 @@ def better_claim(results: dict[str, Paired], a: str, b: str, what: str) -> tuple
     if a_sig > len(results) / 2:
         return measure, True
     return measure, False if b_sig and b_sig >= a_sig else "not shown"
-
 
 
 def comparable_claim(results: dict[str, Paired], a: str, b: str, what: str, margin: float,
@@ -196,7 +184,6 @@ def comparable_claim(results: dict[str, Paired], a: str, b: str, what: str, marg
     return measure, "not shown"
 
 
-
 def noninferior_claim(results: dict[str, Paired], a: str, b: str, what: str,
                       margin: float) -> tuple[str, bool | str | None]:
     """"a loses little against b": holds when the lower 95 % CI bound of a − b is above
@@ -214,7 +201,6 @@ def noninferior_claim(results: dict[str, Paired], a: str, b: str, what: str,
     return measure, False if bad else "not shown"
 
 
-
 def claims_table(claims: list[tuple[Any, ...]], perturbed: dict[str, Any], root: Path, smoke: bool) -> pd.DataFrame:
     """A paper's claims table from ``claims`` — ``(number, claim, where, evaluator, runs)``
     with ``runs`` one run name or a list of them — read from the run folders under
@@ -226,7 +212,6 @@ def claims_table(claims: list[tuple[Any, ...]], perturbed: dict[str, Any], root:
         for number, claim, where, evaluate, names in claims
     ])
     return smoke_labelled(table) if smoke else table
-
 
 
 def write_claims(key: str, title: str, table: pd.DataFrame, root: Path, smoke: bool) -> list[Path]:

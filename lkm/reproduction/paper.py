@@ -33,7 +33,6 @@ def paper_values(package: str) -> dict[str, Any]:
     return yaml.safe_load((files(package) / "paper_values.yaml").read_text(encoding="utf-8"))
 
 
-
 @dataclass(frozen=True)
 class Difference:
     """A named cause for table rows where our number differs from the paper's by more
@@ -60,10 +59,8 @@ class Difference:
         return all(column in row and any_of(row[column], values) for column, values in self.rows)
 
 
-
 #: The keys of one ``differences.yaml`` entry.
 DIFFERENCE_KEYS = ("cause", "runs", "quantities", "rows")
-
 
 
 def paper_differences(package: str) -> list[Difference]:
@@ -104,7 +101,6 @@ def paper_differences(package: str) -> list[Difference]:
             tuple((str(c), strings(v, f"{key}.rows.{c}")) for c, v in rows.items()),
         ))
     return out
-
 
 
 #: What every paper package defines (checked when it is discovered).

@@ -66,7 +66,6 @@ def experiments(package: str, *names: str) -> list[Experiment]:
     return [Experiment(str(folder / f"{name}.yaml")) for name in names]
 
 
-
 @dataclass
 class Run:
     """A finished run folder: its spec, records and aggregates."""
@@ -119,11 +118,9 @@ class Run:
         return Run(self.name, self.spec, self.records, self.agg, best, self.store)
 
 
-
 def paired_over(scores: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> dict[str, Paired]:
     """``{dataset: paired test of a − b}`` from per-split score frames."""
     return {ds: compare_scores(a, b) for ds, (a, b) in scores.items() if len(a.index.intersection(b.index))}
-
 
 
 def load_run(root: Path, name: str, smoke: bool = False, perturbed: bool = False) -> Run | None:
@@ -144,7 +141,6 @@ def load_run(root: Path, name: str, smoke: bool = False, perturbed: bool = False
     return Run(path.name, spec, records, agg, best, store)
 
 
-
 def run_loader(root: Path, smoke: bool) -> Callable[[str, bool], Run | None]:
     """A cached ``load(name, perturbed)`` over the run folders under ``root``."""
     cache: dict[tuple[str, bool], Run | None] = {}
@@ -155,7 +151,6 @@ def run_loader(root: Path, smoke: bool) -> Callable[[str, bool], Run | None]:
         return cache[(name, perturbed)]
 
     return load
-
 
 
 def most_chosen_setting(records: pd.DataFrame, rename: dict[str, str] | None = None) -> str:

@@ -33,7 +33,6 @@ KEY = "lpl"
 TITLE = "Tsuji, Kudo, Tanaka — Localized Projection Learning"
 
 
-
 #: Sec. 9.2: spambase seconds at sigma = 1 (training, testing), from paper_values.yaml.
 PAPER_SPAMBASE_SECONDS: dict[str, tuple[float, float]] = {
     method: (float(seconds[0]), float(seconds[1]))
