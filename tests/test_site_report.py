@@ -133,7 +133,7 @@ def test_paper_sections_hold_tables_figures_settings_and_differences(built: Path
         assert f'id="paper-{key}"' in html
         for experiment in PAPERS[key].SPECS:
             name = load_spec(REPO / experiment.spec, smoke=True).name
-            assert f'id="run-{name}"' in html, name
+            assert f'id="run-{site.slug(name)}"' in html, name
     assert "settings and data versions" in html and "sha256" in html
     # LRR's artificial sets are far from the paper's numbers: flagged, linking to the cause
     assert 'class="differs"' in html and 'href="#lrr-differ"' in html and 'id="lrr-differ"' in html
@@ -290,10 +290,10 @@ def test_differences_are_added_and_rows_beyond_two_points_flagged() -> None:
     assert out.columns == ["dataset", "test % (ours)", "test % (paper)", "test %: ours − paper",
                            "fit s (ours)", "fit s (paper)"]
     assert [r[3] for r in out.rows] == ["-1.50", "-5.00", "–"]
-    assert out.flags == ["", f"test % -5.00 points: {site.NO_CAUSE}", ""] and out.link == "p-differ"
+    assert out.flags == ["", f"test % -5.00 points, beyond ±2 points (no interval): {site.NO_CAUSE}", ""] and out.link == "p-differ"
     metric = Table("y", "", ["metric", "paper", "ours"], [["accuracy", "95.0", "92.0 ± 0.1"], ["fit_seconds", "6", "0.5"]])
     out = with_differences(metric)
-    assert [r[-1] for r in out.rows] == ["-3.00", "–"] and out.flags == [f"accuracy -3.00 points: {site.NO_CAUSE}", ""]
+    assert [r[-1] for r in out.rows] == ["-3.00", "–"] and out.flags == [f"accuracy -3.00 points, beyond ±2 points (no interval): {site.NO_CAUSE}", ""]
 
 
 def test_ours_paper_cells_and_paper_apostrophe_columns_are_compared() -> None:
@@ -308,7 +308,7 @@ def test_ours_paper_cells_and_paper_apostrophe_columns_are_compared() -> None:
     assert out.columns == ["method", "paper's error %", "ours, paper's K: error % (errors)", "ours, paper's K − paper",
                            "ours, tuned: error % (errors)", "ours, tuned − paper"]
     assert out.rows[0][3] == "+4.19" and out.rows[0][5] == "+2.35"
-    assert out.flags[0] == f"error % (ours, paper's K) +4.19, error % (ours, tuned) +2.35 points: {site.NO_CAUSE}"
+    assert out.flags[0] == f"error % (ours, paper's K) +4.19 points, beyond ±2 points (no interval); error % (ours, tuned) +2.35 points, beyond ±2 points (no interval): {site.NO_CAUSE}"
 
 
 def test_a_flagged_row_names_the_first_cause_that_matches_it() -> None:
@@ -321,10 +321,10 @@ def test_a_flagged_row_names_the_first_cause_that_matches_it() -> None:
               [["art-2", "LRR1-hard", "62.5", "86.25", "70", "71"], ["art-2", "RLS", "96", "81", "70", "99"],
                ["art-2", "LRR1", "96", "95", "70", "70.5"]])
     out = with_differences(t, "lrr-differ", site.cause_finder("lrr_artificial", causes))
-    assert out.flags == ["testing % -23.75 points: the hard vicinity",
-                         "testing % +15.00 points: the settings; training % -29.00 points: training fits", ""]
+    assert out.flags == ["testing % -23.75 points, beyond ±2 points (no interval): the hard vicinity",
+                         "testing % +15.00 points, beyond ±2 points (no interval): the settings; training % -29.00 points, beyond ±2 points (no interval): training fits", ""]
     elsewhere = with_differences(t, None, site.cause_finder("lrr_benchmark", causes))
-    assert elsewhere.flags[0] == f"testing % -23.75 points: {site.NO_CAUSE}"
+    assert elsewhere.flags[0] == f"testing % -23.75 points, beyond ±2 points (no interval): {site.NO_CAUSE}"
 
 
 def test_a_bad_differences_file_is_one_line_naming_the_file_and_key(tmp_path: Path, monkeypatch) -> None:

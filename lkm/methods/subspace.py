@@ -482,6 +482,10 @@ class LDCV(_LocalSubspaceClassifier):
         return out, nearest
 
 
+#: What a kernel subspace classifier does with a non-PSD local kernel matrix (``non_psd``).
+NON_PSD_REPAIRS = ("shift", "gram", "drop")
+
+
 class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
     """Kernel PCA of the C·K local neighbours (Sec. II-C, eqs. (12)-(18)) shared by
     :class:`NHKNN` and :class:`NLDCV`.
@@ -497,9 +501,12 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
     kernel's centred Gram matrix ``(x_m - μ)·(x_n - μ)`` exactly for the Euclidean
     metric; only centred quantities enter). Non-PSD local kernels (possible with a
     non-Euclidean metric such as the tangent distance): when the centred matrix has an
-    eigenvalue ``λ_min < -PSD_TOL·λ_max``, |λ_min| is added to G's diagonal (the paper's
-    remedy, Sec. IV-A, applied to the matrix that is decomposed, eq. (15); the smallest
-    shift that makes it PSD), and the query is counted in ``info_['non_psd_local_grams']``.
+    eigenvalue ``λ_min < -PSD_TOL·λ_max`` the query is counted in
+    ``info_['non_psd_local_grams']`` and ``non_psd`` says what is done (readings of the
+    paper's remedy, Sec. IV-A): ``"shift"`` adds |λ_min| to G's diagonal (applied to the
+    matrix that is decomposed, eq. (15); the smallest shift that makes it PSD),
+    ``"gram"`` adds the most negative eigenvalue of the uncentred local kernel matrix,
+    ``"drop"`` adds nothing (kernel PCA keeps the positive eigenvalues only).
     """
 
     _parameter_constraints: dict = {
@@ -509,6 +516,7 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
         "q": [Interval(Real, 0, None, closed="neither"), None],
         "metric": [str],
         "rcond": [Interval(Real, 0, 1, closed="neither")],
+        "non_psd": [StrOptions(set(NON_PSD_REPAIRS))],
     }
     conditional_params = {"sigma": ("kernel", ("gaussian",)), "q": ("kernel", ("gaussian",))}
     _numerical_params = ("n_neighbors", "sigma", "q")
@@ -547,8 +555,11 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
         top = np.maximum(w[:, -1:], np.finfo(np.float64).tiny)
         bad = w[:, 0] < -PSD_TOL * top[:, 0]
         n_bad = int(bad.sum())
-        if n_bad:
-            shift = -w[bad, 0]
+        if n_bad and self.non_psd != "drop":
+            # "shift": the centred matrix's most negative eigenvalue (the smallest shift that
+            # makes what eq. (15) decomposes PSD); "gram": the kernel matrix's own, as the
+            # paper words it (Sec. IV-A)
+            shift = -w[bad, 0] if self.non_psd == "shift" else np.maximum(-np.linalg.eigvalsh(G[bad])[:, 0], 0.0)
             G[bad] += shift[:, None, None] * np.eye(M)
             Gc[bad] = J @ G[bad] @ J
             w[bad], U[bad] = np.linalg.eigh(Gc[bad])
@@ -631,6 +642,7 @@ class NHKNN(_KernelSubspaceClassifier):
         q: float | None = None,
         metric: str = "euclidean",
         rcond: float = DEFAULT_RCOND,
+        non_psd: str = "shift",
     ) -> None:
         self.n_neighbors = n_neighbors
         self.kernel = kernel
@@ -638,6 +650,7 @@ class NHKNN(_KernelSubspaceClassifier):
         self.q = q
         self.metric = metric
         self.rcond = rcond
+        self.non_psd = non_psd
 
     def _feature_distances(self, Yn: np.ndarray, Yq: np.ndarray) -> tuple[np.ndarray, int]:
         out = np.empty((Yq.shape[0], self.classes_.size))
@@ -668,6 +681,7 @@ class NLDCV(_KernelSubspaceClassifier):
         q: float | None = None,
         metric: str = "euclidean",
         rcond: float = DEFAULT_RCOND,
+        non_psd: str = "shift",
     ) -> None:
         self.n_neighbors = n_neighbors
         self.kernel = kernel
@@ -675,6 +689,7 @@ class NLDCV(_KernelSubspaceClassifier):
         self.q = q
         self.metric = metric
         self.rcond = rcond
+        self.non_psd = non_psd
 
     _counts_empty = True
 

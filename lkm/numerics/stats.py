@@ -137,6 +137,49 @@ def mcnemar(n: int, wrong_a: Iterable[Any], wrong_b: Iterable[Any], *, level: fl
     return Paired(n, mean, mean - half, mean + half, p, wins, ties, losses)
 
 
+def rate_interval(rates: Any, n_test: Any, n_train: Any, *, resampled: bool = True,
+                  level: float = 0.95) -> tuple[float, float]:
+    """The ``level`` interval of a method's mean rate (accuracy or error, as fractions)
+    over its splits — the interval the report compares a paper's number with.
+
+    - **One split** (a fixed test set of ``n_test`` rows): the exact (Clopper–Pearson)
+      binomial interval of ``round(rate · n_test)`` successes, since the test rows are
+      the only sample.
+    - **Several splits**: ``mean ± t_{(1+level)/2, n−1} · s · sqrt(1/n + ρ)`` with
+      ``ρ = mean(n_test) / mean(n_train)`` when ``resampled`` (Nadeau–Bengio, as in
+      :func:`paired_test`: the splits share training rows) and ``ρ = 0`` for splits that
+      do not (independent draws, or semi-supervised realizations of a few labeled rows).
+      When every split gives the same rate, the binomial interval of the pooled test
+      rows is used, since ``s = 0`` would claim certainty.
+    """
+    from scipy.stats import binomtest
+    from scipy.stats import t as student
+
+    r = np.asarray(rates, dtype=float).ravel()
+    nt = np.broadcast_to(np.asarray(n_test, dtype=float), r.shape)
+    keep = ~np.isnan(r)
+    r, nt = r[keep], nt[keep]
+    if r.size == 0:
+        return math.nan, math.nan
+
+    def binomial(successes: float, trials: float) -> tuple[float, float]:
+        n = int(round(trials))
+        if n <= 0:
+            return math.nan, math.nan
+        ci = binomtest(int(round(successes)), n).proportion_ci(confidence_level=level, method="exact")
+        return float(ci.low), float(ci.high)
+
+    if r.size == 1 or float(r.std()) == 0.0:
+        return binomial(float((r * nt).sum()), float(nt.sum()))
+    ratio = 0.0
+    if resampled:
+        ntr = np.broadcast_to(np.asarray(n_train, dtype=float), keep.shape)[keep]
+        ratio = float(nt.mean() / ntr.mean()) if ntr.mean() > 0 else 0.0
+    se = float(r.std(ddof=1)) * math.sqrt(1.0 / r.size + ratio)
+    half = float(student.ppf(0.5 + level / 2.0, r.size - 1)) * se
+    return max(0.0, float(r.mean()) - half), min(1.0, float(r.mean()) + half)  # a rate lies in [0, 1]
+
+
 def count_words(results: dict[str, Paired], a: str, b: str, alpha: float = ALPHA,
                 margin: float | None = None) -> str:
     """``"A significantly better on 1, B on 2, not significant on 3 of 6"``, plus how many

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from lkm.numerics.metrics import SCORE_LABELS, SCORES
+from lkm.numerics.stats import rate_interval
 from lkm.report.registry import ReportContext, figure, table
 from lkm.spec import Spec
 
@@ -50,6 +51,12 @@ def aggregate(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
         n_train=("n_train", "mean"),
     ).reset_index()
     agg["params"] = agg["setting"].map(json.loads)
+    resampled = {d.id: resampled_splits(spec, d.id) for d in spec.datasets}
+    bounds = grouped.apply(lambda g: rate_interval(g["accuracy"], g["n_test"], g["n_train"],
+                                                   resampled=resampled.get(g.name[0], True)),
+                           include_groups=False)
+    agg["accuracy_ci_low"] = [b[0] for b in bounds]
+    agg["accuracy_ci_high"] = [b[1] for b in bounds]
     order = _grid_order(spec)
     agg["_order"] = [order.get((r.method, r.setting), 0) for r in agg.itertuples()]
     ds_order = {d.id: i for i, d in enumerate(spec.datasets)}
@@ -57,6 +64,41 @@ def aggregate(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     agg["_ds"] = agg["dataset"].map(ds_order)
     agg["_m"] = agg["method"].map(m_order)
     return agg.sort_values(["_ds", "_m", "_order"]).reset_index(drop=True)
+
+
+def resampled_splits(spec: Spec, dataset_id: str) -> bool:
+    """Whether a dataset's splits resample one pool of rows (k-fold, hold-out repeats,
+    realizations: the Nadeau–Bengio correction applies, :func:`lkm.numerics.stats.rate_interval`),
+    rather than semi-supervised realizations of a few labeled rows each."""
+    return getattr(spec.protocol_for(dataset_id), "kind", "") != "semisupervised"
+
+
+#: The level of every interval a table shows beside our number.
+CI_LEVEL = 0.95
+
+
+def ci_column(column: str) -> str:
+    """The name of the column holding the 95 % interval of ``column``'s numbers; the
+    report compares the paper's number with it (:mod:`lkm.reproduction.site.tables`)."""
+    return f"{column} [95% CI]"
+
+
+def format_interval(low: float, high: float, scale: float = RATE, error: bool = False) -> str:
+    """``[93.12, 95.60]`` in percent (of the error rate, 1 − accuracy, when ``error``); "–" if unknown."""
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        return "–"
+    if error:
+        low, high = 1.0 - high, 1.0 - low
+    return f"[{scale * low:.2f}, {scale * high:.2f}]"
+
+
+def records_interval(records: pd.DataFrame, column: str = "accuracy", resampled: bool = True,
+                     error: bool = False) -> str:
+    """:func:`format_interval` of ``column`` over the splits of ``records`` (one row per split)."""
+    if records.empty or column not in records.columns:
+        return "–"
+    return format_interval(*rate_interval(records[column].astype(float), records["n_test"].astype(float),
+                                          records["n_train"].astype(float), resampled=resampled), error=error)
 
 
 def _std(values: pd.Series) -> float:
@@ -246,6 +288,7 @@ def summary_table(best: pd.DataFrame, spec: Spec, unavailable: dict[str, str],
             "dataset": r.dataset, "method": r.method,
             "selected": _fmt_selected(r.params, spec.swept_params(mspec), edges.get(pos, set())),
             "accuracy % (ours)": format_rate(r.accuracy, r.accuracy_std),
+            ci_column("accuracy % (ours)"): format_interval(r.accuracy_ci_low, r.accuracy_ci_high),
         }
         if metric != "accuracy":
             value = getattr(r, metric)
@@ -330,6 +373,8 @@ def paper_table(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec) -> pd.DataFra
             "setting": format_params(p.params, list(p.params)) if p.params else "selected",
             "paper": format_rate(p.value) if is_rate else f"{p.value:.4g}",
             "ours": value,
+            ci_column("ours"): (format_interval(ours.accuracy_ci_low, ours.accuracy_ci_high)
+                                if ours is not None and is_rate else "–"),
             "source": p.source,
         })
     return pd.DataFrame(rows)
@@ -754,6 +799,8 @@ def _train_test(ctx: ReportContext) -> list[Path]:
         row = {"dataset": r.dataset, "method": r.method, "splits": len(recs)}
         for i, name in enumerate(("testing", "training", "average")):
             row[f"{name} % (ours)"] = format_rate(float(ours[i]))
+            if name == "testing":
+                row[ci_column("testing % (ours)")] = format_interval(r.accuracy_ci_low, r.accuracy_ci_high)
             if paper:
                 row[f"{name} % (paper)"] = format_rate(float(theirs[i])) if theirs else "–"
         rows.append(row)

@@ -118,11 +118,20 @@ def note_effect(results: dict[str, Paired], what: str = "", **how: Any) -> None:
         _noted.append(effect)
 
 
+#: The claims-table column of the verdicts under the other readings of a paper's open choices.
+READINGS_COLUMN = "verdict under other readings"
+
+
 def claim_row(number: str, claim: str, where: str, evaluate: Evaluator, names: list[str],
-              load: Callable[[str, bool], Run | None], perturbed: set[str]) -> dict[str, Any]:
+              load: Callable[[str, bool], Run | None], perturbed: set[str],
+              readings: dict[str, list[tuple[str, str]]] | None = None) -> dict[str, Any]:
     """One claims-table row: our measure and verdict, and the verdict on the perturbed
     runs when a run the claim reads has a fragility variant (``perturbed``; runs without
-    one, e.g. the costly MNIST rows, enter the perturbed evaluation unperturbed)."""
+    one, e.g. the costly MNIST rows, enter the perturbed evaluation unperturbed), and the
+    verdict with each variant run of a reading in place of the run it reads
+    (``readings``: base run → ``[(label, variant run)]``,
+    :func:`lkm.reproduction.readings.reading_runs`): a claim whose verdict changes
+    between readings is *reading-dependent*."""
     global _noted
     runs = [load(n, False) for n in names]
     _noted = []
@@ -140,8 +149,38 @@ def claim_row(number: str, claim: str, where: str, evaluate: Evaluator, names: l
                      for p, r in zip(pruns, runs, strict=True)]
             ok_p = evaluate(pruns if len(names) > 1 else pruns[0])[1]
     cell, pcell = fragile_verdict(ok, ok_p, checked)
+    # one evaluation per reading, with its variant of every run the claim reads in place
+    variants: dict[str, dict[int, str]] = {}
+    for i, name in enumerate(names):
+        for label, variant in (readings or {}).get(name, []):
+            variants.setdefault(label, {})[i] = variant
+    under: list[tuple[str, bool | str | None]] = []
+    for label, by_index in variants.items():
+        vruns = list(runs)
+        for i, variant in by_index.items():
+            vrun = load(variant, False)
+            vruns[i] = runs[i].with_methods_of(vrun) if vrun is not None and runs[i] is not None else None
+        missing = any(vruns[i] is None for i in by_index)
+        under.append((label, None if missing else evaluate(vruns if len(names) > 1 else vruns[0])[1]))
+    cell, rcell = reading_verdict(cell, ok, under)
+    by_reading = {READINGS_COLUMN: rcell} if readings else {}  # a paper without variant runs has no such column
     return {"#": number, "the paper's claim": claim, "where": where, "our measure": measure,
-            "verdict": cell, f"verdict under {PERTURBATION_WORDS}": pcell, **effect, "run": ", ".join(names)}
+            "verdict": cell, f"verdict under {PERTURBATION_WORDS}": pcell, **by_reading,
+            **effect, "run": ", ".join(names)}
+
+
+def reading_verdict(cell: str, ok: bool | str | None, under: list[tuple[str, bool | str | None]]) -> tuple[str, str]:
+    """``(verdict cell, readings cell)``: the verdict, labelled ``reading-dependent (stated
+    reading: … ; <reading>: …)`` when a reading's verdict differs from the stated one's;
+    a reading whose run is missing counts as not run."""
+    if not under:
+        return cell, "–"
+    shown = "; ".join(f"{label}: {'not run' if v is None else verdict(v)}" for label, v in under)
+    differ = [(label, v) for label, v in under if v is not None and verdict(v) != verdict(ok)]
+    if differ:
+        listed = "; ".join(f"{label}: {verdict(v)}" for label, v in differ)
+        return f"reading-dependent (stated reading: {cell}; {listed})", shown
+    return cell, f"same ({shown})"
 
 
 def _cells(results: dict[str, Paired]) -> str:
@@ -201,14 +240,16 @@ def noninferior_claim(results: dict[str, Paired], a: str, b: str, what: str,
     return measure, False if bad else "not shown"
 
 
-def claims_table(claims: list[tuple[Any, ...]], perturbed: dict[str, Any], root: Path, smoke: bool) -> pd.DataFrame:
+def claims_table(claims: list[tuple[Any, ...]], perturbed: dict[str, Any], root: Path, smoke: bool,
+                 readings: dict[str, list[tuple[str, str]]] | None = None) -> pd.DataFrame:
     """A paper's claims table from ``claims`` — ``(number, claim, where, evaluator, runs)``
     with ``runs`` one run name or a list of them — read from the run folders under
-    ``root``, verdicts labelled as a smoke run's with ``smoke``."""
+    ``root``, verdicts labelled as a smoke run's with ``smoke``; ``readings``: the variant
+    runs of the paper's readings (:func:`claim_row`)."""
     load = run_loader(root, smoke)
     table = pd.DataFrame([
         claim_row(number, claim, where, evaluate, [names] if isinstance(names, str) else list(names), load,
-                  set(perturbed))
+                  set(perturbed), readings)
         for number, claim, where, evaluate, names in claims
     ])
     return smoke_labelled(table) if smoke else table

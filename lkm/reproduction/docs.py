@@ -35,6 +35,7 @@ import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -42,8 +43,10 @@ from typing import Any
 import pandas as pd
 
 from lkm.errors import LkmError, did_you_mean
-from lkm.report.core import RATE, format_value, markdown_table
+from lkm.numerics.stats import rate_interval
+from lkm.report.core import RATE, format_interval, format_value, markdown_table, resampled_splits
 from lkm.report.registry import ReportContext
+from lkm.reproduction.readings import paper_readings
 from lkm.reproduction.runs import Run, load_run
 
 Papers = dict[str, ModuleType]
@@ -176,14 +179,59 @@ def _claims_block(key: str, paper: ModuleType, short: bool) -> Block:
     return Block(tuple(paper_runs(paper)), lambda s: claims(s, key, short), what, tuple(perturbed_runs(paper)))
 
 
+def readings_table(snap: Snapshot, paper: ModuleType) -> pd.DataFrame:
+    """Every open choice of a paper (readings.yaml) with each reading tried and what it
+    gives on the rows the choice concerns: accuracy % at the selected setting with its
+    95 % interval (one dataset), or the mean over a family of binary tasks."""
+    rows = []
+    for choice in paper_readings(paper.__name__):
+        for reading in choice.readings:
+            for base in choice.runs:
+                run = snap.run(reading.run_for(base))
+                rows.append({"choice": choice.key, "reading": reading.name + (" (stated)" if reading.stated else ""),
+                             "run": run.name, "what it gives (accuracy %)": _reading_numbers(run, choice, reading)})
+    return pd.DataFrame(rows)
+
+
+def _reading_numbers(run: Run, choice: Any, reading: Any) -> str:
+    patterns = dict(choice.rows).get("method", ("*",))
+    names = [m.name for m in run.spec.methods]
+    concerned = [n for n in names if any(fnmatchcase(n, p) for p in patterns)]
+    wanted = list(dict.fromkeys(reading.method_for(n) for n in concerned if reading.method_for(n) in names))
+    families = {d.id: d.task_of or d.id for d in run.spec.datasets}
+    out = []
+    for family in dict.fromkeys(families.values()):
+        ids = [i for i, f in families.items() if f == family]
+        for method in wanted:
+            best = run.best[run.best["dataset"].isin(ids) & (run.best["method"] == method)]
+            if best.empty:
+                continue
+            if len(ids) == 1:
+                scores = run.scores(ids[0], method)
+                low, high = rate_interval(scores["accuracy"], scores["n_test"], scores["n_train"],
+                                          resampled=resampled_splits(run.spec, ids[0]))
+                out.append(f"{family} {method} {RATE * best['accuracy'].iloc[0]:.2f} {format_interval(low, high)}")
+            else:
+                out.append(f"{family} {method} {RATE * best['accuracy'].mean():.2f} (mean of {len(ids)} tasks)")
+    return "; ".join(out) or "–"
+
+
+def _readings_block(paper: ModuleType) -> Block:
+    runs = tuple(dict.fromkeys(r.run_for(b) for c in paper_readings(paper.__name__) for r in c.readings for b in c.runs))
+    return Block(runs, lambda s: readings_table(s, paper), "the readings of the paper's open choices and what each gives")
+
+
 def doc_blocks(papers: Papers) -> dict[str, Block]:
     """Every block id the docs may use: ``<key>/claims`` and ``<key>/claims-short`` of each
-    paper, and ``<key>/<name>`` for each of its ``DOC_BLOCKS`` (the paper's own tables)."""
+    paper, ``<key>/readings`` of a paper with readings.yaml, and ``<key>/<name>`` for each
+    of its ``DOC_BLOCKS`` (the paper's own tables)."""
     out: dict[str, Block] = {}
     for key, paper in papers.items():
         out.update({f"{key}/{name}": block for name, block in getattr(paper, "DOC_BLOCKS", {}).items()})
         out[f"{key}/claims"] = _claims_block(key, paper, False)
         out[f"{key}/claims-short"] = _claims_block(key, paper, True)
+        if paper_readings(paper.__name__):
+            out[f"{key}/readings"] = _readings_block(paper)
     return out
 
 

@@ -34,6 +34,24 @@ def paper_values(package: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """An experiment a cause names (``evidence:`` in differences.yaml, one or a list): under
+    the readings of ``choice`` (only ``reading``, when given; readings.yaml), each row the
+    cause matches (a dataset and method) is ``reproduced`` — the paper's number inside a
+    reading's interval, for our number at the stated or at the tuned setting — or not. A
+    cause whose own experiment says otherwise is contradicted (the report says so and a
+    test fails)."""
+
+    choice: str
+    reproduced: bool
+    reading: str | None = None
+
+    def describe(self) -> str:
+        what = f"reading ‘{self.reading}’ of ‘{self.choice}’" if self.reading else f"the readings of ‘{self.choice}’"
+        return f"{what} {'reproduce' if self.reproduced else 'do not reproduce'} the paper's number"
+
+
+@dataclass(frozen=True)
 class Difference:
     """A named cause for table rows where our number differs from the paper's by more
     than the report's threshold (:data:`lkm.reproduction.site.DIFF_POINTS`), from the
@@ -47,6 +65,7 @@ class Difference:
     runs: tuple[str, ...] = ()
     quantities: tuple[str, ...] = ()
     rows: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    evidence: tuple[Evidence, ...] = ()
 
     def matches(self, run: str, quantity: str, row: dict[str, str]) -> bool:
         def any_of(value: str, patterns: tuple[str, ...]) -> bool:
@@ -60,7 +79,7 @@ class Difference:
 
 
 #: The keys of one ``differences.yaml`` entry.
-DIFFERENCE_KEYS = ("cause", "runs", "quantities", "rows")
+DIFFERENCE_KEYS = ("cause", "runs", "quantities", "rows", "evidence")
 
 
 def paper_differences(package: str) -> list[Difference]:
@@ -94,11 +113,20 @@ def paper_differences(package: str) -> list[Difference]:
         rows = entry.get("rows") or {}
         if not isinstance(rows, dict):
             raise LkmError(f"{where}: {key}.rows: expected a mapping column -> value(s)")
+        evidence = entry.get("evidence") or []
+        evidence = evidence if isinstance(evidence, list) else [evidence]
+        for j, e in enumerate(evidence):
+            if (not isinstance(e, dict) or not isinstance(e.get("choice"), str)
+                    or not isinstance(e.get("reproduced"), bool) or set(e) - {"choice", "reproduced", "reading"}):
+                raise LkmError(f"{where}: {key}.evidence[{j}]: expected {{choice: <readings.yaml choice>, "
+                               "reproduced: true|false, reading: <name> (optional)}")
+        evidence = tuple(Evidence(e["choice"], e["reproduced"], e.get("reading")) for e in evidence)
         out.append(Difference(
             " ".join(cause.split()),
             strings(entry["runs"], f"{key}.runs") if "runs" in entry else (),
             strings(entry["quantities"], f"{key}.quantities") if "quantities" in entry else (),
             tuple((str(c), strings(v, f"{key}.rows.{c}")) for c, v in rows.items()),
+            evidence,
         ))
     return out
 

@@ -118,6 +118,18 @@ class Run:
         return Run(self.name, self.spec, self.records, self.agg, best, self.store)
 
 
+    def with_methods_of(self, variant: Run) -> Run:
+        """This run with the methods a reading's variant run holds taken from it (records,
+        aggregates and selections): a claim is evaluated under a reading on every method it
+        reads, the variant's where it has them."""
+        replaced = set(variant.records["method"])
+        keep = ~self.records["method"].isin(replaced)
+        agg = pd.concat([self.agg[~self.agg["method"].isin(replaced)], variant.agg], ignore_index=True)
+        best = pd.concat([self.best[~self.best["method"].isin(replaced)], variant.best], ignore_index=True)
+        records = pd.concat([self.records[keep], variant.records], ignore_index=True)
+        return Run(variant.name, self.spec, records, agg, best, self.store)
+
+
 def paired_over(scores: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> dict[str, Paired]:
     """``{dataset: paired test of a − b}`` from per-split score frames."""
     return {ds: compare_scores(a, b) for ds, (a, b) in scores.items() if len(a.index.intersection(b.index))}

@@ -378,7 +378,7 @@ class Spec(_Model):
     name: str
     description: str = ""
     datasets: list[DatasetSpec] = Field(min_length=1)
-    preprocessing: Literal["standardize", "scale", "none"] = "standardize"
+    preprocessing: Literal["standardize", "scale", "scale_global", "none"] = "standardize"
     protocol: ProtocolField = Field(default_factory=KFoldProtocol)
     methods: list[MethodSpec] = Field(default_factory=list, description="at least one method or one study")
     studies: list[StudySpec] = Field(default_factory=list, description="measurements other than accuracy (lkm.studies)")

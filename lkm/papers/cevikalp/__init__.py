@@ -13,10 +13,11 @@ from __future__ import annotations
 from lkm.papers.cevikalp import outputs  # noqa: F401  (registers the paper's outputs)
 from lkm.papers.cevikalp.claims import CLAIMS, PERTURBED, evaluate_claims, write_summary
 from lkm.papers.cevikalp.docs import DOC_BLOCKS
+from lkm.reproduction.readings import reading_experiments
 from lkm.reproduction.runs import experiments
 
-#: The paper's experiments, in the order `lkm reproduce cevikalp` runs them.
-SPECS = experiments(__name__, "cevikalp_segmentation", "cevikalp_usps")
+#: The paper's experiments, then the variant runs of its readings (readings.yaml), in the order `lkm reproduce cevikalp` runs them.
+SPECS = experiments(__name__, "cevikalp_segmentation", "cevikalp_usps") + reading_experiments(__name__)
 
 #: Where the paper stands in the report and in `lkm reproduce all`.
 ORDER = 4

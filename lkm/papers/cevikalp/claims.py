@@ -18,6 +18,7 @@ from lkm.report.core import RATE
 from lkm.reproduction.claims import better_claim, claims_table, write_claims
 from lkm.reproduction.paper import paper_values
 from lkm.reproduction.perturbed import Perturbed
+from lkm.reproduction.readings import reading_runs
 from lkm.reproduction.runs import Run
 
 KEY = "cevikalp"
@@ -167,7 +168,7 @@ CLAIMS = [
 
 def evaluate_claims(root: Path, smoke: bool = False) -> pd.DataFrame:
     """The claims table from the run folders under ``root`` (written by ``lkm reproduce cevikalp``)."""
-    return claims_table(CLAIMS, PERTURBED, root, smoke)
+    return claims_table(CLAIMS, PERTURBED, root, smoke, reading_runs(__package__))
 
 
 def write_summary(root: Path, smoke: bool = False) -> list[Path]:

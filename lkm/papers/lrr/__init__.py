@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from lkm.papers.lrr import artificial, benchmarks  # noqa: F401  (registers the paper's outputs)
 from lkm.papers.lrr.claims import CLAIMS, PERTURBED, evaluate_claims, write_summary
+from lkm.reproduction.readings import reading_experiments
 from lkm.reproduction.runs import experiments
 
-#: The paper's experiments, in the order `lkm reproduce lrr` runs them.
-SPECS = experiments(__name__, "lrr_artificial", "lrr_benchmark", "lrr_uci")
+#: The paper's experiments, then the variant runs of its readings (readings.yaml), in the order `lkm reproduce lrr` runs them.
+SPECS = experiments(__name__, "lrr_artificial", "lrr_benchmark", "lrr_uci") + reading_experiments(__name__)
 
 #: Where the paper stands in the report and in `lkm reproduce all`.
 ORDER = 3

@@ -24,6 +24,7 @@ from lkm.papers.lrr.artificial import (
 from lkm.report.core import RATE
 from lkm.reproduction.claims import better_claim, claims_table, note_effect, write_claims
 from lkm.reproduction.perturbed import Perturbed
+from lkm.reproduction.readings import reading_runs
 from lkm.reproduction.runs import Run
 
 KEY = "lrr"
@@ -123,7 +124,7 @@ CLAIMS = [
 
 def evaluate_claims(root: Path, smoke: bool = False) -> pd.DataFrame:
     """The claims table from the run folders under ``root`` (written by ``lkm reproduce lrr``)."""
-    return claims_table(CLAIMS, PERTURBED, root, smoke)
+    return claims_table(CLAIMS, PERTURBED, root, smoke, reading_runs(__package__))
 
 
 def write_summary(root: Path, smoke: bool = False) -> list[Path]:

@@ -17,6 +17,7 @@ from lkm.report.core import RATE, loglog_fit
 from lkm.reproduction.claims import claims_table, noninferior_claim, write_claims
 from lkm.reproduction.paper import paper_values
 from lkm.reproduction.perturbed import Perturbed
+from lkm.reproduction.readings import reading_runs
 from lkm.reproduction.runs import Run, paired_over
 
 KEY = "npps"
@@ -152,7 +153,7 @@ CLAIMS = [
 
 def evaluate_claims(root: Path, smoke: bool = False) -> pd.DataFrame:
     """The claims table from the run folders under ``root`` (written by ``lkm reproduce npps``)."""
-    return claims_table(CLAIMS, PERTURBED, root, smoke)
+    return claims_table(CLAIMS, PERTURBED, root, smoke, reading_runs(__package__))
 
 
 def write_summary(root: Path, smoke: bool = False) -> list[Path]:

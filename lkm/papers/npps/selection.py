@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 
 from lkm.errors import SpecError
-from lkm.report.core import RATE, load_pyplot, loglog_fit
+from lkm.report.core import RATE, ci_column, load_pyplot, loglog_fit, records_interval
 from lkm.report.registry import ReportContext, figure, table
 
 UNAVAILABLE = "data unavailable"
@@ -218,6 +218,8 @@ def table2(ctx: ReportContext) -> pd.DataFrame:
         }
         for col in _COLUMNS:
             row[col] = _cell(ours[col], pp.get(col)) if has_paper else ours[col]
+        for col, method in (("error ALL %", r["all"]), ("error SELECTED %", r["selected"])):
+            row[ci_column(col)] = records_interval(ctx.ok_records(ds, method), error=True)
         row["splits"] = int(max(a["splits"], s["splits"]))
         if s["fallbacks"]:
             row["note"] = f"{row['note']}; NPPS fell back to all patterns in {s['fallbacks']} split(s)".lstrip("; ")

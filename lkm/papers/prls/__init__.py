@@ -17,10 +17,11 @@ from __future__ import annotations
 from lkm.papers.prls import outputs, toy  # noqa: F401  (registers the paper's outputs and the toy study)
 from lkm.papers.prls.claims import CLAIMS, PERTURBED, evaluate_claims, write_summary
 from lkm.papers.prls.docs import DOC_BLOCKS
+from lkm.reproduction.readings import reading_experiments
 from lkm.reproduction.runs import experiments
 
-#: The paper's experiments, in the order `lkm reproduce prls` runs them.
-SPECS = experiments(__name__, "prls_toy", "prls_isolet", "prls_letter", "prls_usps")
+#: The paper's experiments, then the variant runs of its readings (readings.yaml), in the order `lkm reproduce prls` runs them.
+SPECS = experiments(__name__, "prls_toy", "prls_isolet", "prls_letter", "prls_usps") + reading_experiments(__name__)
 
 #: Where the paper stands in the report and in `lkm reproduce all`.
 ORDER = 5

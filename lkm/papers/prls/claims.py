@@ -18,6 +18,7 @@ import pandas as pd
 
 from lkm.numerics.stats import Paired, paired_test
 from lkm.reproduction.claims import claims_table, note_effect, write_claims
+from lkm.reproduction.readings import reading_runs
 from lkm.reproduction.runs import Run
 
 KEY = "prls"
@@ -120,7 +121,7 @@ CLAIMS = [
 
 def evaluate_claims(root: Path, smoke: bool = False) -> pd.DataFrame:
     """The claims table from the run folders under ``root`` (written by ``lkm reproduce prls``)."""
-    return claims_table(CLAIMS, PERTURBED, root, smoke)
+    return claims_table(CLAIMS, PERTURBED, root, smoke, reading_runs(__package__))
 
 
 def write_summary(root: Path, smoke: bool = False) -> list[Path]:

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lkm.report.core import RATE, load_pyplot
+from lkm.numerics.stats import rate_interval
+from lkm.report.core import RATE, ci_column, format_interval, load_pyplot
 from lkm.report.registry import ReportContext, figure, table
 from lkm.reproduction.paper import paper_values
 from lkm.reproduction.runs import most_chosen_setting
@@ -52,6 +53,15 @@ def _cell(values: pd.Series) -> str:
     return f"{RATE * v.mean():.2f}" + (f" ± {RATE * v.std(ddof=1):.2f}" if len(v) > 1 else "")
 
 
+def _interval(errors: pd.Series) -> str:
+    """The 95 % interval of the mean error over tasks × realizations: a plain t interval
+    (no Nadeau–Bengio term: a realization draws a few labeled rows, its test set is fixed)."""
+    v = errors.dropna()
+    if len(v) < 2:
+        return "–"
+    return format_interval(*rate_interval(v, 1, 1, resampled=False))
+
+
 def semi_table(ctx: ReportContext) -> pd.DataFrame:
     which = ctx.options("prls_semi").get("table")
     paper = paper_values(__package__).get(which, {}).get("rows", {}) if which else {}
@@ -66,8 +76,10 @@ def semi_table(ctx: ReportContext) -> pd.DataFrame:
                 "dataset": family, "method": m.name, "binary tasks": len(ids),
                 "realizations": int(len(err)),
                 "unlabeled error % (ours)": _cell(err["unlabeled"]),
+                ci_column("unlabeled error % (ours)"): _interval(err["unlabeled"]),
                 "unlabeled error % (paper)": "–" if p is None or p[0] is None else f"{p[0]:.2f}",
                 "test error % (ours)": _cell(err["test"]),
+                ci_column("test error % (ours)"): _interval(err["test"]),
                 "test error % (paper)": "–" if p is None or p[1] is None else f"{p[1]:.2f}",
                 "tuned setting (most chosen)": most_chosen_setting(
                     ctx.ok[ctx.ok["dataset"].isin(ids) & (ctx.ok["method"] == m.name)]),

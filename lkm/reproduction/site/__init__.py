@@ -49,11 +49,24 @@ from lkm.reproduction.site.markdown import render_markdown
 from lkm.reproduction.site.tables import (
     DIFF_POINTS,
     NO_CAUSE,
+    Flag,
+    ReadingVerdict,
     Table,
     cause_finder,
+    contradictions,
+    is_flagged,
+    reading_finder,
+    row_status,
     with_differences,
 )
-from lkm.reproduction.site.views import Site, collect, counts_line, differing_line, verdict_class
+from lkm.reproduction.site.views import (
+    Site,
+    collect,
+    counts_line,
+    differing_line,
+    slug,
+    verdict_class,
+)
 
 
 def _all_figures(site: Site) -> list[tuple[str, Path, str]]:
@@ -121,11 +134,18 @@ def build_site(results: Path, papers: dict[str, Any], cross_spec: str | None, ou
 __all__ = [
     "DIFF_POINTS",
     "NO_CAUSE",
+    "Flag",
+    "ReadingVerdict",
     "SiteFiles",
     "Table",
     "build_site",
     "cause_finder",
     "collect",
+    "contradictions",
+    "is_flagged",
+    "reading_finder",
+    "row_status",
+    "slug",
     "render_html",
     "render_markdown",
     "verdict_class",

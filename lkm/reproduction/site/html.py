@@ -18,7 +18,7 @@ from lkm.reproduction.site.shared import (
     settings_pairs,
     strip_links,
 )
-from lkm.reproduction.site.tables import DASH, Table, parse_md_table
+from lkm.reproduction.site.tables import DASH, FLAG_COLUMN, Table, parse_md_table
 from lkm.reproduction.site.views import (
     Claim,
     PaperView,
@@ -185,6 +185,7 @@ td.flag{color:#8a4b00;font-size:.8rem;min-width:30em}
 .v-does-not-hold{background:#fbdcdc !important;border-left-color:#c62828 !important}
 .v-not-shown{background:#e6ebf1 !important;border-left-color:#546e7a !important}
 .v-fragile{background:#eedff6 !important;border-left-color:#7b1fa2 !important}
+.v-reading-dependent{background:#e0f2f1 !important;border-left-color:#00796b !important}
 .v-na{background:#fff !important;border-left-color:#999 !important}
 .v-smoke{font-style:italic}
 .tag{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:600;font-size:.85rem;border:1px solid rgba(0,0,0,.12)}
@@ -209,7 +210,7 @@ section.paper{margin-top:2em}
 def _table_html(t: Table, cls: str = "") -> str:
     numeric = t.numeric
     flagged = bool(t.flags)
-    head = "".join(f"<th>{e(c)}</th>" for c in t.columns) + ("<th>beyond ±2 points: why</th>" if flagged else "")
+    head = "".join(f"<th>{e(c)}</th>" for c in t.columns) + (f"<th>{e(FLAG_COLUMN)}</th>" if flagged else "")
     body = []
     for r, row in enumerate(t.rows):
         flag = t.flags[r] if flagged else ""
@@ -393,7 +394,8 @@ def render_html(site: Site) -> str:
         f'<p class="muted">{e(differing_line(site))} (the flagged rows of each paper’s tables).</p>',
         '<p class="muted">A verdict is decided by a test over the splits (folds, repeats, realizations) both '
         "methods share; <em>fragile</em>: the verdict changed when the run was repeated with permuted training "
-        "rows and another BLAS thread count. Each claim links to its row in the paper’s section.</p>",
+        "rows and another BLAS thread count; <em>reading-dependent</em>: the verdict changes between documented "
+        "readings of a choice the paper leaves open. Each claim links to its row in the paper’s section.</p>",
         _claims_first_screen(site),
     ]
     body += [_paper_html(site, p) for p in site.papers]

@@ -17,7 +17,7 @@ from lkm.reproduction.site.shared import (
     settings_pairs,
     strip_links,
 )
-from lkm.reproduction.site.tables import DASH, Table
+from lkm.reproduction.site.tables import DASH, FLAG_COLUMN, Table
 from lkm.reproduction.site.views import Site, counts_line, differing_line
 
 
@@ -32,7 +32,7 @@ def md_table(columns: list[str], rows: list[list[str]]) -> str:
 def _table_md(t: Table) -> str:
     columns, rows = list(t.columns), [list(r) for r in t.rows]
     if t.flags:
-        columns.append("beyond ±2 points: why")
+        columns.append(FLAG_COLUMN)
         for row, flag in zip(rows, t.flags, strict=True):
             row.append(f"{flag} ([where we differ](#{t.link}))" if flag and t.link else flag)
     out = [f"**{t.caption}**", "", md_table(columns, rows)] if t.caption else [md_table(columns, rows)]
