@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import math
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -142,8 +140,10 @@ def test_every_shipped_readings_file_parses_and_names_existing_variant_specs() -
         for experiment in reading_experiments(module.__name__):
             assert Path(experiment.spec).is_file(), experiment.spec
         for difference in paper_differences(module.__name__):
-            if difference.evidence:
-                assert difference.evidence.choice in {c.key for c in choices}, (key, difference.evidence)
+            for evidence in difference.evidence:
+                assert evidence.choice in {c.key for c in choices}, (key, evidence)
+                named = {r.name for c in choices if c.key == evidence.choice for r in c.readings}
+                assert evidence.reading is None or evidence.reading in named, (key, evidence)
 
 
 def test_a_bad_readings_file_is_one_line_naming_the_file_and_key(tmp_path: Path, monkeypatch) -> None:
@@ -194,12 +194,14 @@ def test_reading_runs_map_a_base_run_to_its_variants() -> None:
 # -- the committed snapshot --------------------------------------------------------------
 def _rebuilt(tmp_path: Path, names: list[str]) -> Path:
     """Copies of snapshot run folders with their tables rebuilt from the records (no fitting)."""
+    from lkm.engine.store import RunStore
+    from lkm.report import build_report
+    from lkm.spec import load_spec
+
     results = tmp_path / "results"
     for name in names:
         shutil.copytree(SNAPSHOT / name, results / name)
-        done = subprocess.run([sys.executable, "-m", "lkm", "report", str(results / name)], capture_output=True,
-                              text=True, timeout=900)
-        assert done.returncode == 0, done.stderr[-2000:]
+        build_report(RunStore(results / name), load_spec(results / name / "spec.yaml"), figures=False)
     return results
 
 
@@ -217,3 +219,12 @@ def test_no_cevikalp_cause_in_the_snapshot_is_contradicted_by_its_own_experiment
     psd = [f for f in flagged if f.difference and any(e.choice == "non-psd-repair" for e in f.difference.evidence)]
     assert {f.row[1] for f in psd} >= {"NHKNN-TD", "NLDCV-TD"}, "the TD rows are flagged and name the PSD experiment"
 
+
+
+def test_a_reading_variant_is_run_by_its_dotted_name_from_any_folder() -> None:
+    from lkm.cli.running import spec_path
+    from lkm.papers import packaged_specs
+
+    assert spec_path(Path("cevikalp_usps.q_half")) == packaged_specs()["cevikalp_usps.q_half"]
+    with pytest.raises(LkmError, match=r"did you mean 'cevikalp_usps.q_half'"):
+        spec_path(Path("cevikalp_usps.q_halff"))

@@ -349,9 +349,11 @@ def print_site(written) -> None:
 def spec_path(spec: Path) -> Path:
     """SPEC as given when it is a file or looks like a path; a bare name (`lpl_vs_svm`)
     is a spec lkm ships (`lkm specs list`), so `lkm run NAME` works from any folder."""
-    if spec.exists() or spec.suffix or len(spec.parts) > 1:
-        return spec
     from lkm.papers import packaged_specs
+
+    # a shipped name may hold a dot (a reading's variant: cevikalp_usps.q_half); .yaml marks a path
+    if spec.exists() or spec.suffix in (".yaml", ".yml") or len(spec.parts) > 1:
+        return spec
 
     found = packaged_specs().get(spec.name)
     if found is None:

@@ -48,13 +48,14 @@ class ReportResult(list[Path]):
 
 
 def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,
-                 unavailable: dict[str, str] | None = None) -> ReportResult:
+                 unavailable: dict[str, str] | None = None, figures: bool = True) -> ReportResult:
     """Write results, tables and figures of a run directory from its records.
 
     Without ``task_ids``/``unavailable`` (``lkm report``) they come from plan.json, which
     must exist and match spec.yaml (:meth:`RunStore.read_plan` raises otherwise): records
     of another spec version are never mixed in. A figure whose inputs (data, spec, code)
-    are those it was last drawn from is kept, not redrawn (:class:`FigureInputs`)."""
+    are those it was last drawn from is kept, not redrawn (:class:`FigureInputs`);
+    ``figures=False`` writes the tables only."""
     load_plugins()
     if task_ids is None or unavailable is None:
         saved = store.read_plan()
@@ -80,6 +81,8 @@ def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,
     if spec.paper.results and not agg.empty:
         written += ctx.write_table(core.paper_table(agg, ctx.best, spec), "paper",
                                    f"{spec.name}: the paper's numbers beside ours ({spec.paper.reference})")
+    if not figures:  # tables only (what the docs count flagged rows from)
+        return written
     figures = [name for name in spec.outputs.figures if not agg.empty or name in study_figures]
     inputs = FigureInputs(ctx)
     for name in figures:

@@ -221,6 +221,47 @@ def _readings_block(paper: ModuleType) -> Block:
     return Block(runs, lambda s: readings_table(s, paper), "the readings of the paper's open choices and what each gives")
 
 
+#: The columns of the flagged-rows block, in order (:func:`flagged_counts`).
+FLAG_STATUSES = ("reproduced", "not reached", "no reading tried")
+
+
+def flagged_counts(snap: Snapshot) -> pd.DataFrame:
+    """Per paper, the table rows the report flags (the paper's number outside our 95 %
+    interval) by verdict — reproduced under a documented reading, not reached under the
+    readings tried, no reading tried yet — and the rows over the 2-point margin whose
+    interval holds the paper's number, counted from the snapshot's records (tables rebuilt
+    in a temporary folder, no figures)."""
+    import tempfile
+
+    from lkm.engine.store import RunStore
+    from lkm.report import build_report
+    from lkm.reproduction.site.tables import row_status
+    from lkm.reproduction.site.views import collect
+    from lkm.spec import load_spec
+
+    with tempfile.TemporaryDirectory(prefix="lkm-flags-") as tmp:
+        root = Path(tmp)
+        for paper in snap.papers.values():
+            for name in paper_runs(paper):
+                if (snap.root / name / "spec.yaml").is_file():
+                    shutil.copytree(snap.root / name, root / name)
+                    build_report(RunStore(root / name), load_spec(root / name / "spec.yaml"), figures=False)
+        site = collect(root, snap.papers, None)
+    rows = []
+    for view in site.papers:
+        counts = dict.fromkeys((*FLAG_STATUSES, "margin only"), 0)
+        for table in (t for run in view.runs for t in run.tables):
+            for parts in table.details:
+                if parts:
+                    counts[row_status(parts)] += 1
+            counts["margin only"] += table.margin_only
+        rows.append({"paper": view.short, "flagged rows": sum(counts[s] for s in FLAG_STATUSES),
+                     **{f"{s}": counts[s] for s in FLAG_STATUSES},
+                     "over 2 points, inside our interval (not flagged)": counts["margin only"]})
+    total = {"paper": "all", **{c: sum(r[c] for r in rows) for c in rows[0] if c != "paper"}} if rows else {}
+    return pd.DataFrame([*rows, total] if rows else [])
+
+
 def doc_blocks(papers: Papers) -> dict[str, Block]:
     """Every block id the docs may use: ``<key>/claims`` and ``<key>/claims-short`` of each
     paper, ``<key>/readings`` of a paper with readings.yaml, and ``<key>/<name>`` for each
@@ -232,6 +273,8 @@ def doc_blocks(papers: Papers) -> dict[str, Block]:
         out[f"{key}/claims-short"] = _claims_block(key, paper, True)
         if paper_readings(paper.__name__):
             out[f"{key}/readings"] = _readings_block(paper)
+    every = tuple(r for paper in papers.values() for r in paper_runs(paper))
+    out["all/flagged"] = Block(every, flagged_counts, "the report's flagged rows per paper, by verdict")
     return out
 
 

@@ -225,9 +225,10 @@ class ReadingVerdict:
         return min(self.tried, key=lambda t: abs(t[1] - self.paper))
 
     def text(self) -> str:
-        hit = self.reproduced
-        if hit is not None:
-            return f"reproduced under reading ‘{hit[0]}’ ({_with_interval(hit)})"
+        if self.reproduced is not None:
+            inside = sorted((t for t in self.tried if t[2] is not None and t[2][0] <= self.paper <= t[2][1]),
+                            key=lambda t: abs(t[1] - self.paper))
+            return "reproduced under " + "; ".join(f"reading ‘{t[0]}’ ({_with_interval(t)})" for t in inside)
         listed = "; ".join(f"‘{name}’ {_with_interval((name, v, ci))}" for name, v, ci in self.tried)
         return (f"not reached under the {len(self.tried)} readings tried ({listed}); "
                 f"closest ‘{self.closest[0]}’")
