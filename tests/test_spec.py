@@ -96,7 +96,7 @@ def test_missing_spec_file_is_one_line_error(tmp_path):
         ({"sweep": {"betaa": [1]}}, r"sweep\.betaa: no method has a parameter"),
         ({"protocol": {"kind": "kfold", "folds": 1}}, r"protocol\.folds: Input should be greater than or equal to 2"),
         ({"protocol": {"kind": "kfold", "fold": 3}}, r"protocol\.fold: unknown key \(did you mean 'folds'\?\)"),
-        ({"preprocessing": "zscore"}, r"preprocessing: Input should be 'standardize', 'scale' or 'none'"),
+        ({"preprocessing": "zscore"}, r"preprocessing: Input should be 'standardize', 'scale', 'scale_global' or 'none'"),
         ({"methodz": []}, r"methodz: unknown key \(did you mean 'methods'\?\)"),
         ({"methods": [{"name": "A", "estimator": "pl"}, {"name": "A", "estimator": "lpl"}]}, "duplicate name 'A'"),
         ({"paper": {"results": [{"dataset": "moons", "method": "XX", "value": 0.9}]}}, r"paper\.results\[0\]\.method: no method named 'XX'"),

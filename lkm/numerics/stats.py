@@ -163,6 +163,8 @@ def rate_interval(rates: Any, n_test: Any, n_train: Any, *, resampled: bool = Tr
         return math.nan, math.nan
 
     def binomial(successes: float, trials: float) -> tuple[float, float]:
+        if not math.isfinite(trials) or not math.isfinite(successes):
+            return math.nan, math.nan
         n = int(round(trials))
         if n <= 0:
             return math.nan, math.nan

@@ -51,12 +51,15 @@ def aggregate(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
         n_train=("n_train", "mean"),
     ).reset_index()
     agg["params"] = agg["setting"].map(json.loads)
-    resampled = {d.id: resampled_splits(spec, d.id) for d in spec.datasets}
-    bounds = grouped.apply(lambda g: rate_interval(g["accuracy"], g["n_test"], g["n_train"],
-                                                   resampled=resampled.get(g.name[0], True)),
-                           include_groups=False)
-    agg["accuracy_ci_low"] = [b[0] for b in bounds]
-    agg["accuracy_ci_high"] = [b[1] for b in bounds]
+    if {"n_test", "n_train"} <= set(ok.columns):
+        resampled = {d.id: resampled_splits(spec, d.id) for d in spec.datasets}
+        bounds = grouped.apply(lambda g: rate_interval(g["accuracy"], g["n_test"], g["n_train"],
+                                                       resampled=resampled.get(g.name[0], True)),
+                               include_groups=False)
+        agg["accuracy_ci_low"] = [b[0] for b in bounds]
+        agg["accuracy_ci_high"] = [b[1] for b in bounds]
+    else:  # records written without split sizes: no interval
+        agg["accuracy_ci_low"] = agg["accuracy_ci_high"] = np.nan
     order = _grid_order(spec)
     agg["_order"] = [order.get((r.method, r.setting), 0) for r in agg.itertuples()]
     ds_order = {d.id: i for i, d in enumerate(spec.datasets)}
