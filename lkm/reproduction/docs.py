@@ -189,7 +189,7 @@ def readings_table(snap: Snapshot, paper: ModuleType) -> pd.DataFrame:
             for base in choice.runs:
                 run = snap.run(reading.run_for(base))
                 rows.append({"choice": choice.key, "reading": reading.name + (" (stated)" if reading.stated else ""),
-                             "run": run.name, "what it gives (accuracy %)": _reading_numbers(run, choice, reading)})
+                             "run": run.name, "what it gives (test accuracy %)": _reading_numbers(run, choice, reading)})
     return pd.DataFrame(rows)
 
 
