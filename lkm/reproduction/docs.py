@@ -43,8 +43,7 @@ from typing import Any
 import pandas as pd
 
 from lkm.errors import LkmError, did_you_mean
-from lkm.numerics.stats import rate_interval
-from lkm.report.core import RATE, format_interval, format_value, markdown_table, resampled_splits
+from lkm.report.core import RATE, format_value, markdown_table, records_interval, resampled_splits
 from lkm.report.registry import ReportContext
 from lkm.reproduction.readings import paper_readings
 from lkm.reproduction.runs import Run, load_run
@@ -207,10 +206,8 @@ def _reading_numbers(run: Run, choice: Any, reading: Any) -> str:
             if best.empty:
                 continue
             if len(ids) == 1:
-                scores = run.scores(ids[0], method)
-                low, high = rate_interval(scores["accuracy"], scores["n_test"], scores["n_train"],
-                                          resampled=resampled_splits(run.spec, ids[0]))
-                out.append(f"{family} {method} {RATE * best['accuracy'].iloc[0]:.2f} {format_interval(low, high)}")
+                interval = records_interval(run.scores(ids[0], method), resampled=resampled_splits(run.spec, ids[0]))
+                out.append(f"{family} {method} {RATE * best['accuracy'].iloc[0]:.2f} {interval}")
             else:
                 out.append(f"{family} {method} {RATE * best['accuracy'].mean():.2f} (mean of {len(ids)} tasks)")
     return "; ".join(out) or "–"
@@ -219,10 +216,6 @@ def _reading_numbers(run: Run, choice: Any, reading: Any) -> str:
 def _readings_block(paper: ModuleType) -> Block:
     runs = tuple(dict.fromkeys(r.run_for(b) for c in paper_readings(paper.__name__) for r in c.readings for b in c.runs))
     return Block(runs, lambda s: readings_table(s, paper), "the readings of the paper's open choices and what each gives")
-
-
-#: The columns of the flagged-rows block, in order (:func:`flagged_counts`).
-FLAG_STATUSES = ("reproduced", "not reached", "no reading tried")
 
 
 def flagged_counts(snap: Snapshot) -> pd.DataFrame:
@@ -235,7 +228,7 @@ def flagged_counts(snap: Snapshot) -> pd.DataFrame:
 
     from lkm.engine.store import RunStore
     from lkm.report import build_report
-    from lkm.reproduction.site.tables import row_status
+    from lkm.reproduction.site.tables import FLAG_STATUSES
     from lkm.reproduction.site.views import collect
     from lkm.spec import load_spec
 
@@ -249,14 +242,9 @@ def flagged_counts(snap: Snapshot) -> pd.DataFrame:
         site = collect(root, snap.papers, None)
     rows = []
     for view in site.papers:
-        counts = dict.fromkeys((*FLAG_STATUSES, "margin only"), 0)
-        for table in (t for run in view.runs for t in run.tables):
-            for parts in table.details:
-                if parts:
-                    counts[row_status(parts)] += 1
-            counts["margin only"] += table.margin_only
+        counts = view.flagged_rows()
         rows.append({"paper": view.short, "flagged rows": sum(counts[s] for s in FLAG_STATUSES),
-                     **{f"{s}": counts[s] for s in FLAG_STATUSES},
+                     **{s: counts[s] for s in FLAG_STATUSES},
                      "over 2 points, inside our interval (not flagged)": counts["margin only"]})
     total = {"paper": "all", **{c: sum(r[c] for r in rows) for c in rows[0] if c != "paper"}} if rows else {}
     return pd.DataFrame([*rows, total] if rows else [])

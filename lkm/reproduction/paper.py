@@ -68,14 +68,31 @@ class Difference:
     evidence: tuple[Evidence, ...] = ()
 
     def matches(self, run: str, quantity: str, row: dict[str, str]) -> bool:
-        def any_of(value: str, patterns: tuple[str, ...]) -> bool:
-            return any(fnmatchcase(value.strip(), p) for p in patterns)
+        return row_matches(run, quantity, row, self.runs, self.quantities, self.rows)
 
-        if self.runs and not any_of(run, self.runs):
-            return False
-        if self.quantities and not any_of(quantity, self.quantities):
-            return False
-        return all(column in row and any_of(row[column], values) for column, values in self.rows)
+
+def row_matches(run: str, quantity: str, row: dict[str, str], runs: tuple[str, ...],
+                quantities: tuple[str, ...], rows: tuple[tuple[str, tuple[str, ...]], ...]) -> bool:
+    """Whether a table row of ``run`` (its cells by column; ``quantity`` the compared
+    column) meets every condition — shell-style patterns, an empty one matching all: what
+    a cause (differences.yaml) and a choice (readings.yaml) say they concern."""
+    def any_of(value: str, patterns: tuple[str, ...]) -> bool:
+        return any(fnmatchcase(value.strip(), p) for p in patterns)
+
+    if runs and not any_of(run, runs):
+        return False
+    if quantities and not any_of(quantity, quantities):
+        return False
+    return all(column in row and any_of(row[column], values) for column, values in rows)
+
+
+def names(value: Any, where: str) -> tuple[str, ...]:
+    """A name or a list of names of a paper's YAML file as a tuple; a one-line error
+    naming ``where`` (file and key) otherwise."""
+    values = value if isinstance(value, list) else [value]
+    if not values or not all(isinstance(v, str | int | float) and str(v).strip() for v in values):
+        raise LkmError(f"{where}: expected a name or a list of names, got {value!r}")
+    return tuple(str(v) for v in values)
 
 
 #: The keys of one ``differences.yaml`` entry.
@@ -94,10 +111,7 @@ def paper_differences(package: str) -> list[Difference]:
         raise LkmError(f"{where}: expected a list of causes, got {type(entries).__name__}")
 
     def strings(value: Any, key: str) -> tuple[str, ...]:
-        values = value if isinstance(value, list) else [value]
-        if not values or not all(isinstance(v, str | int | float) and str(v).strip() for v in values):
-            raise LkmError(f"{where}: {key}: expected a name or a list of names, got {value!r}")
-        return tuple(str(v) for v in values)
+        return names(value, f"{where}: {key}")
 
     out = []
     for i, entry in enumerate(entries):

@@ -28,13 +28,13 @@ File format (a list of choices)::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from importlib.resources import files
 from typing import Any
 
 import yaml
 
 from lkm.errors import LkmError, did_you_mean
+from lkm.reproduction.paper import names, row_matches
 from lkm.reproduction.runs import Experiment, spec_folder
 
 #: The keys of one choice and of one reading in ``readings.yaml``.
@@ -76,25 +76,11 @@ class Choice:
 
     def matches(self, run: str, quantity: str, row: dict[str, str]) -> bool:
         """Whether a table row of ``run`` (its cells by column, the compared ``quantity``) is one this choice concerns."""
-        def any_of(value: str, patterns: tuple[str, ...]) -> bool:
-            return any(fnmatchcase(value.strip(), p) for p in patterns)
-
-        if run not in self.runs:
-            return False
-        if self.quantities and not any_of(quantity, self.quantities):
-            return False
-        return all(column in row and any_of(row[column], values) for column, values in self.rows)
+        return row_matches(run, quantity, row, self.runs, self.quantities, self.rows)
 
     @property
     def stated(self) -> Reading:
         return next(r for r in self.readings if r.stated)
-
-
-def _strings(value: Any, where: str) -> tuple[str, ...]:
-    values = value if isinstance(value, list) else [value]
-    if not values or not all(isinstance(v, str | int | float) and str(v).strip() for v in values):
-        raise LkmError(f"{where}: expected a name or a list of names, got {value!r}")
-    return tuple(str(v) for v in values)
 
 
 def _text(entry: dict[str, Any], key: str, where: str) -> str:
@@ -143,7 +129,7 @@ def paper_readings(package: str) -> list[Choice]:
         if not isinstance(entry, dict):
             raise LkmError(f"{at}: expected a mapping with {', '.join(CHOICE_KEYS)}")
         _unknown(entry, CHOICE_KEYS, at)
-        runs = _strings(entry.get("runs"), f"{at}.runs")
+        runs = names(entry.get("runs"), f"{at}.runs")
         rows = entry.get("rows") or {}
         if not isinstance(rows, dict):
             raise LkmError(f"{at}.rows: expected a mapping column -> value(s)")
@@ -155,8 +141,8 @@ def paper_readings(package: str) -> list[Choice]:
             raise LkmError(f"{at}.readings: exactly one reading is the stated one (stated: true)")
         out.append(Choice(
             _text(entry, "choice", at), _text(entry, "question", at), _text(entry, "paper", at), runs,
-            tuple((str(c), _strings(v, f"{at}.rows.{c}")) for c, v in rows.items()),
-            _strings(entry["quantities"], f"{at}.quantities") if "quantities" in entry else (),
+            tuple((str(c), names(v, f"{at}.rows.{c}")) for c, v in rows.items()),
+            names(entry["quantities"], f"{at}.quantities") if "quantities" in entry else (),
             parsed,
         ))
     return out

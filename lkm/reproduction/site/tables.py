@@ -216,19 +216,22 @@ class ReadingVerdict:
     paper: float
 
     @property
+    def inside(self) -> list[tuple[str, float, Interval | None]]:
+        """The readings whose interval holds the paper's number, closest first."""
+        hits = [t for t in self.tried if t[2] is not None and t[2][0] <= self.paper <= t[2][1]]
+        return sorted(hits, key=lambda t: abs(t[1] - self.paper))
+
+    @property
     def reproduced(self) -> tuple[str, float, Interval | None] | None:
-        inside = [t for t in self.tried if t[2] is not None and t[2][0] <= self.paper <= t[2][1]]
-        return min(inside, key=lambda t: abs(t[1] - self.paper)) if inside else None
+        return self.inside[0] if self.inside else None
 
     @property
     def closest(self) -> tuple[str, float, Interval | None]:
         return min(self.tried, key=lambda t: abs(t[1] - self.paper))
 
     def text(self) -> str:
-        if self.reproduced is not None:
-            inside = sorted((t for t in self.tried if t[2] is not None and t[2][0] <= self.paper <= t[2][1]),
-                            key=lambda t: abs(t[1] - self.paper))
-            return "reproduced under " + "; ".join(f"reading ‘{t[0]}’ ({_with_interval(t)})" for t in inside)
+        if self.inside:
+            return "reproduced under " + "; ".join(f"reading ‘{t[0]}’ ({_with_interval(t)})" for t in self.inside)
         listed = "; ".join(f"‘{name}’ {_with_interval((name, v, ci))}" for name, v, ci in self.tried)
         return (f"not reached under the {len(self.tried)} readings tried ({listed}); "
                 f"closest ‘{self.closest[0]}’")
@@ -353,6 +356,10 @@ def _flag_text(parts: list[Flag]) -> str:
     return "; ".join(f"{'; '.join(heads)}: {cause}" for cause, heads in by_cause.items())
 
 
+#: A flagged row's verdicts (:func:`row_status`), in the order the report counts them.
+FLAG_STATUSES = ("reproduced", "not reached", "no reading tried")
+
+
 def row_status(parts: list[Flag]) -> str:
     """A flagged row's verdict: ``reproduced`` (every flagged comparison reached under a
     reading), ``not reached`` (a comparison that readings were tried on and none reached),
@@ -420,8 +427,7 @@ def reading_finder(run: str, choices: list[Choice], tables: dict[str, dict[str, 
         summary = folder.get("summary")
         if summary is None or "dataset" not in row or "method" not in key:
             return None
-        found = row_value(summary, "accuracy %: ours − paper", {"dataset": row["dataset"], "method": key["method"]}) \
-            or _summary_value(summary, row["dataset"], key["method"])
+        found = _summary_value(summary, row["dataset"], key["method"])
         if found is None or "error" not in f"{pair} {quantity}".lower():
             return found
         value, ci = found

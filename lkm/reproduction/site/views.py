@@ -22,6 +22,7 @@ from lkm.reproduction.readings import paper_readings, reading_experiments
 from lkm.reproduction.runs import shown_path
 from lkm.reproduction.site.tables import (
     DIFF_POINTS,
+    FLAG_STATUSES,
     Table,
     cause_finder,
     contradictions,
@@ -118,6 +119,19 @@ class PaperView:
     def anchor(self) -> str:
         return f"paper-{self.key}"
 
+    def flagged_rows(self) -> Counter:
+        """Flagged table rows (the paper's number outside our 95 % interval, or beyond
+        :data:`DIFF_POINTS` points where no interval is given) by status
+        (:func:`lkm.reproduction.site.tables.row_status`), and under ``"margin only"`` the
+        rows beyond the margin whose interval holds the paper's number (not flagged)."""
+        out: Counter = Counter(dict.fromkeys((*FLAG_STATUSES, "margin only"), 0))
+        for t in (t for run in self.runs for t in run.tables):
+            for parts in t.details:
+                if parts:
+                    out[row_status(parts)] += 1
+            out["margin only"] += t.margin_only
+        return out
+
     @property
     def wall_time(self) -> str:
         return duration(self.seconds) if any(r.provenance for r in self.runs) else "none recorded yet"
@@ -155,17 +169,8 @@ class Site:
         return Counter(c.vclass for c in self.claims)
 
     def flagged_rows(self) -> Counter:
-        """Flagged table rows (the paper's number outside our 95 % interval, or beyond
-        :data:`DIFF_POINTS` points where no interval is given) by status
-        (:func:`lkm.reproduction.site.tables.row_status`), and under ``"margin only"`` the
-        rows beyond the margin whose interval holds the paper's number (not flagged)."""
-        out: Counter = Counter()
-        for t in (t for p in self.papers for run in p.runs for t in run.tables):
-            for parts in t.details:
-                if parts:
-                    out[row_status(parts)] += 1
-            out["margin only"] += t.margin_only
-        return out
+        """:meth:`PaperView.flagged_rows` summed over the papers."""
+        return sum((p.flagged_rows() for p in self.papers), Counter())
 
 
 def differing_line(site: Site) -> str:
