@@ -9,7 +9,7 @@ export LKM_DATA_DIR ?= $(abspath ../shared/datasets)
 LOCK   := requirements.lock
 ENV    := $(if $(LOCKED),install-locked,install)
 
-.PHONY: help install install-locked lock docs-figures docs-check demo test lint bench bench-large bench-scaling bench-cluster bench-cli reproduce reproduce-smoke report reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
+.PHONY: help install install-locked lock docs-figures docs-check demo test lint benchmark benchmark-smoke bench bench-large bench-scaling bench-cluster bench-cli reproduce reproduce-smoke report reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -66,6 +66,12 @@ reproduce: $(ENV)  ## every paper, the cross-paper ranking, then the report resu
 
 reproduce-smoke: $(ENV)  ## the same with few settings (what CI checks): every output and results/report-smoke/, fast
 	$(LKM) reproduce all --smoke --jobs 2
+
+benchmark: $(ENV)  ## the field's benchmark alone: 19 methods on 26 data sets, ranking + pairwise tests in results/cross_paper_summary/; ~40 min cold on 2 cores, resumable
+	$(LKM) reproduce benchmark --jobs 2
+
+benchmark-smoke: $(ENV)  ## the benchmark on 3 small sets with tiny grids (seconds); then `lkm compare X --smoke` ranks a method X against it
+	$(LKM) reproduce benchmark --smoke --jobs 2
 
 report: install  ## rebuild results/report/ (index.html, report.md, figures) from the recorded runs; no fitting, seconds
 	$(LKM) report --all

@@ -175,7 +175,8 @@ def test_smoke_summary_ranks_every_method_of_the_spec(smoke_root: Path) -> None:
     paths = write_cross_paper(smoke_root, smoke=True)
     out = smoke_root / "cross_paper_summary-smoke"
     names = {p.name for p in paths}
-    assert {"ranking.md", "ranking.csv", "ranking.tex", "friedman.json", "critical_difference.png"} <= names
+    assert {"ranking.md", "ranking.csv", "ranking.tex", "pairwise.md", "pairwise.csv", "speed.md", "friedman.json",
+            "critical_difference.png", "accuracy_time.png"} <= names
     assert all(p.is_file() and p.parent == out for p in paths)
 
     from PIL import Image
@@ -197,29 +198,139 @@ def test_smoke_summary_ranks_every_method_of_the_spec(smoke_root: Path) -> None:
     assert "SMOKE RUN" in (out / "ranking.md").read_text()
 
     result = json.loads((out / "friedman.json").read_text())
-    assert (result["n_datasets"], result["n_methods"]) == (2, len(methods))
-    assert result["cd"] == pytest.approx(nemenyi_cd(len(methods), 2)) and result["alpha"] == 0.05
+    assert (result["n_datasets"], result["n_methods"]) == (3, len(methods))
+    assert result["cd"] == pytest.approx(nemenyi_cd(len(methods), 3)) and result["alpha"] == 0.05
+    k = len(methods)
+    assert result["separated_pairs"]["pairs"] == k * (k - 1) // 2
+    pairs = pd.read_csv(out / "pairwise.csv")
+    assert len(pairs) == k * (k - 1) // 2 and set(pairs["a"]) | set(pairs["b"]) == set(methods)
+    speed = pd.read_csv(out / "speed.csv")
+    assert speed["method"].tolist() == table.columns[1:].tolist()
     for key in ("chi2", "p_chi2", "f_f", "p_f", "df1", "df2", "average_ranks"):
         assert key in result
     assert result["dropped_methods"] == {}
 
 
-def test_a_method_missing_on_a_data_set_is_dropped_and_named(smoke_root: Path, tmp_path: Path) -> None:
-    """A failed fold leaves its method out of the ranking; the caption says which."""
-    copy = tmp_path / f"{RUN_NAME}-smoke"
-    shutil.copytree(smoke_root / f"{RUN_NAME}-smoke", copy)
-    for part in (copy / "records").glob("part-*.jsonl"):
+def _fail(run: Path, method: str, datasets: set[str]) -> None:
+    """Turn ``method``'s fold r0f1 on ``datasets`` into a failed fit, in place."""
+    for part in (run / "records").glob("part-*.jsonl"):
         lines = []
         for line in part.read_text().splitlines():
             rec = json.loads(line)
-            if rec.get("method") == "LDCV" and rec.get("dataset") == "sonar" and rec.get("split") == "r0f1":
+            if rec.get("method") == method and rec.get("dataset") in datasets and rec.get("split") == "r0f1":
                 rec = {k: v for k, v in rec.items() if k != "accuracy"} | {"status": "error", "error": "boom: refused"}
             lines.append(json.dumps(rec))
         part.write_text("\n".join(lines) + "\n")
+
+
+def test_a_method_missing_on_one_data_set_costs_that_set_not_its_rank(smoke_root: Path, tmp_path: Path) -> None:
+    """A failed fold on one of three sets leaves that set out of the ranking (every
+    method keeps its place); the caption says which set and why."""
+    copy = tmp_path / f"{RUN_NAME}-smoke"
+    shutil.copytree(smoke_root / f"{RUN_NAME}-smoke", copy)
+    _fail(copy, "LDCV", {"sonar"})
     assert math.isnan(cross_paper_table(copy).loc["sonar", "LDCV"])
+    write_cross_paper(tmp_path, smoke=True)
+    out = tmp_path / "cross_paper_summary-smoke"
+    ranking = pd.read_csv(out / "ranking.csv")
+    assert "LDCV" in ranking.columns and "sonar" not in ranking["dataset"].tolist()
+    md = (out / "ranking.md").read_text()
+    assert "data sets left out" in md and "sonar (LDCV: 1 of 3 folds failed: boom: refused)" in md
+    result = json.loads((out / "friedman.json").read_text())
+    assert (result["n_methods"], result["n_datasets"]) == (19, 2)
+
+
+def test_a_method_missing_on_most_data_sets_is_dropped_and_named(smoke_root: Path, tmp_path: Path) -> None:
+    copy = tmp_path / f"{RUN_NAME}-smoke"
+    shutil.copytree(smoke_root / f"{RUN_NAME}-smoke", copy)
+    _fail(copy, "LDCV", {"sonar", "iris"})
     write_cross_paper(tmp_path, smoke=True)
     out = tmp_path / "cross_paper_summary-smoke"
     assert "LDCV" not in pd.read_csv(out / "ranking.csv").columns
     md = (out / "ranking.md").read_text()
-    assert "left out" in md and "LDCV (sonar: 1 of 3 folds failed: boom: refused)" in md
-    assert json.loads((out / "friedman.json").read_text())["n_methods"] == 14
+    assert "left out, results on fewer than half the data sets: LDCV (results on 1 of 3 data sets" in md
+    assert json.loads((out / "friedman.json").read_text())["n_methods"] == 18
+
+
+# -- lkm compare ------------------------------------------------------------------------------
+
+
+def _compare(args: list[str], data_dir: Path, cwd: Path):
+    mp = pytest.MonkeyPatch()
+    mp.chdir(cwd)
+    mp.setenv("LKM_DATA_DIR", str(data_dir))
+    mp.setenv("COLUMNS", "160")
+    try:
+        return CliRunner().invoke(app, ["compare", *args, "--no-progress"], catch_exceptions=False)
+    finally:
+        mp.undo()
+
+
+def test_compare_runs_on_the_benchmark_splits(smoke_root: Path, data_dir: Path) -> None:
+    """The compare spec's data sets, subsample, outer folds and inner CV are the
+    reference run's: every planned split has the same training and test rows."""
+    from lkm.engine.runner import build_plan
+    from lkm.report.compare import compare_spec, inner_cv, method_entry
+
+    ref_dir = smoke_root / f"{RUN_NAME}-smoke"
+    ref = load_spec(ref_dir / "spec.yaml")
+    spec = compare_spec(ref_dir, method_entry("sklearn.neighbors.KNeighborsClassifier", "kNN-new",
+                                              {"n_neighbors": [1, 5]}, *inner_cv(ref_dir)))
+    assert [d.model_dump() for d in spec.datasets] == [d.model_dump() for d in ref.datasets]
+    assert spec.protocol == ref.protocol and spec.preprocessing == ref.preprocessing
+    assert spec.methods[0].tune.cv == 3 and spec.methods[0].tune.seed == 0
+    a, b = build_plan(ref, data_dir=str(data_dir)), build_plan(spec, data_dir=str(data_dir))
+    assert a.splits.keys() == b.splits.keys()
+    for d in a.splits:
+        assert [(s.train.tolist(), s.test.tolist()) for s in a.splits[d]] == \
+            [(s.train.tolist(), s.test.tolist()) for s in b.splits[d]]
+
+
+def test_compare_ranks_a_new_method_without_refitting_the_others(smoke_root: Path, data_dir: Path, tmp_path: Path) -> None:
+    ref = smoke_root / f"{RUN_NAME}-smoke"
+    before = sorted(p.stat().st_mtime_ns for p in (ref / "records").glob("*"))
+    res = _compare(["sklearn.neighbors.KNeighborsClassifier", "--param", "n_neighbors=1,5", "--name", "kNN-new",
+                    "--against", str(ref), "--smoke"], data_dir, tmp_path)
+    assert res.exit_code == 0, res.output
+    assert "9 outer folds on 3 data sets" in res.output and "63 model fits in all" in res.output
+    assert "kNN-new: rank" in res.output and "of 20" in res.output
+    out = tmp_path / "results" / "compare" / "kNN-new-smoke" / "comparison"
+    pairs = pd.read_csv(out / "pairwise.csv")
+    assert (pairs["a"] == "kNN-new").all() and len(pairs) == 19
+    assert json.loads((out / "friedman.json").read_text())["n_methods"] == 20
+    assert (out / "critical_difference.png").is_file() and (out / "accuracy_time.png").is_file()
+    assert sorted(p.stat().st_mtime_ns for p in (ref / "records").glob("*")) == before  # the others untouched
+
+
+def test_compare_ranks_a_method_that_fails_on_some_sets_on_the_rest_with_a_warning(
+        smoke_root: Path, data_dir: Path, tmp_path: Path) -> None:
+    """LDCV with K = 3 cannot run on iris (C·(K-1) = 6 >= d = 4): recorded as failed,
+    ranked on sonar and heart-statlog, and the command warns."""
+    ref = smoke_root / f"{RUN_NAME}-smoke"
+    res = _compare(["ldcv", "--param", "n_neighbors=3", "--name", "LDCV-K3", "--against", str(ref), "--smoke"],
+                   data_dir, tmp_path)
+    assert res.exit_code == 0, res.output
+    assert "warning:" in res.output and "LDCV-K3 has no result on 1 data set(s)" in res.output and "iris" in res.output
+    out = tmp_path / "results" / "compare" / "LDCV-K3-smoke" / "comparison"
+    result = json.loads((out / "friedman.json").read_text())
+    assert result["n_datasets"] == 2 and "iris" in result["dropped_datasets"]
+    assert "3 of 3 folds failed" in result["failed_datasets"]["iris"] and "pooled difference vectors" in result["failed_datasets"]["iris"]
+
+
+def test_compare_refuses_bad_input_in_one_line(smoke_root: Path, data_dir: Path, tmp_path: Path) -> None:
+    ref = smoke_root / f"{RUN_NAME}-smoke"
+    res = _compare(["knn", "--against", str(ref)], data_dir, tmp_path)
+    assert res.exit_code == 2 and "knn" in res.output
+    res = _compare(["svm", "--param", "C", "--against", str(ref)], data_dir, tmp_path)
+    assert res.exit_code == 2 and "NAME=GRID" in res.output
+    res = _compare(["svm", "--name", "SVM", "--against", str(ref)], data_dir, tmp_path)
+    assert res.exit_code == 2 and "give another with --name" in res.output
+    res = _compare(["svm", "--against", str(tmp_path)], data_dir, tmp_path)
+    assert res.exit_code == 2 and "no spec.yaml" in res.output
+
+
+def test_the_published_benchmark_records_match_their_pin() -> None:
+    from lkm.report.compare import published_run
+
+    run = published_run()
+    assert (run / "spec.yaml").is_file() and load_spec(run / "spec.yaml").name == RUN_NAME

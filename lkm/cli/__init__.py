@@ -8,7 +8,7 @@ from importlib import import_module
 
 from lkm.cli.app import app, main
 
-for _module in ("runs", "reproduce", "specs", "methods", "datasets", "docs"):  # registers the commands
+for _module in ("runs", "compare", "reproduce", "specs", "methods", "datasets", "docs"):  # registers the commands
     import_module(f"lkm.cli.{_module}")
 
 __all__ = ["app", "main"]

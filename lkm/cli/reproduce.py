@@ -30,7 +30,7 @@ from lkm.errors import LkmError, did_you_mean
 @app.command()
 def reproduce(
     ctx: typer.Context,
-    paper: Annotated[str, typer.Argument(help="Paper key: `lpl` (Tsuji, Kudo, Tanaka, Localized Projection Learning) `npps` (Shin, Cho, NPPS and kNN invariance), `lrr` (Li, Chen, Tang, local risk regularization), `cevikalp` (Cevikalp, Larlus, Douze, Jurie, local subspace classifiers) or `prls` (Yang, King, Lyu, partially penalized RLS); or `all`: every paper, the cross-paper comparison and the report.", show_default=False)],
+    paper: Annotated[str, typer.Argument(help="Paper key: `lpl` (Tsuji, Kudo, Tanaka, Localized Projection Learning) `npps` (Shin, Cho, NPPS and kNN invariance), `lrr` (Li, Chen, Tang, local risk regularization), `cevikalp` (Cevikalp, Larlus, Douze, Jurie, local subspace classifiers) or `prls` (Yang, King, Lyu, partially penalized RLS); `benchmark`: the field's benchmark alone (every method on 26 data sets) and its ranking; or `all`: every paper, the benchmark and the report.", show_default=False)],
     results: Annotated[Path, typer.Option("--results", help="Folder holding one run folder per experiment.")] = Path("results"),
     jobs: JobsOpt = 2,
     data_dir: DataDirOpt = None,
@@ -59,18 +59,23 @@ def reproduce(
 
     Examples: `lkm reproduce lpl` (= `make reproduce-lpl`), `lkm reproduce npps --smoke` (CI),
     `lkm reproduce lrr --cluster tcp://scheduler:8786` (every fit on a dask cluster),
-    `lkm reproduce all --jobs 2` (= `make reproduce`), `lkm reproduce all --smoke`.
+    `lkm reproduce all --jobs 2` (= `make reproduce`), `lkm reproduce all --smoke`,
+    `lkm reproduce benchmark --jobs 2` (= `make benchmark`; then `lkm compare` ranks a new method).
     """
     from lkm.papers import PAPERS
 
     try:
         use_data_dir(data_dir)
-        if paper != ALL and paper not in PAPERS:
-            raise LkmError(f"unknown paper {paper!r}{did_you_mean(paper, [*PAPERS, ALL])}; "
-                           f"known: {', '.join(PAPERS)}, or {ALL}")
+        if paper not in (ALL, BENCHMARK) and paper not in PAPERS:
+            raise LkmError(f"unknown paper {paper!r}{did_you_mean(paper, [*PAPERS, BENCHMARK, ALL])}; "
+                           f"known: {', '.join(PAPERS)}, {BENCHMARK}, or {ALL}")
         with engine(jobs, cluster, False, cluster_label(ctx)) if cluster else contextlib.nullcontext() as on_cluster:
             if paper == ALL:
                 _reproduce_all(results, jobs, smoke, progress, max_fits, on_cluster)
+            elif paper == BENCHMARK:
+                _cross_paper(results, jobs, smoke, progress, max_fits, on_cluster)
+                suffix = "-smoke" if smoke else ""
+                console.print(f"ranking, pairwise tests and figures: {results}/cross_paper_summary{suffix}/")
             else:
                 _reproduce(PAPERS[paper], results, jobs, smoke, progress, max_fits, on_cluster)
     except LkmError as exc:
@@ -79,6 +84,8 @@ def reproduce(
 
 #: `lkm reproduce all`: every paper, the cross-paper comparison, the report.
 ALL = "all"
+#: `lkm reproduce benchmark`: the benchmark spec (cross_paper) and its ranking alone.
+BENCHMARK = "benchmark"
 
 
 def _reproduce_all(results: Path, jobs: int, smoke: bool, progress: bool, max_fits, cluster) -> None:

@@ -180,7 +180,32 @@ def select_classes(dataset: Dataset, classes: Sequence) -> Dataset:
         raise DataError(
             f"dataset '{dataset.name}': classes must be a non-empty list, got {classes!r}"
         )
-    keep = np.isin(dataset.y, _match_classes(classes, dataset.y, dataset.name))
+    return keep_rows(dataset, np.isin(dataset.y, _match_classes(classes, dataset.y, dataset.name)))
+
+
+#: The seed of :func:`subsample_rows` (a benchmark's subsample is part of its protocol).
+SUBSAMPLE_SEED = 0
+
+
+def subsample_rows(dataset: Dataset, n_rows: int, seed: int = SUBSAMPLE_SEED) -> Dataset:
+    """At most ``n_rows`` rows of ``dataset``: a stratified draw (each class keeps its
+    share, rounded as scikit-learn's ``train_test_split(stratify=y)`` rounds) with
+    ``seed``, the kept rows in their original order. A dataset of at most ``n_rows``
+    rows is returned as it is."""
+    if n_rows >= len(dataset.y):
+        return dataset
+    from sklearn.model_selection import train_test_split
+
+    rows = np.arange(len(dataset.y))
+    kept, _ = train_test_split(rows, train_size=int(n_rows), stratify=dataset.y, random_state=seed)
+    keep = np.zeros(len(rows), dtype=bool)
+    keep[kept] = True
+    return keep_rows(dataset, keep)
+
+
+def keep_rows(dataset: Dataset, keep: np.ndarray) -> Dataset:
+    """The rows of ``dataset`` where the boolean mask ``keep`` is true, in their original
+    order; predefined splits, realizations and row groups re-indexed to them."""
     new_index = np.cumsum(keep) - 1
     split = None
     if dataset.predefined_split is not None:

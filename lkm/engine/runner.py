@@ -497,7 +497,8 @@ def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.n
     Returns the refitted best estimator and the record's extra ``info``: ``tuned_params``,
     ``cv_score`` (mean CV accuracy of the chosen setting), ``refit_seconds`` (the final fit
     alone: the record's ``fit_seconds`` also counts the search), ``cv_folds``, ``cv_seed``,
-    ``grid_size`` and ``cv_n_train`` (rows the search saw: the training part only, or its
+    ``grid_size``, ``failed_settings`` (settings that failed on some inner fold and were
+    passed over; absent when none did) and ``cv_n_train`` (rows the search saw: the training part only, or its
     seeded stratified ``subsample`` when the spec asks for one; the refit always uses the
     whole training part). The search does not share the job's distance cache
     (GridSearchCV calls plain ``fit``).
@@ -510,18 +511,45 @@ def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.n
         rows = np.sort(train_test_split(rows, train_size=int(tune["subsample"]), stratify=y_train,
                                         random_state=int(tune["seed"]))[0])
     folds = [(rows[a], rows[b]) for a, b in cv.split(X_train[rows], y_train[rows])]
+    # a setting the data cannot take (LDCV's C·(K-1) >= d) scores NaN and is passed over;
+    # the fit fails only when every setting fails
     search = GridSearchCV(est, {k: list(v) for k, v in tune["grid"].items()}, scoring="accuracy",
-                          cv=folds, refit=True, error_score="raise", n_jobs=1)
+                          cv=folds, refit=True, error_score=np.nan, n_jobs=1)
     # an estimator that reads unlabeled rows from y (sklearn's -1) is told none are: a
     # class labelled -1 (e.g. the IDA sets' ±1) is a class here
     labeled = {"unlabeled": np.zeros(len(y_train), dtype=bool)} if accepts_keyword(type(est), "fit", "unlabeled") else {}
-    search.fit(X_train, y_train, **labeled)
+    import warnings
+
+    from sklearn.exceptions import FitFailedWarning
+
+    with warnings.catch_warnings():  # settings that failed are counted in the record instead
+        warnings.filterwarnings("ignore", category=FitFailedWarning)
+        warnings.filterwarnings("ignore", message="One or more of the test scores are non-finite")
+        try:
+            search.fit(X_train, y_train, **labeled)
+        except ValueError as exc:
+            if not str(exc).strip().startswith("All the"):
+                raise
+            _raise_first_failure(est, tune, X_train[folds[0][0]], y_train[folds[0][0]])
+            raise
+    skipped = int(np.isnan(search.cv_results_["mean_test_score"]).sum())
     chosen = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in search.best_params_.items()}
     return search.best_estimator_, {
         "tuned_params": chosen, "cv_score": float(search.best_score_), "cv_folds": int(tune["cv"]),
         "cv_seed": int(tune["seed"]), "grid_size": len(search.cv_results_["params"]), "cv_n_train": int(len(rows)),
-        "refit_seconds": float(search.refit_time_),
+        "refit_seconds": float(search.refit_time_), **({"failed_settings": skipped} if skipped else {}),
     }
+
+
+def _raise_first_failure(est: Any, tune: dict[str, Any], X: np.ndarray, y: np.ndarray) -> None:
+    """Every setting of a search failed: fit the first one again so that its own error
+    (one line, e.g. LDCV's C·(K-1) >= d) is what the record keeps, not scikit-learn's
+    summary of every traceback."""
+    from sklearn.base import clone
+
+    first = {k: list(v)[0] for k, v in tune["grid"].items()}
+    labeled = {"unlabeled": np.zeros(len(y), dtype=bool)} if accepts_keyword(type(est), "fit", "unlabeled") else {}
+    clone(est).set_params(**first).fit(X, y, **labeled)
 
 
 def run_study(

@@ -361,3 +361,173 @@ def nemenyi_cd(k: int, n: int, alpha: float = ALPHA) -> float:
     if int(n) < 1:
         raise ValueError(f"need at least one data set; got n={n}")
     return nemenyi_q(k, alpha) * math.sqrt(k * (k + 1) / (6.0 * n))
+
+
+# -- pairwise comparisons over data sets (issue 27) ---------------------------------------
+#
+# Mean-rank post-hoc tests (Nemenyi) compare two methods through the ranks of all the
+# others, so adding or removing a method can change their verdict (Benavoli, Corani,
+# Mangili 2016, JMLR 17). The pairwise tests below look at the two methods' own scores:
+# Wilcoxon's signed-rank test on the per-data-set differences (Demšar 2006, Sec. 3.1.3;
+# zero differences split between the two rank sums, "zsplit", as Demšar does) with
+# Holm's step-down correction over the family of pairs, and the Bayesian signed-rank
+# test of Benavoli et al. (2014, ICML; 2017, JMLR 18) with a region of practical
+# equivalence. The libraries, not this module, compute them:
+#   scipy.stats.wilcoxon ........................ the signed-rank test
+#   statsmodels.stats.multitest.multipletests ... Holm's correction
+#   scikit_posthocs.posthoc_nemenyi_friedman .... the Nemenyi p-value of every pair
+#   baycomp ..................................... the Bayesian signed-rank test (the
+#                                                 authors' implementation; we draw its
+#                                                 posterior in one einsum, checked equal)
+# Friedman's χ²_F and Iman–Davenport's F_F above stay in Demšar's form: scipy's
+# friedmanchisquare applies the tie correction, which Demšar's worked example does not.
+
+#: Width of the region of practical equivalence (accuracy points) of the Bayesian test.
+ROPE = 1.0
+#: Posterior probability at which the Bayesian test decides (Benavoli et al. 2017).
+BAYES_DECISION = 0.95
+#: Monte Carlo samples of the Bayesian posterior, and their seed (same seed, same numbers).
+BAYES_SAMPLES = 50_000
+BAYES_SEED = 0
+
+
+def wilcoxon_p(a: Any, b: Any) -> tuple[float, float]:
+    """Two-sided Wilcoxon signed-rank test of the paired scores ``a`` and ``b`` over data
+    sets (scipy, ``zero_method="zsplit"``): ``(T, p)`` with T = min(R+, R−). All
+    differences zero: ``(nan, 1.0)``."""
+    from scipy.stats import wilcoxon
+
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if not np.any(d):
+        return math.nan, 1.0
+    result = wilcoxon(np.asarray(a, dtype=float), np.asarray(b, dtype=float), zero_method="zsplit")
+    return float(result.statistic), float(result.pvalue)
+
+
+def holm(p_values: Any) -> np.ndarray:
+    """Holm's step-down adjusted p-values of a family of tests (statsmodels)."""
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.asarray(p_values, dtype=float)
+    if p.size == 0:
+        return p
+    return np.asarray(multipletests(p, method="holm")[1], dtype=float)
+
+
+def nemenyi_p_values(scores: Any) -> Any:
+    """The Nemenyi test's p-value of every pair of methods (columns) over the data sets
+    (rows) of ``scores`` (scikit-posthocs' ``posthoc_nemenyi_friedman``): a symmetric
+    DataFrame, 1 on the diagonal."""
+    import pandas as pd
+    import scikit_posthocs
+
+    frame = pd.DataFrame(_score_matrix(scores), columns=[str(c) for c in getattr(scores, "columns", range(np.shape(scores)[1]))])
+    return scikit_posthocs.posthoc_nemenyi_friedman(frame)
+
+
+def signed_rank_posterior(a: Any, b: Any, rope: float = ROPE, seed: int = BAYES_SEED,
+                          nsamples: int = BAYES_SAMPLES, prior: float = 0.5) -> np.ndarray:
+    """Posterior draws ``(nsamples, 3)`` of (θ_a, θ_rope, θ_b) of Benavoli et al.'s
+    Bayesian signed-rank test (ICML 2014, Sec. 4; a Dirichlet process with a pseudo-
+    observation at 0 of weight ``prior``): θ_b = Σ_ij w_i w_j H(z_i + z_j − 2·rope),
+    z = (0, b − a), w ~ Dir(prior, 1, …, 1), H(0) = ½; θ_a likewise below −2·rope.
+
+    The same draws as baycomp's ``SignedRankTest.sample`` (the same RandomState calls),
+    summed in one einsum where baycomp loops over the draws in Python (1.3 s per pair of
+    26 data sets): tests/test_benchmark_stats.py checks the two agree to round-off."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    z = np.concatenate([[0.0], y - x])
+    sums = z[:, None] + z[None, :]
+    above = (sums > 2 * rope) + 0.5 * (sums == 2 * rope)
+    below = (-sums > 2 * rope) + 0.5 * (-sums == 2 * rope)
+    weights = np.ones(z.size)
+    weights[0] = prior
+    draws = np.random.RandomState(seed).dirichlet(weights, nsamples)
+    out = np.empty((nsamples, 3))
+    out[:, 0] = np.einsum("si,ij,sj->s", draws, below, draws, optimize=True)
+    out[:, 2] = np.einsum("si,ij,sj->s", draws, above, draws, optimize=True)
+    out[:, 1] = 1.0 - out[:, 0] - out[:, 2]
+    return out
+
+
+def bayesian_signed_rank(a: Any, b: Any, rope: float = ROPE, seed: int = BAYES_SEED,
+                         nsamples: int = BAYES_SAMPLES) -> tuple[float, float, float]:
+    """Benavoli et al.'s Bayesian signed-rank test of the paired scores ``a`` and ``b``
+    over data sets: ``(P(a better by more than rope), P(within rope), P(b better by more
+    than rope))``, each the share of posterior draws (:func:`signed_rank_posterior`) in
+    which that region is the most probable (baycomp's ``Posterior.probs``)."""
+    from baycomp.multiple import Posterior
+
+    p = Posterior(signed_rank_posterior(a, b, rope=rope, seed=seed, nsamples=nsamples)).probs(True)
+    return float(p[0]), float(p[1]), float(p[2])
+
+
+def bayes_verdict(p_a: float, p_rope: float, p_b: float, decision: float = BAYES_DECISION) -> str:
+    """``"better"``, ``"equivalent"``, ``"worse"`` (for the first method) when one posterior
+    probability reaches ``decision``, else ``"undecided"``."""
+    for word, p in (("better", p_a), ("equivalent", p_rope), ("worse", p_b)):
+        if p >= decision:
+            return word
+    return "undecided"
+
+
+@dataclass(frozen=True)
+class PairComparison:
+    """Method ``a`` against method ``b`` over the same data sets (scores in points)."""
+
+    a: str
+    b: str
+    wins: int  # data sets on which a scores higher than b
+    ties: int
+    losses: int
+    mean_difference: float  # mean of a − b
+    wilcoxon_t: float
+    wilcoxon_p: float  # unadjusted
+    holm_p: float  # Holm-adjusted over the family of pairs compared together
+    nemenyi_p: float | None  # None when the pair was not part of a pool of methods
+    p_a_better: float
+    p_rope: float
+    p_b_better: float
+
+    def significant(self, alpha: float = ALPHA) -> bool:
+        """Wilcoxon–Holm rejects "a and b are equivalent" at ``alpha``."""
+        return self.holm_p < alpha
+
+    @property
+    def bayes(self) -> str:
+        """:func:`bayes_verdict` of this pair, for ``a``."""
+        return bayes_verdict(self.p_a_better, self.p_rope, self.p_b_better)
+
+    def as_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return {**asdict(self), "bayes": self.bayes}
+
+
+def pairwise_comparisons(scores: Any, pairs: Iterable[tuple[str, str]] | None = None, *,
+                         rope: float = ROPE, seed: int = BAYES_SEED, tie_decimals: int = 9) -> list[PairComparison]:
+    """Wilcoxon–Holm, Nemenyi and Bayesian signed-rank comparisons of method pairs over the
+    data sets of ``scores`` (a data sets × methods DataFrame of accuracies in points,
+    complete). ``pairs`` defaults to every pair (a before b in column order); Holm's
+    correction runs over the pairs compared. Scores equal to ``tie_decimals`` are ties."""
+    import pandas as pd
+
+    frame = pd.DataFrame(_score_matrix(scores), index=getattr(scores, "index", None),
+                         columns=[str(c) for c in getattr(scores, "columns", range(np.shape(scores)[1]))]).round(tie_decimals)
+    names = list(frame.columns)
+    chosen = list(pairs) if pairs is not None else [(names[i], names[j]) for i in range(len(names)) for j in range(i + 1, len(names))]
+    nemenyi = nemenyi_p_values(frame) if frame.shape[1] > 2 else None
+    raw = []
+    for a, b in chosen:
+        x, y = frame[a].to_numpy(), frame[b].to_numpy()
+        t, p = wilcoxon_p(x, y)
+        raw.append((a, b, x, y, t, p))
+    adjusted = holm([r[5] for r in raw])
+    out = []
+    for (a, b, x, y, t, p), p_holm in zip(raw, adjusted, strict=True):
+        d = x - y
+        pa, pr, pb = bayesian_signed_rank(x, y, rope=rope, seed=seed)
+        out.append(PairComparison(
+            a, b, int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum()), float(d.mean()), t, p, float(p_holm),
+            float(nemenyi.loc[a, b]) if nemenyi is not None else None, pa, pr, pb))
+    return out

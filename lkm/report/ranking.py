@@ -1,28 +1,36 @@
-"""The cross-paper comparison (issue 16, "A cross-paper view"): every method of the five
-reproduced papers on the data sets they share, under one protocol
-(``lkm/papers/specs/cross_paper.yaml``: stratified 10-fold CV, every method tuned by the same inner
-CV on the training part), ranked as Demšar (2006, "Statistical comparisons of
-classifiers over multiple data sets", JMLR 7) recommends: average ranks, the Friedman
-test with Iman and Davenport's F_F, and the Nemenyi critical difference drawn as a
-critical-difference diagram (:mod:`lkm.numerics.stats`, ``friedman`` and ``nemenyi_cd``).
+"""The field's benchmark (issues 16 and 27): every method of the five reproduced papers
+and scikit-learn baselines on every classification set of the registry, under one
+protocol (``lkm/papers/specs/cross_paper.yaml``), ranked as Demšar (2006, JMLR 7)
+recommends — average ranks, the Friedman test with Iman and Davenport's F_F, the
+Nemenyi critical difference drawn as a critical-difference diagram — and compared pair by
+pair as the field now does: Wilcoxon signed-rank with Holm's correction and Benavoli et
+al.'s Bayesian signed-rank test with a 1-point ROPE (:mod:`lkm.numerics.stats`).
 
 :func:`write_cross_paper` reads the run folder ``<root>/cross_paper`` (``-smoke`` with
-``smoke``) and writes ``<root>/cross_paper_summary``:
+``smoke``) and :func:`write_ranking` writes ``<root>/cross_paper_summary``:
 
 - ``ranking.md/.csv/.tex``: per data set each method's mean accuracy (%) over the outer
   folds and its rank on that data set; a last row of average ranks; methods ordered by
-  average rank. A method without a complete result on every data set (a failed or
-  missing fold) is left out of the ranking, and the caption says which and why.
+  average rank. Gaps (:func:`complete_scores`): a method with results on fewer than half
+  the data sets is left out; then the data sets on which a remaining method has no
+  result are; the caption says which and why.
+- ``pairwise.md/.csv/.tex``: every pair: wins/ties/losses, mean difference, Nemenyi,
+  Wilcoxon and Holm-adjusted p-values, the three Bayesian probabilities and verdict.
+- ``speed.md/.csv/.tex`` and ``accuracy_time.png``: fit (search + refit) + predict
+  seconds per outer fold at the tuned setting, against the average rank.
 - ``friedman.json``: N, k, the average ranks, χ²_F and its p, F_F and its p, the
-  critical difference and α, the groups the diagram joins.
+  critical difference and α, the groups the diagram joins, and how many pairs each test
+  separates.
 - ``critical_difference.png`` / ``.pdf``: the diagram (Demšar's Fig. 1 style).
 
+:mod:`lkm.report.compare` writes the same files for one new method against these.
 This module reads stored records only (nothing is fitted) and imports no paper.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +40,15 @@ import pandas as pd
 from lkm.errors import LkmError
 from lkm.numerics.stats import (
     ALPHA,
+    BAYES_DECISION,
+    ROPE,
     Friedman,
+    PairComparison,
     format_p,
     friedman,
     nemenyi_cd,
     nemenyi_q,
+    pairwise_comparisons,
     rank_matrix,
 )
 from lkm.report.core import RATE, aggregate, load_pyplot, save_figure, select_best, write_table
@@ -121,9 +133,13 @@ def _table(run_dir: Path, spec: Any, records: pd.DataFrame, best: pd.DataFrame) 
     return table
 
 
-def _usable(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str], dict[str, str]]:
-    """The table without data sets on which no method has a result, then without methods
-    missing on any remaining data set; and why each dropped one was dropped."""
+def complete_scores(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str], dict[str, str]]:
+    """The complete part of ``table`` (data sets × methods, NaN where a method has no
+    result) that a ranking can use, and why each dropped method or data set was dropped:
+    first data sets on which no method has a result; then methods with a result on fewer
+    than half of the remaining data sets; then data sets on which a remaining method
+    has no result (a method that fails on a few sets, such as LDCV where C·(K-1) >= d,
+    costs those sets, not its place in the ranking)."""
     missing = table.attrs.get("missing", {})
     empty = [d for d in table.index if table.loc[d].isna().all()]
     dropped_sets = {d: "no method has a result (data unavailable or not run)" for d in empty}
@@ -131,9 +147,16 @@ def _usable(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str], dict[str
     dropped_methods = {}
     for m in kept.columns:
         gaps = [d for d in kept.index if pd.isna(kept.loc[d, m])]
+        if gaps and 2 * len(gaps) > len(kept.index):
+            dropped_methods[m] = (f"results on {len(kept.index) - len(gaps)} of {len(kept.index)} data sets; "
+                                  + "; ".join(f"{d}: {missing.get((d, m), 'no result')}" for d in gaps[:3])
+                                  + (f"; and {len(gaps) - 3} more" if len(gaps) > 3 else ""))
+    kept = kept.drop(columns=list(dropped_methods))
+    for d in kept.index:
+        gaps = [m for m in kept.columns if pd.isna(kept.loc[d, m])]
         if gaps:
-            dropped_methods[m] = "; ".join(f"{d}: {missing.get((d, m), 'no result')}" for d in gaps)
-    return kept.drop(columns=list(dropped_methods)), dropped_methods, dropped_sets
+            dropped_sets[d] = "; ".join(f"{m}: {missing.get((d, m), 'no result')}" for m in gaps)
+    return kept.drop(index=[d for d in kept.index if d in dropped_sets]), dropped_methods, dropped_sets
 
 
 def nemenyi_groups(ranks: dict[str, float], cd: float) -> list[list[str]]:
@@ -183,7 +206,7 @@ def _inner_cv_words(spec: Any) -> str:
 
 def critical_difference_figure(ranks: dict[str, float], cd: float, n_datasets: int, base: Path,
                                alpha: float = ALPHA, title: str | None = None,
-                               formats: tuple[str, ...] = ("png", "pdf")) -> list[Path]:
+                               formats: tuple[str, ...] = ("png", "pdf"), highlight: str | None = None) -> list[Path]:
     """Demšar's critical-difference diagram (JMLR 7, 2006, Fig. 1): an axis of ranks 1..k
     (1, the best, on the left); each method a line from its average rank to its name
     and rank, the better half on the left, the rest on the right; thick bars join
@@ -230,6 +253,10 @@ def critical_difference_figure(ranks: dict[str, float], cd: float, n_datasets: i
         return x0 + axis_w * (r - 1) / max(k - 1, 1)
 
     line = {"color": "black", "linewidth": 0.9, "solid_capstyle": "butt"}
+
+    def mark(m: str) -> dict[str, Any]:
+        return {"color": "#c0392b", "fontweight": "bold"} if m == highlight else {}
+
     # the rank axis, ticks and numbers above it
     ax.plot([xr(1), xr(k)], [top, top], **line)
     for r in range(1, k + 1):
@@ -251,11 +278,11 @@ def critical_difference_figure(ranks: dict[str, float], cd: float, n_datasets: i
     for i, m in enumerate(left):
         y = first_row + row_h * i
         ax.plot([xr(ranks[m]), xr(ranks[m]), x0 - 0.1], [top, y, y], **line)
-        ax.text(x0 - 0.15, y, label[m], ha="right", va="center", fontsize=9)
+        ax.text(x0 - 0.15, y, label[m], ha="right", va="center", fontsize=9, **mark(m))
     for i, m in enumerate(reversed(right)):
         y = first_row + row_h * i
         ax.plot([xr(ranks[m]), xr(ranks[m]), x0 + axis_w + 0.1], [top, y, y], **line)
-        ax.text(x0 + axis_w + 0.15, y, label[m], ha="left", va="center", fontsize=9)
+        ax.text(x0 + axis_w + 0.15, y, label[m], ha="left", va="center", fontsize=9, **mark(m))
 
     # groups not significantly different: thick bars just below the axis
     for members, level in zip(groups, level_of, strict=True):
@@ -270,37 +297,170 @@ def critical_difference_figure(ranks: dict[str, float], cd: float, n_datasets: i
     return save_figure(fig, base, list(formats))
 
 
-def write_cross_paper(root: Path, smoke: bool = False, alpha: float = ALPHA) -> list[Path]:
-    """Read the run ``root/cross_paper`` (``root/cross_paper-smoke`` with ``smoke``) and
-    write the ranking table, ``friedman.json`` and the critical-difference diagram into
-    ``root/cross_paper_summary`` (``-smoke``); returns the written paths."""
-    from lkm.files import atomic_write
+def seconds_table(run_dir: Path) -> pd.DataFrame:
+    """Rows = data sets, columns = methods: the mean fit (search + refit) + predict
+    seconds per outer fold of the run's successful fits (:func:`cross_paper_table`'s
+    cells)."""
+    spec, records, _best = _load(Path(run_dir))
+    return _seconds(spec, records)
 
-    root = Path(root)
-    suffix = "-smoke" if smoke else ""
-    run_dir = root / f"{RUN_NAME}{suffix}"
-    out = root / f"{SUMMARY_NAME}{suffix}"
-    spec, records, best = _load(run_dir)
-    table = _table(run_dir, spec, records, best)
-    scores, dropped_methods, dropped_sets = _usable(table)
+
+def _seconds(spec: Any, records: pd.DataFrame) -> pd.DataFrame:
+    ok = records[records["status"] == "ok"]
+    if "kind" in ok.columns:
+        ok = ok[ok["kind"] != "study"]
+    total = ok.assign(seconds=ok["fit_seconds"].astype(float) + ok["predict_seconds"].astype(float))
+    per = total.groupby(["dataset", "method"])["seconds"].mean().unstack("method")
+    return per.reindex(index=[d.id for d in spec.datasets], columns=[m.name for m in spec.methods])
+
+
+def pairwise_table(pairs: list[PairComparison], alpha: float = ALPHA) -> pd.DataFrame:
+    """One row per pair: wins/ties/losses of ``a`` against ``b``, the mean difference,
+    the Nemenyi, Wilcoxon and Holm-adjusted p-values, the Bayesian probabilities and
+    both verdicts (for ``a``)."""
+    rows = []
+    for c in pairs:
+        holm_word = ("better" if c.mean_difference > 0 else "worse") if c.significant(alpha) else "not separated"
+        rows.append({
+            "a": c.a, "b": c.b, "a wins / ties / losses": f"{c.wins} / {c.ties} / {c.losses}",
+            "mean a − b (points)": f"{c.mean_difference:+.2f}",
+            "Nemenyi p": format_p(c.nemenyi_p) if c.nemenyi_p is not None else "–",
+            "Wilcoxon p": format_p(c.wilcoxon_p), "Holm p": format_p(c.holm_p),
+            f"Wilcoxon–Holm (α = {alpha:g})": holm_word,
+            "P(a better)": f"{c.p_a_better:.3f}", f"P(|a − b| < {ROPE:g})": f"{c.p_rope:.3f}",
+            "P(b better)": f"{c.p_b_better:.3f}", f"Bayes (P ≥ {BAYES_DECISION:g})": c.bayes,
+        })
+    return pd.DataFrame(rows)
+
+
+def separated_counts(pairs: list[PairComparison], ranks: dict[str, float], cd: float,
+                     alpha: float = ALPHA) -> dict[str, int]:
+    """How many of the pairs each test separates: Nemenyi (average ranks at least CD
+    apart), Wilcoxon–Holm (adjusted p < alpha), Bayesian (one side's probability >=
+    0.95), and how many the Bayesian test calls practically equivalent."""
+    return {
+        "pairs": len(pairs),
+        "nemenyi": sum(abs(ranks[c.a] - ranks[c.b]) >= cd for c in pairs),
+        "wilcoxon_holm": sum(c.significant(alpha) for c in pairs),
+        "bayes_decided": sum(c.bayes in ("better", "worse") for c in pairs),
+        "bayes_equivalent": sum(c.bayes == "equivalent" for c in pairs),
+    }
+
+
+def speed_table(seconds: pd.DataFrame, ranks: dict[str, float], order: list[str]) -> pd.DataFrame:
+    """Per method (in rank order): its average rank and the median, over the ranked data
+    sets, of its mean fit + predict seconds per outer fold, and the largest."""
+    rows = []
+    for m in order:
+        col = seconds[m].dropna() if m in seconds.columns else pd.Series(dtype=float)
+        rows.append({"method": m, "average rank": f"{ranks[m]:.2f}",
+                     "median seconds per fold": f"{col.median():.3g}" if len(col) else "–",
+                     "slowest data set": f"{col.idxmax()} ({col.max():.3g} s)" if len(col) else "–"})
+    return pd.DataFrame(rows)
+
+
+def accuracy_time_figure(ranks: dict[str, float], seconds: pd.DataFrame, base: Path, title: str,
+                         highlight: str | None = None, formats: tuple[str, ...] = ("png",)) -> list[Path]:
+    """Average rank (1 = best, at the top) against the median fit + predict seconds per
+    outer fold (log scale), one labelled point per method; ``highlight`` in colour."""
+    plt = load_pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 5.2))
+    for m, r in ranks.items():
+        sec = seconds[m].dropna().median() if m in seconds.columns else np.nan
+        if not np.isfinite(sec):
+            continue
+        new = m == highlight
+        ax.scatter(sec, r, s=46 if new else 26, color="#c0392b" if new else "#2c3e50", zorder=3)
+        ax.annotate(m, (sec, r), xytext=(4, 3), textcoords="offset points", fontsize=8.5,
+                    color="#c0392b" if new else "#2c3e50", fontweight="bold" if new else "normal")
+    ax.set_xscale("log")
+    ax.invert_yaxis()
+    ax.set_xlabel("median fit (tuning search + refit) + predict seconds per outer fold, over the data sets")
+    ax.set_ylabel("average rank (1 = best)")
+    ax.set_title(title, fontsize=9.5, wrap=True)
+    return save_figure(fig, base, list(formats))
+
+
+@dataclass
+class Ranking:
+    """Everything :func:`write_ranking` writes, computed (:func:`rank_methods`)."""
+
+    scores: pd.DataFrame  # the complete part: data sets × methods, accuracy %
+    dropped_methods: dict[str, str]
+    dropped_sets: dict[str, str]
+    table: pd.DataFrame  # ranking_table's
+    friedman: Friedman
+    order: list[str]  # methods by average rank
+    cd: float
+    q: float
+    groups: list[list[str]]
+    pairs: list[PairComparison]
+    counts: dict[str, int]
+
+
+def rank_methods(table: pd.DataFrame, where: str, alpha: float = ALPHA, highlight: str | None = None) -> Ranking:
+    """Rank the methods of ``table`` (data sets × methods, accuracy %, NaN gaps) on its
+    complete part and compare them pairwise: every pair, or with ``highlight`` only its
+    pairs (Holm over those k − 1). ``where`` names the run in errors."""
+    scores, dropped_methods, dropped_sets = complete_scores(table)
     if scores.shape[1] < 2 or scores.shape[0] < 1:
-        raise LkmError(f"{run_dir}: fewer than two methods have a result on every data set "
+        raise LkmError(f"{where}: fewer than two methods have results on a common data set "
                        f"({len(dropped_methods)} dropped: {'; '.join(f'{m}: {w}' for m, w in dropped_methods.items())}); "
                        "nothing to rank")
-    out.mkdir(parents=True, exist_ok=True)
+    if highlight is not None and highlight not in scores.columns:
+        raise LkmError(f"{highlight}: no result on enough data sets to be ranked "
+                       f"({dropped_methods.get(highlight, 'no result')})")
     ranking, result, order = ranking_table(scores)
-    k, n = result.n_methods, result.n_datasets
-    cd, q = nemenyi_cd(k, n, alpha), nemenyi_q(k, alpha)
-    groups = nemenyi_groups(result.ranks, cd)
+    cd, q = nemenyi_cd(result.n_methods, result.n_datasets, alpha), nemenyi_q(result.n_methods, alpha)
+    wanted = ([(highlight, m) for m in order if m != highlight] if highlight is not None else
+              [(a, b) for i, a in enumerate(order) for b in order[i + 1:]])
+    pairs = pairwise_comparisons(scores, wanted)
+    return Ranking(scores, dropped_methods, dropped_sets, ranking, result, order, cd, q,
+                   nemenyi_groups(result.ranks, cd), pairs, separated_counts(pairs, result.ranks, cd, alpha))
 
-    caption = (f"Cross-paper ranking{' — SMOKE RUN (2 data sets, 3 folds, tiny grids): not evidence' if smoke else ''}: "
-               f"{k} methods of the five papers on {n} shared data sets, mean accuracy (%) over "
-               f"{spec.describe_protocol()}, {_inner_cv_words(spec)}; (rank on the data set, 1 = best, ties "
-               "share the average rank); last row: average rank (Demšar 2006)")
+
+def benchmark_summary(run_dir: Path, alpha: float = ALPHA) -> tuple[pd.DataFrame, Ranking]:
+    """One row per method of the benchmark run ``run_dir``, by average rank: its average
+    rank, mean accuracy over the ranked data sets, median fit + predict seconds per outer
+    fold, and how many methods Wilcoxon–Holm finds it better and worse than (README's
+    table, built from the records)."""
+    spec, records, best = _load(Path(run_dir))
+    r = rank_methods(_table(Path(run_dir), spec, records, best), str(run_dir), alpha)
+    seconds = _seconds(spec, records).reindex(index=r.scores.index)
+    rows = []
+    for m in r.order:
+        better = sum(c.significant(alpha) and ((c.a == m) == (c.mean_difference > 0)) for c in r.pairs if m in (c.a, c.b))
+        worse = sum(c.significant(alpha) and ((c.a == m) != (c.mean_difference > 0)) for c in r.pairs if m in (c.a, c.b))
+        rows.append({"method": m, "average rank": f"{r.friedman.ranks[m]:.2f}",
+                     "mean accuracy %": f"{r.scores[m].mean():.2f}",
+                     "median s per fold": f"{seconds[m].median():.3g}",
+                     "Wilcoxon–Holm: better than / worse than": f"{better} / {worse}"})
+    return pd.DataFrame(rows), r
+
+
+def write_ranking(table: pd.DataFrame, seconds: pd.DataFrame, out: Path, *, what: str, protocol: str,
+                  tuning: str, smoke: bool = False, alpha: float = ALPHA, highlight: str | None = None,
+                  extra: dict[str, Any] | None = None) -> tuple[list[Path], dict[str, Any]]:
+    """Write the ranking, pairwise and speed tables, ``friedman.json`` and the two figures
+    of ``table`` (data sets × methods, accuracy %, NaN gaps; ``attrs["missing"]`` says
+    why) into ``out``. With ``highlight`` (a new method, :mod:`lkm.report.compare`) only
+    its pairs with every other method are tested (Holm over those k − 1) and it is drawn
+    in colour. Returns the paths and the friedman.json payload."""
+    from lkm.files import atomic_write
+
+    r = rank_methods(table, str(out), alpha, highlight)
+    scores, dropped_methods, dropped_sets = r.scores, r.dropped_methods, r.dropped_sets
+    ranking, result, order, pairs, counts = r.table, r.friedman, r.order, r.pairs, r.counts
+    k, n, cd, q, groups = result.n_methods, result.n_datasets, r.cd, r.q, r.groups
+    out.mkdir(parents=True, exist_ok=True)
+
+    smoke_words = " — SMOKE RUN (few data sets, 3 folds, tiny grids): not evidence" if smoke else ""
+    caption = (f"{what}{smoke_words}: {k} methods on {n} data sets, mean accuracy (%) over {protocol}, {tuning}; "
+               "(rank on the data set, 1 = best, ties share the average rank); last row: average rank (Demšar 2006)")
     if dropped_methods:
-        caption += "; left out, no result on every data set: " + "; ".join(f"{m} ({w})" for m, w in dropped_methods.items())
+        caption += "; left out, results on fewer than half the data sets: " + "; ".join(f"{m} ({w})" for m, w in dropped_methods.items())
     if dropped_sets:
-        caption += "; data sets left out: " + ", ".join(f"{d} ({w})" for d, w in dropped_sets.items())
+        caption += "; data sets left out (a method has no result there): " + "; ".join(f"{d} ({w})" for d, w in dropped_sets.items())
     verdict = "reject" if result.significant(alpha) else "do not reject"
     notes = [
         f"Friedman chi²_F = {result.chi2:.2f} (df {result.df1}), p = {format_p(result.p_chi2)}; Iman–Davenport "
@@ -308,20 +468,56 @@ def write_cross_paper(root: Path, smoke: bool = False, alpha: float = ALPHA) -> 
         f"'all methods are equivalent' at α = {alpha:g}.",
         f"Nemenyi critical difference CD = q_α·sqrt(k(k+1)/(6N)) = {q:.3f}·sqrt({k}·{k + 1}/(6·{n})) = {cd:.2f}: "
         "average ranks closer than CD are not significantly different (critical_difference.png joins them).",
+        f"Of {counts['pairs']} pairs{' with ' + highlight if highlight else ''}, Nemenyi separates {counts['nemenyi']}, "
+        f"Wilcoxon signed-rank with Holm's correction {counts['wilcoxon_holm']} (α = {alpha:g}), and the Bayesian "
+        f"signed-rank test decides {counts['bayes_decided']} (P ≥ {BAYES_DECISION:g}) and calls "
+        f"{counts['bayes_equivalent']} practically equivalent (ROPE ±{ROPE:g} point); pairwise.md lists them.",
     ]
     paths = write_table(ranking, out / "ranking", caption, notes)
+    paths += write_table(pairwise_table(pairs, alpha), out / "pairwise",
+                         f"{what}{smoke_words}: {'the new method against each other' if highlight else 'every pair of methods'}"
+                         f" over the {n} ranked data sets; 'a wins' counts data sets where a's accuracy is higher; "
+                         "Nemenyi p from the average ranks of all methods (scikit-posthocs); Wilcoxon signed-rank p "
+                         "(scipy, zero differences split) and Holm's step-down adjustment over the pairs listed "
+                         f"(statsmodels); Bayesian signed-rank (Benavoli et al. 2014, baycomp's prior, {ROPE:g}-point "
+                         "ROPE): the posterior probabilities that a is better, that they are within the ROPE, that b is "
+                         f"better; a verdict needs P ≥ {BAYES_DECISION:g}", [])
+    paths += write_table(speed_table(seconds.reindex(index=scores.index), result.ranks, order), out / "speed",
+                         f"{what}{smoke_words}: fit (tuning search + refit on the training part) + predict seconds "
+                         "per outer fold, median over the ranked data sets, one worker per fit", [])
 
     payload = {
-        "run": run_dir.name, "spec": spec.name, "smoke": smoke, "protocol": spec.describe_protocol(),
+        **(extra or {}), "smoke": smoke, "protocol": protocol,
         **result.as_dict(), "alpha": alpha, "q_alpha": q, "cd": cd, "significant": result.significant(alpha),
         "methods_by_rank": order, "datasets": list(scores.index), "nemenyi_groups": groups,
+        "separated_pairs": counts, "rope": ROPE, "bayes_decision": BAYES_DECISION,
         "dropped_methods": dropped_methods, "dropped_datasets": dropped_sets,
-        "reference": "J. Demšar, Statistical comparisons of classifiers over multiple data sets, JMLR 7 (2006) 1-30, Sec. 3.2.2",
+        "reference": "J. Demšar, Statistical comparisons of classifiers over multiple data sets, JMLR 7 (2006) 1-30, "
+                     "Sec. 3.2.2; A. Benavoli, G. Corani, J. Demšar, M. Zaffalon, Time for a change, JMLR 18 (2017)",
     }
     paths.append(atomic_write(out / "friedman.json", json.dumps(payload, indent=1, ensure_ascii=False) + "\n"))
-    title = (f"{'SMOKE RUN (not evidence) — ' if smoke else ''}Cross-paper ranking: average ranks of k = {k} methods "
+    title = (f"{'SMOKE RUN (not evidence) — ' if smoke else ''}{what}: average ranks of k = {k} methods "
              f"over N = {n} data sets (1 = best); Friedman test (Iman–Davenport F_F) p = {format_p(result.p_f)}; "
              f"bars join methods within the Nemenyi critical difference at α = {alpha:g}")
     paths += critical_difference_figure({m: result.ranks[m] for m in order}, cd, n, out / "critical_difference",
-                                        alpha=alpha, title=title)
+                                        alpha=alpha, title=title, highlight=highlight)
+    paths += accuracy_time_figure({m: result.ranks[m] for m in order}, seconds.reindex(index=scores.index),
+                                  out / "accuracy_time",
+                                  f"{'SMOKE RUN — ' if smoke else ''}{what}: average rank against fit + predict time "
+                                  f"(N = {n} data sets)", highlight=highlight)
+    return paths, payload
+
+
+def write_cross_paper(root: Path, smoke: bool = False, alpha: float = ALPHA) -> list[Path]:
+    """Read the run ``root/cross_paper`` (``root/cross_paper-smoke`` with ``smoke``) and
+    write its ranking (:func:`write_ranking`) into ``root/cross_paper_summary``
+    (``-smoke``); returns the written paths."""
+    root = Path(root)
+    suffix = "-smoke" if smoke else ""
+    run_dir = root / f"{RUN_NAME}{suffix}"
+    spec, records, best = _load(run_dir)
+    table = _table(run_dir, spec, records, best)
+    paths, _ = write_ranking(table, _seconds(spec, records), root / f"{SUMMARY_NAME}{suffix}",
+                             what="The benchmark", protocol=spec.describe_protocol(), tuning=_inner_cv_words(spec),
+                             smoke=smoke, alpha=alpha, extra={"run": run_dir.name, "spec": spec.name})
     return paths

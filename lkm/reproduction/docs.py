@@ -53,8 +53,8 @@ Papers = dict[str, ModuleType]
 
 def doc_files(papers: Papers) -> tuple[str, ...]:
     """The Markdown files with generated blocks, relative to the repository root: the
-    README and one ``docs/reproductions/<key>.md`` per paper."""
-    return ("README.md", *(f"docs/reproductions/{key}.md" for key in papers))
+    README, ``docs/benchmark.md`` and one ``docs/reproductions/<key>.md`` per paper."""
+    return ("README.md", "docs/benchmark.md", *(f"docs/reproductions/{key}.md" for key in papers))
 
 #: The committed snapshot, relative to the repository root.
 SNAPSHOT = Path("docs/runs")
@@ -69,6 +69,8 @@ END_RE = re.compile(r"^<!-- lkm:end -->", re.MULTILINE)
 NOT_FROM_RUNS = frozenset({"report"})
 FIGURE_RE = re.compile(r"\]\((?:\.\./|docs/)figures/(?P<paper>[\w-]+)/(?P<file>[\w.-]+\.png)\)")
 SNAPSHOT_PART = "part-snapshot.jsonl.gz"
+#: The benchmark's run (lkm/papers/specs/cross_paper.yaml), whose snapshot `lkm compare` ranks against.
+BENCHMARK_RUN = "cross_paper"
 
 
 class DocsError(LkmError):
@@ -263,7 +265,42 @@ def doc_blocks(papers: Papers) -> dict[str, Block]:
             out[f"{key}/readings"] = _readings_block(paper)
     every = tuple(r for paper in papers.values() for r in paper_runs(paper))
     out["all/flagged"] = Block(every, flagged_counts, "the report's flagged rows per paper, by verdict")
+    out["all/benchmark"] = Block((BENCHMARK_RUN,), benchmark_methods, "the benchmark's methods by average rank")
+    out["all/benchmark-tests"] = Block((BENCHMARK_RUN,), benchmark_tests,
+                                       "the benchmark's Friedman test and the pairs each test separates")
     return out
+
+
+def benchmark_methods(snap: Snapshot) -> pd.DataFrame:
+    """The benchmark's methods by average rank (:func:`lkm.report.ranking.benchmark_summary`)."""
+    return _benchmark(snap)[0]
+
+
+def benchmark_tests(snap: Snapshot) -> pd.DataFrame:
+    """One row: N, k, the Iman–Davenport p, the critical difference and how many of the
+    pairs Nemenyi, Wilcoxon–Holm and the Bayesian signed-rank test separate."""
+    from lkm.numerics.stats import format_p
+
+    r = _benchmark(snap)[1]
+    c = r.counts
+    return pd.DataFrame([{
+        "data sets": r.friedman.n_datasets, "methods": r.friedman.n_methods,
+        "Iman–Davenport p": format_p(r.friedman.p_f), "Nemenyi CD (ranks)": f"{r.cd:.2f}",
+        "pairs": c["pairs"], "separated by Nemenyi": c["nemenyi"], "by Wilcoxon–Holm": c["wilcoxon_holm"],
+        "decided by Bayes (P ≥ 0.95)": c["bayes_decided"], "practically equivalent (Bayes)": c["bayes_equivalent"],
+    }])
+
+
+def _benchmark(snap: Snapshot) -> tuple[pd.DataFrame, Any]:
+    from lkm.report.ranking import benchmark_summary
+
+    if ("benchmark",) not in snap._cache:
+        run = snap.root / BENCHMARK_RUN
+        if not (run / "spec.yaml").is_file():
+            raise DocsError(f"run {BENCHMARK_RUN!r} is not in {snap.root}/ (`lkm run {BENCHMARK_RUN} --jobs 2`, "
+                            "then `lkm docs snapshot`)")
+        snap._cache[("benchmark",)] = benchmark_summary(run)
+    return snap._cache[("benchmark",)]
 
 
 def render(block_id: str, snap: Snapshot, blocks: dict[str, Block]) -> str:
@@ -405,12 +442,13 @@ def write_run_snapshot(run_dir: Path, dest: Path) -> int:
 
 
 def _figure_source(results: Path, file: str) -> Path | None:
-    """``results/<run>/figures/<figure>.png`` for a docs figure named ``<run>-<figure>.png``."""
+    """``results/<run>/figures/<figure>.png`` (or ``results/<folder>/<figure>.png``, the
+    benchmark's summary folder) for a docs figure named ``<run>-<figure>.png``."""
     stem = file.removesuffix(".png")
     for i in [i for i, ch in enumerate(stem) if ch == "-"]:
-        src = results / stem[:i] / "figures" / f"{stem[i + 1:]}.png"
-        if src.is_file():
-            return src
+        for src in (results / stem[:i] / "figures" / f"{stem[i + 1:]}.png", results / stem[:i] / f"{stem[i + 1:]}.png"):
+            if src.is_file():
+                return src
     return None
 
 
@@ -460,5 +498,9 @@ def snapshot(papers: Papers, results: Path = Path("results"), root: Path = Path(
         (root / FIGURES / paper).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, root / FIGURES / paper / file)
         report.figures.append(f"{paper}/{file}")
+    if BENCHMARK_RUN in report.runs:
+        from lkm.report.compare import pin_published
+
+        pin_published(dest_root / BENCHMARK_RUN, root)
     report.bytes = sum(p.stat().st_size for p in dest_root.rglob("*") if p.is_file()) if dest_root.is_dir() else 0
     return report

@@ -142,6 +142,10 @@ class DatasetSpec(_Model):
     impute: Literal["mean", "median", "drop"] | None = Field(
         None, description="NaN/empty/infinite feature cells: column mean, median, or drop the row (default: refuse)"
     )
+    subsample: int | None = Field(
+        None, ge=10, description="keep at most this many rows: a stratified draw with seed 0, made once before "
+        "any split (lkm.data.subsample_rows); a larger dataset is used whole"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -209,12 +213,16 @@ class DatasetSpec(_Model):
             from lkm.data import merge_classes
 
             data = merge_classes(data, self.groups)
+        if self.subsample is not None:
+            from lkm.data import subsample_rows
+
+            data = subsample_rows(data, self.subsample)
         return data
 
     @model_serializer(mode="wrap")
     def _without_unset_file_keys(self, handler: Any) -> dict[str, Any]:
         dump = handler(self)
-        for key in (*_FILE_KEYS, "groups", "tasks", "task_of"):  # unset: left out, so task ids stay what they were
+        for key in (*_FILE_KEYS, "groups", "tasks", "task_of", "subsample"):  # unset: left out, so task ids stay what they were
             if dump.get(key) is None:
                 dump.pop(key, None)
         return dump

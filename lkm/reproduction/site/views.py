@@ -365,7 +365,7 @@ def _cross_view(results: Path, cross_spec: str | None, smoke: bool) -> CrossView
         else:
             note = f"not run yet: `{command}` (or `lkm reproduce all{suffix}`)"
         return CrossView(folder, False, [], [], None, note, run)
-    tables = _tables(folder, order=["ranking"])
+    tables = _tables(folder, order=["ranking", "speed", "pairwise"])
     figures = _figures(folder, sub="")
     figures.sort(key=lambda f: (f[1].stem != "critical_difference", f[0]))
     friedman = _read_json(folder / "friedman.json") or None

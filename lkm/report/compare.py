@@ -1,0 +1,152 @@
+"""`lkm compare`: rank one new classifier against the benchmark's recorded results
+without refitting the others (issue 27).
+
+The new method runs on the benchmark's exact splits: :func:`compare_spec` copies the
+data sets (with their subsample), protocol, preprocessing and inner-CV folds from the
+reference run's own ``spec.yaml`` and replaces the methods by the new one, so the task
+ids, outer folds and inner folds are those the reference used. The reference is a local
+run folder of ``cross_paper`` or, by default, the published results that ship with lkm:
+the snapshot ``docs/runs/cross_paper`` whose records file's sha256 is pinned in
+``lkm/report/published.json`` (:func:`published_run`; ``lkm docs snapshot`` rewrites the
+pin with the snapshot).
+
+:func:`write_comparison` joins the two runs' tables and writes the ranking, the new
+method's pairwise tests against each other method, its speed, and the two figures with
+it drawn in colour (:func:`lkm.report.ranking.write_ranking`). A data set on which the new
+method fails is recorded as failed and left out of the ranking, which says so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from lkm.errors import LkmError
+
+#: The pin of the published benchmark records (run folder relative to the repository).
+PIN_FILE = Path(__file__).with_name("published.json")
+#: The published run, relative to the repository root.
+PUBLISHED_RUN = Path("docs/runs/cross_paper")
+
+
+def repo_root() -> Path:
+    """The folder holding ``lkm/`` (a clone; the published snapshot lives under it)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def _sha256(path: Path) -> str:
+    from lkm.files import file_sha256
+
+    return file_sha256(path)
+
+
+def published_run(root: Path | None = None) -> Path:
+    """The published benchmark run folder, its records checked against the pinned sha256."""
+    root = root or repo_root()
+    pin = json.loads(PIN_FILE.read_text(encoding="utf-8"))
+    run = root / pin["run"]
+    records = run / pin["records"]
+    if not records.is_file():
+        raise LkmError(f"{records}: the published benchmark records are not here (a clone of lkm has them); "
+                       "give a local run with --against results/cross_paper")
+    got = _sha256(records)
+    if got != pin["sha256"]:
+        raise LkmError(f"{records}: sha256 {got[:12]}… is not the pinned {pin['sha256'][:12]}… "
+                       f"({PIN_FILE.name}); the published records were changed — restore them "
+                       "(git checkout docs/runs) or give a local run with --against")
+    return run
+
+
+def pin_published(run: Path, root: Path | None = None) -> Path:
+    """Write the pin of ``run`` (the snapshot folder of the benchmark) to :data:`PIN_FILE`."""
+    from lkm.files import atomic_write
+
+    root = root or repo_root()
+    files = sorted((run / "records").glob("*"))
+    if len(files) != 1:
+        raise LkmError(f"{run}/records: expected one snapshot file, found {len(files)}")
+    payload = {"run": str(run.resolve().relative_to(root.resolve())),
+               "records": str(files[0].relative_to(run)), "sha256": _sha256(files[0])}
+    return atomic_write(PIN_FILE, json.dumps(payload, indent=1) + "\n")
+
+
+def method_entry(estimator: str, name: str | None, grids: dict[str, list[Any]], cv: int, seed: int) -> dict[str, Any]:
+    """The spec entry of the new method: parameters with one value are fixed, those with
+    several are tuned by the reference's inner CV (``cv`` folds, ``seed``)."""
+    fixed = {k: v[0] for k, v in grids.items() if len(v) == 1}
+    tuned = {k: v for k, v in grids.items() if len(v) > 1}
+    entry: dict[str, Any] = {"name": name or estimator.rsplit(".", 1)[-1], "estimator": estimator}
+    if fixed:
+        entry["params"] = fixed
+    if tuned:
+        entry["tune"] = {"grid": tuned, "cv": cv, "seed": seed}
+    return entry
+
+
+def compare_spec(reference: Path, entry: dict[str, Any]) -> Any:
+    """The spec that runs ``entry`` (a method entry as in a spec's ``methods:``) on the
+    reference run's data sets, protocol and preprocessing (its own spec.yaml)."""
+    from lkm.spec import load_spec, spec_from_dict
+
+    ref = load_spec(reference / "spec.yaml")
+    if entry.get("name") in {m.name for m in ref.methods}:
+        raise LkmError(f"{entry['name']}: a method of that name is in the benchmark already; give another with --name")
+    data = ref.model_dump(mode="json", exclude={"smoke", "paper", "perturb"}, exclude_none=True)
+    data.update(name=f"compare-{_slug(entry['name'])}", description=f"{entry['name']} on the splits of {ref.name}",
+                methods=[entry], outputs={"tables": ["summary"], "figures": []})
+    return spec_from_dict(data, f"compare {entry['name']}")
+
+
+def inner_cv(reference: Path) -> tuple[int, int]:
+    """The inner-CV folds and seed the reference's methods share (3 and 0 for the benchmark)."""
+    from lkm.spec import load_spec
+
+    tunes = {(m.tune.cv, m.tune.seed) for m in load_spec(reference / "spec.yaml").methods if m.tune is not None}
+    return sorted(tunes)[0] if tunes else (3, 0)
+
+
+def _slug(name: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "method"
+
+
+def fit_count(spec: Any, n_splits: dict[str, int]) -> tuple[int, int]:
+    """``(tasks, model fits)`` of the compare spec: one task per data set and outer fold;
+    each task fits the grid on every inner fold, then refits once."""
+    method = spec.methods[0]
+    per_task = 1
+    if method.tune is not None:
+        grid = 1
+        for values in method.tune.grid.values():
+            grid *= len(values)
+        per_task = grid * method.tune.cv + 1
+    tasks = sum(n_splits.values())
+    return tasks, tasks * per_task
+
+
+def write_comparison(new_run: Path, reference: Path, out: Path, smoke: bool = False) -> tuple[list[Path], dict[str, Any]]:
+    """Rank the one method of run ``new_run`` among the methods of ``reference`` on the data
+    sets both have (:func:`lkm.report.ranking.write_ranking` into ``out``)."""
+    from lkm.report.ranking import _inner_cv_words, _load, _seconds, _table, write_ranking
+
+    spec_new, rec_new, best_new = _load(new_run)
+    spec_ref, rec_ref, best_ref = _load(reference)
+    name = spec_new.methods[0].name
+    new_sets = [d.id for d in spec_new.datasets]
+    if [d.id for d in spec_ref.datasets] != new_sets or spec_ref.describe_protocol() != spec_new.describe_protocol():
+        raise LkmError(f"{new_run}: its data sets or protocol are not those of {reference} "
+                       "(run `lkm compare` again: it copies them from the reference)")
+    table_ref = _table(reference, spec_ref, rec_ref, best_ref)
+    table_new = _table(new_run, spec_new, rec_new, best_new)
+    table = pd.concat([table_ref, table_new], axis=1)
+    table.attrs["missing"] = {**table_ref.attrs.get("missing", {}), **table_new.attrs.get("missing", {})}
+    seconds = pd.concat([_seconds(spec_ref, rec_ref), _seconds(spec_new, rec_new)], axis=1)
+    return write_ranking(table, seconds, out, what=f"{name} against the benchmark",
+                         protocol=spec_ref.describe_protocol(), tuning=_inner_cv_words(spec_ref), smoke=smoke,
+                         highlight=name, extra={"new_method": name, "new_run": str(new_run), "reference": str(reference),
+                                                "failed_datasets": {d: w for (d, m), w in table_new.attrs.get("missing", {}).items()
+                                                                    if m == name}})
