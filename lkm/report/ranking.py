@@ -232,7 +232,7 @@ def critical_difference_figure(ranks: dict[str, float], cd: float, n_datasets: i
 
     label = {m: f"{m} ({ranks[m]:.2f})" for m in order}
     char_w = 0.068  # inches per character at 9 pt (wide enough for digits and capitals)
-    text_w = max(len(s) for s in label.values()) * char_w + 0.25
+    text_w = max(len(s) for s in label.values()) * char_w + 0.25 + (0.3 if highlight else 0.0)  # bold is wider
     axis_w = max(4.2, 0.36 * (k - 1))
     width = 2 * text_w + axis_w + 0.3
     row_h, top = 0.24, 0.95  # inches between method rows; axis height from the top
@@ -362,22 +362,42 @@ def speed_table(seconds: pd.DataFrame, ranks: dict[str, float], order: list[str]
 def accuracy_time_figure(ranks: dict[str, float], seconds: pd.DataFrame, base: Path, title: str,
                          highlight: str | None = None, formats: tuple[str, ...] = ("png",)) -> list[Path]:
     """Average rank (1 = best, at the top) against the median fit + predict seconds per
-    outer fold (log scale), one labelled point per method; ``highlight`` in colour."""
+    outer fold (log scale), one labelled point per method; ``highlight`` in colour. Each
+    label takes the first of four places around its point that overlaps no earlier label."""
+    import textwrap
+
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     plt = load_pyplot()
-    fig, ax = plt.subplots(figsize=(7.5, 5.2))
-    for m, r in ranks.items():
-        sec = seconds[m].dropna().median() if m in seconds.columns else np.nan
-        if not np.isfinite(sec):
-            continue
-        new = m == highlight
-        ax.scatter(sec, r, s=46 if new else 26, color="#c0392b" if new else "#2c3e50", zorder=3)
-        ax.annotate(m, (sec, r), xytext=(4, 3), textcoords="offset points", fontsize=8.5,
-                    color="#c0392b" if new else "#2c3e50", fontweight="bold" if new else "normal")
+    fig, ax = plt.subplots(figsize=(8.0, 5.6))
+    points = {m: (float(seconds[m].dropna().median()), r) for m, r in ranks.items()
+              if m in seconds.columns and seconds[m].notna().any()}
+    for m, (sec, r) in points.items():
+        ax.scatter(sec, r, s=50 if m == highlight else 24, color="#c0392b" if m == highlight else "#2c3e50", zorder=3)
     ax.set_xscale("log")
     ax.invert_yaxis()
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("median fit (tuning search + refit) + predict seconds per outer fold, over the data sets")
     ax.set_ylabel("average rank (1 = best)")
-    ax.set_title(title, fontsize=9.5, wrap=True)
+    ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=9.5)
+    ax.margins(x=0.12, y=0.06)
+    fig.canvas.draw()
+    placed: list[tuple[float, float, float, float]] = []
+    char_px, line_px = 0.7 * 8.5 * fig.dpi / 72, 1.3 * 8.5 * fig.dpi / 72  # 8.5 pt text, capitals
+    for m, (sec, r) in sorted(points.items(), key=lambda kv: kv[1][1]):
+        px, py = ax.transData.transform((sec, r))
+        width = len(m) * char_px * (1.15 if m == highlight else 1.0)
+        for dx, dy, ha in ((5, 3, "left"), (5, -line_px - 2, "left"), (-5, 3, "right"), (-5, -line_px - 2, "right")):
+            x0 = px + dx if ha == "left" else px + dx - width
+            box = (x0, py + dy, x0 + width, py + dy + line_px)
+            if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
+                break
+        placed.append(box)
+        ax.annotate(m, (sec, r), xytext=(dx, dy), textcoords="offset pixels",
+                    ha=ha, va="bottom", fontsize=8.5, color="#c0392b" if m == highlight else "#2c3e50",
+                    fontweight="bold" if m == highlight else "normal")
     return save_figure(fig, base, list(formats))
 
 
