@@ -32,7 +32,7 @@ def compare(
     param: Annotated[list[str] | None, typer.Option("--param", "-p", metavar="NAME=GRID", help="A parameter: one value fixes it, several (`C=0.1,1,10`, or START:STOP:COUNT) are tuned by the benchmark's inner CV on each training part. Repeat for more.", show_default=False)] = None,
     name: Annotated[str | None, typer.Option("--name", help="The name shown in the tables (default: the class name).", show_default=False)] = None,
     against: Annotated[Path | None, typer.Option("--against", help="A run folder of the benchmark to rank against (default: the published results that ship with lkm, docs/runs/cross_paper, sha256-checked; with --smoke: results/cross_paper-smoke).", show_default=False)] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run folder of the new method (default: results/compare/<name>[-smoke]); rerunning resumes. The comparison goes to its comparison/ subfolder.", show_default=False)] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run folder of the new method (default: results/compare/NAME, or NAME-smoke); rerunning resumes. The comparison goes to its comparison/ subfolder.", show_default=False)] = None,
     jobs: JobsOpt = 1,
     data_dir: DataDirOpt = None,
     dry_run: DryOpt = False,

@@ -297,6 +297,12 @@ def critical_difference_figure(ranks: dict[str, float], cd: float, n_datasets: i
     return save_figure(fig, base, list(formats))
 
 
+def _p(p: float) -> str:
+    """``= 0.03`` or ``< 0.001``: a p-value after the letter p."""
+    text = format_p(p)
+    return text if text.startswith("<") else f"= {text}"
+
+
 def seconds_table(run_dir: Path) -> pd.DataFrame:
     """Rows = data sets, columns = methods: the mean fit (search + refit) + predict
     seconds per outer fold of the run's successful fits (:func:`cross_paper_table`'s
@@ -483,8 +489,8 @@ def write_ranking(table: pd.DataFrame, seconds: pd.DataFrame, out: Path, *, what
         caption += "; data sets left out (a method has no result there): " + "; ".join(f"{d} ({w})" for d, w in dropped_sets.items())
     verdict = "reject" if result.significant(alpha) else "do not reject"
     notes = [
-        f"Friedman chi²_F = {result.chi2:.2f} (df {result.df1}), p = {format_p(result.p_chi2)}; Iman–Davenport "
-        f"F_F = {result.f_f:.2f} (df {result.df1}, {result.df2}), p = {format_p(result.p_f)}: {verdict} "
+        f"Friedman chi²_F = {result.chi2:.2f} (df {result.df1}), p {_p(result.p_chi2)}; Iman–Davenport "
+        f"F_F = {result.f_f:.2f} (df {result.df1}, {result.df2}), p {_p(result.p_f)}: {verdict} "
         f"'all methods are equivalent' at α = {alpha:g}.",
         f"Nemenyi critical difference CD = q_α·sqrt(k(k+1)/(6N)) = {q:.3f}·sqrt({k}·{k + 1}/(6·{n})) = {cd:.2f}: "
         "average ranks closer than CD are not significantly different (critical_difference.png joins them).",
@@ -517,7 +523,7 @@ def write_ranking(table: pd.DataFrame, seconds: pd.DataFrame, out: Path, *, what
     }
     paths.append(atomic_write(out / "friedman.json", json.dumps(payload, indent=1, ensure_ascii=False) + "\n"))
     title = (f"{'SMOKE RUN (not evidence) — ' if smoke else ''}{what}: average ranks of k = {k} methods "
-             f"over N = {n} data sets (1 = best); Friedman test (Iman–Davenport F_F) p = {format_p(result.p_f)}; "
+             f"over N = {n} data sets (1 = best); Friedman test (Iman–Davenport F_F) p {_p(result.p_f)}; "
              f"bars join methods within the Nemenyi critical difference at α = {alpha:g}")
     paths += critical_difference_figure({m: result.ranks[m] for m in order}, cd, n, out / "critical_difference",
                                         alpha=alpha, title=title, highlight=highlight)

@@ -67,7 +67,7 @@ END_RE = re.compile(r"^<!-- lkm:end -->", re.MULTILINE)
 #: Folders of docs/figures not copied from run folders: the report's screenshot (taken
 #: with a headless browser from results/report/index.html, see the README).
 NOT_FROM_RUNS = frozenset({"report"})
-FIGURE_RE = re.compile(r"\]\((?:\.\./|docs/)figures/(?P<paper>[\w-]+)/(?P<file>[\w.-]+\.png)\)")
+FIGURE_RE = re.compile(r"\]\((?:\.\./|docs/)?figures/(?P<paper>[\w-]+)/(?P<file>[\w.-]+\.png)\)")
 SNAPSHOT_PART = "part-snapshot.jsonl.gz"
 #: The benchmark's run (lkm/papers/specs/cross_paper.yaml), whose snapshot `lkm compare` ranks against.
 BENCHMARK_RUN = "cross_paper"
