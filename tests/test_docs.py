@@ -67,6 +67,7 @@ def tiny_root(tmp_path_factory) -> Path:
     (root / "docs" / "reproductions").mkdir(parents=True)
     for name in PAPERS:
         (root / "docs" / "reproductions" / f"{name}.md").write_text(f"# {name}\n")
+    (root / "docs" / "benchmark.md").write_text("# The benchmark\n")
     spec = root / "tiny.yaml"
     spec.write_text(TINY_SPEC)
     run = root / "results" / "lpl_vs_svm"

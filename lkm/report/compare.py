@@ -131,22 +131,28 @@ def fit_count(spec: Any, n_splits: dict[str, int]) -> tuple[int, int]:
 def write_comparison(new_run: Path, reference: Path, out: Path, smoke: bool = False) -> tuple[list[Path], dict[str, Any]]:
     """Rank the one method of run ``new_run`` among the methods of ``reference`` on the data
     sets both have (:func:`lkm.report.ranking.write_ranking` into ``out``)."""
-    from lkm.report.ranking import _inner_cv_words, _load, _seconds, _table, write_ranking
+    from lkm.report.ranking import (
+        inner_cv_words,
+        load_benchmark_run,
+        scores_table,
+        seconds_per_fold,
+        write_ranking,
+    )
 
-    spec_new, rec_new, best_new = _load(new_run)
-    spec_ref, rec_ref, best_ref = _load(reference)
+    spec_new, rec_new, best_new = load_benchmark_run(new_run)
+    spec_ref, rec_ref, best_ref = load_benchmark_run(reference)
     name = spec_new.methods[0].name
     new_sets = [d.id for d in spec_new.datasets]
     if [d.id for d in spec_ref.datasets] != new_sets or spec_ref.describe_protocol() != spec_new.describe_protocol():
         raise LkmError(f"{new_run}: its data sets or protocol are not those of {reference} "
                        "(run `lkm compare` again: it copies them from the reference)")
-    table_ref = _table(reference, spec_ref, rec_ref, best_ref)
-    table_new = _table(new_run, spec_new, rec_new, best_new)
+    table_ref = scores_table(reference, spec_ref, rec_ref, best_ref)
+    table_new = scores_table(new_run, spec_new, rec_new, best_new)
     table = pd.concat([table_ref, table_new], axis=1)
     table.attrs["missing"] = {**table_ref.attrs.get("missing", {}), **table_new.attrs.get("missing", {})}
-    seconds = pd.concat([_seconds(spec_ref, rec_ref), _seconds(spec_new, rec_new)], axis=1)
+    seconds = pd.concat([seconds_per_fold(spec_ref, rec_ref), seconds_per_fold(spec_new, rec_new)], axis=1)
     return write_ranking(table, seconds, out, what=f"{name} against the benchmark",
-                         protocol=spec_ref.describe_protocol(), tuning=_inner_cv_words(spec_ref), smoke=smoke,
+                         protocol=spec_ref.describe_protocol(), tuning=inner_cv_words(spec_ref), smoke=smoke,
                          highlight=name, extra={"new_method": name, "new_run": str(new_run), "reference": str(reference),
                                                 "failed_datasets": {d: w for (d, m), w in table_new.attrs.get("missing", {}).items()
                                                                     if m == name}})

@@ -64,7 +64,7 @@ SUMMARY_NAME = "cross_paper_summary"
 TIE_DECIMALS = 9
 
 
-def _load(run_dir: Path) -> tuple[Any, pd.DataFrame, pd.DataFrame]:
+def load_benchmark_run(run_dir: Path) -> tuple[Any, pd.DataFrame, pd.DataFrame]:
     """The run's spec, its records, and the selected (here: the one tuned) setting per
     data set and method."""
     from lkm.engine.store import RunStore
@@ -118,10 +118,10 @@ def cross_paper_table(run_dir: Path) -> pd.DataFrame:
     (%) over the outer folds at the tuned setting. A cell is NaN unless the method has a
     successful fit on every outer fold of that data set (``attrs["missing"]``:
     ``{(dataset, method): why}``)."""
-    return _table(Path(run_dir), *_load(Path(run_dir)))
+    return scores_table(Path(run_dir), *load_benchmark_run(Path(run_dir)))
 
 
-def _table(run_dir: Path, spec: Any, records: pd.DataFrame, best: pd.DataFrame) -> pd.DataFrame:
+def scores_table(run_dir: Path, spec: Any, records: pd.DataFrame, best: pd.DataFrame) -> pd.DataFrame:
     """:func:`cross_paper_table` from a run already loaded (:func:`_load`)."""
     missing = _completeness(spec, records, _planned_splits(run_dir))
     table = pd.DataFrame(np.nan, index=pd.Index([d.id for d in spec.datasets], name="dataset"),
@@ -196,7 +196,7 @@ def ranking_table(scores: pd.DataFrame) -> tuple[pd.DataFrame, Friedman, list[st
     return pd.DataFrame(rows, columns=["dataset", *order]), result, order
 
 
-def _inner_cv_words(spec: Any) -> str:
+def inner_cv_words(spec: Any) -> str:
     folds = {m.tune.cv for m in spec.methods if m.tune is not None}
     untuned = [m.name for m in spec.methods if m.tune is None]
     words = f"each method tuned by {folds.pop()}-fold CV on the training part" if len(folds) == 1 else \
@@ -307,11 +307,11 @@ def seconds_table(run_dir: Path) -> pd.DataFrame:
     """Rows = data sets, columns = methods: the mean fit (search + refit) + predict
     seconds per outer fold of the run's successful fits (:func:`cross_paper_table`'s
     cells)."""
-    spec, records, _best = _load(Path(run_dir))
-    return _seconds(spec, records)
+    spec, records, _best = load_benchmark_run(Path(run_dir))
+    return seconds_per_fold(spec, records)
 
 
-def _seconds(spec: Any, records: pd.DataFrame) -> pd.DataFrame:
+def seconds_per_fold(spec: Any, records: pd.DataFrame) -> pd.DataFrame:
     ok = records[records["status"] == "ok"]
     if "kind" in ok.columns:
         ok = ok[ok["kind"] != "study"]
@@ -450,9 +450,9 @@ def benchmark_summary(run_dir: Path, alpha: float = ALPHA) -> tuple[pd.DataFrame
     rank, mean accuracy over the ranked data sets, median fit + predict seconds per outer
     fold, and how many methods Wilcoxon–Holm finds it better and worse than (README's
     table, built from the records)."""
-    spec, records, best = _load(Path(run_dir))
-    r = rank_methods(_table(Path(run_dir), spec, records, best), str(run_dir), alpha)
-    seconds = _seconds(spec, records).reindex(index=r.scores.index)
+    spec, records, best = load_benchmark_run(Path(run_dir))
+    r = rank_methods(scores_table(Path(run_dir), spec, records, best), str(run_dir), alpha)
+    seconds = seconds_per_fold(spec, records).reindex(index=r.scores.index)
     rows = []
     for m in r.order:
         better = sum(c.significant(alpha) and ((c.a == m) == (c.mean_difference > 0)) for c in r.pairs if m in (c.a, c.b))
@@ -541,9 +541,9 @@ def write_cross_paper(root: Path, smoke: bool = False, alpha: float = ALPHA) -> 
     root = Path(root)
     suffix = "-smoke" if smoke else ""
     run_dir = root / f"{RUN_NAME}{suffix}"
-    spec, records, best = _load(run_dir)
-    table = _table(run_dir, spec, records, best)
-    paths, _ = write_ranking(table, _seconds(spec, records), root / f"{SUMMARY_NAME}{suffix}",
-                             what="The benchmark", protocol=spec.describe_protocol(), tuning=_inner_cv_words(spec),
+    spec, records, best = load_benchmark_run(run_dir)
+    table = scores_table(run_dir, spec, records, best)
+    paths, _ = write_ranking(table, seconds_per_fold(spec, records), root / f"{SUMMARY_NAME}{suffix}",
+                             what="The benchmark", protocol=spec.describe_protocol(), tuning=inner_cv_words(spec),
                              smoke=smoke, alpha=alpha, extra={"run": run_dir.name, "spec": spec.name})
     return paths
