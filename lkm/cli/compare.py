@@ -125,9 +125,10 @@ def _announce(spec: Any, reference: Path) -> None:
     from lkm.report.compare import fit_count
 
     splits = json.loads((reference / "plan.json").read_text(encoding="utf-8")).get("splits") or {}
-    tasks, fits = fit_count(spec, {d.id: int(splits.get(d.id, 0)) for d in spec.datasets})
+    tasks, per_task = fit_count(spec, {d.id: int(splits.get(d.id, 0)) for d in spec.datasets})
+    fits = tasks * per_task
     m = spec.methods[0]
-    how = (f"{fits // max(tasks, 1) - 1} inner fits ({' × '.join(str(len(v)) for v in m.tune.grid.values())} settings × "
+    how = (f"{per_task - 1} inner fits ({' × '.join(str(len(v)) for v in m.tune.grid.values())} settings × "
            f"{m.tune.cv} folds) + 1 refit each" if m.tune is not None else "one fit each, parameters fixed")
     console.print(f"{m.name}: {tasks} outer folds on {len(spec.datasets)} data sets, {how}: {fits} model fits in all. "
                   f"The other methods' results are read from {reference}, not refitted.")

@@ -115,17 +115,10 @@ def _slug(name: str) -> str:
 
 
 def fit_count(spec: Any, n_splits: dict[str, int]) -> tuple[int, int]:
-    """``(tasks, model fits)`` of the compare spec: one task per data set and outer fold;
-    each task fits the grid on every inner fold, then refits once."""
-    method = spec.methods[0]
-    per_task = 1
-    if method.tune is not None:
-        grid = 1
-        for values in method.tune.grid.values():
-            grid *= len(values)
-        per_task = grid * method.tune.cv + 1
-    tasks = sum(n_splits.values())
-    return tasks, tasks * per_task
+    """``(tasks, model fits per task)`` of the compare spec: one task per data set and
+    outer fold; a tuned task fits every setting on every inner fold, then refits once."""
+    tune = spec.methods[0].tune
+    return sum(n_splits.values()), (tune.size * tune.cv + 1 if tune is not None else 1)
 
 
 def write_comparison(new_run: Path, reference: Path, out: Path, smoke: bool = False) -> tuple[list[Path], dict[str, Any]]:

@@ -303,14 +303,6 @@ def _p(p: float) -> str:
     return text if text.startswith("<") else f"= {text}"
 
 
-def seconds_table(run_dir: Path) -> pd.DataFrame:
-    """Rows = data sets, columns = methods: the mean fit (search + refit) + predict
-    seconds per outer fold of the run's successful fits (:func:`cross_paper_table`'s
-    cells)."""
-    spec, records, _best = load_benchmark_run(Path(run_dir))
-    return seconds_per_fold(spec, records)
-
-
 def seconds_per_fold(spec: Any, records: pd.DataFrame) -> pd.DataFrame:
     ok = records[records["status"] == "ok"]
     if "kind" in ok.columns:

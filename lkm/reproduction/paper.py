@@ -99,16 +99,24 @@ def names(value: Any, where: str) -> tuple[str, ...]:
 DIFFERENCE_KEYS = ("cause", "runs", "quantities", "rows", "evidence")
 
 
+def package_yaml_list(package: str, file: str, what: str) -> tuple[str, list[Any]]:
+    """``(where, entries)`` of the YAML list ``file`` in a paper's package (``entries``
+    empty when the file is absent); ``where`` names the file in errors, and a file that
+    is not a list of ``what`` is refused."""
+    resource = files(package) / file
+    where = f"{package.replace('.', '/')}/{file}"
+    if not resource.is_file():
+        return where, []
+    entries = yaml.safe_load(resource.read_text(encoding="utf-8"))
+    if not isinstance(entries, list):
+        raise LkmError(f"{where}: expected a list of {what}, got {type(entries).__name__}")
+    return where, entries
+
+
 def paper_differences(package: str) -> list[Difference]:
     """The named causes of ``differences.yaml`` of a paper's package (none if absent), in
     file order: the report names the first that matches a flagged row."""
-    resource = files(package) / "differences.yaml"
-    if not resource.is_file():
-        return []
-    where = f"{package.replace('.', '/')}/differences.yaml"
-    entries = yaml.safe_load(resource.read_text(encoding="utf-8"))
-    if not isinstance(entries, list):
-        raise LkmError(f"{where}: expected a list of causes, got {type(entries).__name__}")
+    where, entries = package_yaml_list(package, "differences.yaml", "causes")
 
     def strings(value: Any, key: str) -> tuple[str, ...]:
         return names(value, f"{where}: {key}")

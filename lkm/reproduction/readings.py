@@ -28,13 +28,10 @@ File format (a list of choices)::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib.resources import files
 from typing import Any
 
-import yaml
-
 from lkm.errors import LkmError, did_you_mean
-from lkm.reproduction.paper import names, row_matches
+from lkm.reproduction.paper import names, package_yaml_list, row_matches
 from lkm.reproduction.runs import Experiment, spec_folder
 
 #: The keys of one choice and of one reading in ``readings.yaml``.
@@ -116,13 +113,7 @@ def _reading(entry: Any, runs: tuple[str, ...], where: str) -> Reading:
 def paper_readings(package: str) -> list[Choice]:
     """The open choices of ``readings.yaml`` of a paper's package (none if absent), in file
     order; each has exactly one stated reading."""
-    resource = files(package) / "readings.yaml"
-    if not resource.is_file():
-        return []
-    where = f"{package.replace('.', '/')}/readings.yaml"
-    entries = yaml.safe_load(resource.read_text(encoding="utf-8"))
-    if not isinstance(entries, list):
-        raise LkmError(f"{where}: expected a list of choices, got {type(entries).__name__}")
+    where, entries = package_yaml_list(package, "readings.yaml", "choices")
     out = []
     for i, entry in enumerate(entries):
         at = f"{where}: [{i}]"
