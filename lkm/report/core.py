@@ -455,17 +455,38 @@ def latex_table(df: pd.DataFrame, caption: str, notes: list[str] | tuple[str, ..
     return "\n".join(lines) + "\n"
 
 
+def display_cells(df: pd.DataFrame) -> list[list[str]]:
+    """The cells of ``df`` as shown in every rendering: strings as written, floats with
+    ``g``, None as empty."""
+    columns = []
+    for col in df.columns:
+        values = df[col]
+        if pd.api.types.is_float_dtype(values):
+            values = values.map(lambda v: f"{v:g}")
+        columns.append(["" if v is None else str(v) for v in values])
+    return [list(row) for row in zip(*columns, strict=True)] if columns else [[] for _ in range(len(df))]
+
+
+def table_json(df: pd.DataFrame, caption: str, notes: list[str] | tuple[str, ...] = ()) -> str:
+    """``df`` as the JSON the HTML report is built from (``{"caption", "notes", "columns",
+    "rows"}``, cells as shown): what the report reads instead of parsing Markdown back."""
+    return json.dumps({"caption": caption, "notes": list(notes), "columns": [str(c) for c in df.columns],
+                       "rows": display_cells(df)}, ensure_ascii=False, indent=0) + "\n"
+
+
 def write_table(df: pd.DataFrame, base: Path, caption: str, notes: list[str] | tuple[str, ...] = ()) -> list[Path]:
-    """Write ``df`` as ``base.md``, ``base.csv`` and ``base.tex``; ``notes`` (footnotes
+    """Write ``df`` as ``base.md``, ``base.csv``, ``base.tex`` and ``base.json`` (the
+    displayed cells with caption and notes, read by the HTML report); ``notes`` (footnotes
     such as what a mark means) go below the Markdown and LaTeX tables."""
     from lkm.files import atomic_save, atomic_write
 
-    md, csv, tex = base.with_suffix(".md"), base.with_suffix(".csv"), base.with_suffix(".tex")
+    md, csv, tex, js = (base.with_suffix(s) for s in (".md", ".csv", ".tex", ".json"))
     below = "".join(f"\n{n}\n" for n in notes)
     atomic_write(md, f"**{caption}**\n\n" + markdown_table(df) + "\n" + below)
     atomic_save(csv, lambda tmp: df.to_csv(tmp, index=False))
     atomic_write(tex, latex_table(df, caption, notes))
-    return [md, csv, tex]
+    atomic_write(js, table_json(df, caption, notes))
+    return [md, csv, tex, js]
 
 
 # -- figures ----------------------------------------------------------------------
