@@ -124,7 +124,8 @@ def test_build_writes_the_runs_numbers_into_the_block_and_nothing_else(built: Pa
     assert "(to be generated)" not in body
     assert text.replace(body, "(to be generated)\n") == README  # text outside the block untouched
     # each cell is the run's own summary table: mean ± std at sigma*, 2 decimals
-    summary = pd.read_csv(built / "results" / "lpl_vs_svm" / "tables" / "summary.csv", dtype=str)
+    shown = json.loads((built / "results" / "lpl_vs_svm" / "tables" / "summary.json").read_text())
+    summary = pd.DataFrame(shown["rows"], columns=shown["columns"])  # the cells as displayed
     row = next(line for line in body.splitlines() if line.startswith("| moons"))
     for _, r in summary.iterrows():
         mean, std = r["accuracy % (ours)"].split(" ± ")

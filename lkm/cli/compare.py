@@ -146,7 +146,7 @@ def _report(run_dir: Path, reference: Path, smoke: bool, failed: bool) -> None:
                             f"Nemenyi critical difference {payload['cd']:.2f}"))
     from lkm.report.ranking import ROPE
 
-    table = _pairs_table(run_dir / "comparison" / "pairwise.csv")
+    table = _pairs_table(run_dir / "comparison" / "pairwise.json")
     console.print(table)
     console.print(f"Bayesian probabilities with a ROPE of ±{ROPE:g} point; comparison written to {run_dir / 'comparison'}/ "
                   "(ranking.md, pairwise.md, speed.md, critical_difference.png, accuracy_time.png)")
@@ -159,12 +159,14 @@ def _report(run_dir: Path, reference: Path, smoke: bool, failed: bool) -> None:
         err_console.print(text_line(("warning:", "yellow"), " some fits failed; see the run's records"))
 
 
-def _pairs_table(csv: Path) -> Any:
-    """The pairwise tests as a narrow console table (pairwise.md has every column)."""
+def _pairs_table(path: Path) -> Any:
+    """The pairwise tests as a narrow console table (pairwise.md has every column), from
+    the cells as displayed (pairwise.json, the table writer's twin of pairwise.md)."""
     import pandas as pd
     from rich.table import Table
 
-    frame = pd.read_csv(csv, dtype=str)
+    shown = json.loads(path.read_text(encoding="utf-8"))
+    frame = pd.DataFrame(shown["rows"], columns=shown["columns"], dtype=str)
     short = {"b": "against", "a wins / ties / losses": "W / T / L", "mean a − b (points)": "mean Δ",
              "Holm p": "Holm p", "P(a better)": "P(better)", "P(b better)": "P(worse)"}
     rope = next(c for c in frame.columns if c.startswith("P(|"))

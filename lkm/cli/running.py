@@ -266,16 +266,18 @@ def _print_plan(plan, done: set[str], run_dir: Path) -> None:
 
 
 def print_summary(run_dir: Path) -> None:
-    """tables/summary.csv, every name in full."""
-    import csv
+    """tables/summary as displayed (its .json twin: mean ± std in one cell), every name in full."""
+    import json
 
-    path = run_dir / "tables" / "summary.csv"
+    path = run_dir / "tables" / "summary.json"
     if not path.is_file():
         return
-    with open(path, newline="", encoding="utf-8") as fh:
-        rows = [[cell or "–" for cell in row] for row in csv.reader(fh)]
-    if rows:
-        print_rows("summary (at the selected setting)", rows[0], rows[1:])
+    try:
+        table = json.loads(path.read_text(encoding="utf-8"))
+        header, rows = [str(c) for c in table["columns"]], [[str(c) or "–" for c in row] for row in table["rows"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    print_rows("summary (at the selected setting)", header, rows)
 
 
 def _print_failed_methods(store, task_ids: set[str]) -> None:

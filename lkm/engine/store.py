@@ -479,13 +479,16 @@ class RunStore:
 
     # -- derived files ----------------------------------------------------------
     def write_results(self, df: pd.DataFrame) -> list[Path]:
-        """Write the tidy results table as CSV and Parquet (atomically)."""
+        """Write the tidy results table as CSV and Parquet (atomically). Every structured
+        cell (a dict or list such as ``params``, ``info``, ``per_class_accuracy``) is
+        written as JSON, so ``json.loads`` reads it back from either file; strings are kept
+        as written and missing values stay empty."""
         csv, parquet = self.root / "results.csv", self.root / "results.parquet"
-        atomic_save(csv, lambda tmp: df.to_csv(tmp, index=False))
         flat = df.copy()
-        for col in flat.columns:  # parquet needs one type per column
+        for col in flat.columns:  # one type per column (parquet), JSON not Python reprs (both)
             if flat[col].dtype == object:
-                flat[col] = flat[col].map(lambda v: v if v is None or isinstance(v, str) else json.dumps(v, default=json_default))
+                flat[col] = flat[col].map(json_cell)
+        atomic_save(csv, lambda tmp: flat.to_csv(tmp, index=False))
         atomic_save(parquet, lambda tmp: flat.to_parquet(tmp, index=False))
         return [csv, parquet]
 
@@ -631,6 +634,16 @@ def _pkg_version(name: str) -> str | None:
         return version(name)
     except PackageNotFoundError:
         return None
+
+
+def json_cell(value: Any) -> str | None:
+    """A table cell of an object column as text: strings as they are, None and NaN as
+    missing, anything else (dicts, lists, numbers, numpy values) as JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return json.dumps(value, default=json_default)
 
 
 def json_default(o: Any) -> Any:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -474,16 +475,87 @@ def table_json(df: pd.DataFrame, caption: str, notes: list[str] | tuple[str, ...
                        "rows": display_cells(df)}, ensure_ascii=False, indent=0) + "\n"
 
 
+#: A number as tables show it: optional sign (ASCII or the minus sign −), digits, decimals.
+_NUMBER = r"[+\-\u2212]?\d+(?:\.\d+)?(?:[eE][+\-]?\d+)?"
+#: An optional short mark after a number (EDGE_MARK, a footnote mark).
+_MARK = r"\s*(?P<mark>[^\d\s][^\d]{0,4})?\s*"
+#: Display cells holding two numbers, and the suffixes of the CSV columns they go to:
+#: "<mean> ± <std>" (a number alone is a mean without std), "[<low>, <high>]" (an interval).
+_COMPOSITE_CELLS = (
+    (re.compile(rf"\s*(?P<a>{_NUMBER})\s*±\s*(?P<b>{_NUMBER}){_MARK}"), re.compile(rf"\s*(?P<a>{_NUMBER}){_MARK}"),
+     ("", " std")),
+    (re.compile(rf"\s*\[\s*(?P<a>{_NUMBER})\s*,\s*(?P<b>{_NUMBER})\s*\]{_MARK}"), None, (" low", " high")),
+)
+#: What a table shows for "no value".
+_NO_VALUE = frozenset({"", "–", "—", "-"})
+
+
+def _number(text: str) -> float:
+    return float(text.replace("\u2212", "-"))
+
+
+def _cell_text(v: Any) -> str | None:
+    """A cell as text, None when it is not text (missing, or a number)."""
+    return v if isinstance(v, str) else None
+
+
+def _split_cells(texts: list[str | None], col: str, whole: re.Pattern, alone: re.Pattern | None,
+                 suffixes: tuple[str, str]) -> dict[str, list[Any]]:
+    """The columns one composite column becomes (see :func:`csv_frame`)."""
+    first, second, marks, notes = [], [], [], []
+    for t in texts:
+        m = (whole.fullmatch(t) or (alone.fullmatch(t) if alone else None)) if t is not None else None
+        first.append(_number(m["a"]) if m else math.nan)
+        second.append(_number(m["b"]) if m and "b" in m.groupdict() else math.nan)
+        marks.append((m["mark"] or "").strip() if m else "")
+        notes.append("" if m or t is None or t.strip() in _NO_VALUE else t)
+    out = {f"{col}{suffixes[0]}": first, f"{col}{suffixes[1]}": second}
+    if any(marks):
+        out[f"{col} mark"] = marks
+    if any(notes):
+        out[f"{col} note"] = notes
+    return out
+
+
+def csv_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` as data, for the CSV twin of a table. A column holding cells ``<mean> ±
+    <std>`` (possibly followed by a mark such as :data:`EDGE_MARK`) becomes the numeric
+    columns ``<col>`` (the mean) and ``<col> std``; one holding intervals ``[<low>,
+    <high>]`` becomes ``<col> low`` and ``<col> high``; plus ``<col> mark`` when some cell
+    has a mark and ``<col> note`` for the cells that are text (``failed (...)``, ``data
+    unavailable``); "–" is an empty cell. In a column of numbers written as text with "–"
+    for none, the dashes become empty and the minus sign −, "-", so ``pd.read_csv`` reads
+    floats. Other columns are kept as they are."""
+    out: dict[str, Any] = {}
+    for col in df.columns:
+        values = df[col]
+        textual = pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values)
+        texts = [_cell_text(v) if textual else None for v in values]
+        composite = next(((whole, alone, suffixes) for whole, alone, suffixes in _COMPOSITE_CELLS
+                          if any(t is not None and whole.fullmatch(t) for t in texts)), None)
+        if composite:
+            out.update(_split_cells(texts, str(col), *composite))
+        elif (textual and any(t is not None and t.strip() not in _NO_VALUE for t in texts)
+              and all(t is not None and (t.strip() in _NO_VALUE or re.fullmatch(_NUMBER, t.strip()))
+                      for t in texts)):
+            out[str(col)] = ["" if t.strip() in _NO_VALUE else t.strip().replace("\u2212", "-") for t in texts]
+        else:
+            out[str(col)] = values.to_numpy()
+    return pd.DataFrame(out, index=df.index)
+
+
 def write_table(df: pd.DataFrame, base: Path, caption: str, notes: list[str] | tuple[str, ...] = ()) -> list[Path]:
     """Write ``df`` as ``base.md``, ``base.csv``, ``base.tex`` and ``base.json`` (the
     displayed cells with caption and notes, read by the HTML report); ``notes`` (footnotes
-    such as what a mark means) go below the Markdown and LaTeX tables."""
+    such as what a mark means) go below the Markdown and LaTeX tables. The CSV holds the
+    data (:func:`csv_frame`: mean and std in columns of their own), not the display cells."""
     from lkm.files import atomic_save, atomic_write
 
     md, csv, tex, js = (base.with_suffix(s) for s in (".md", ".csv", ".tex", ".json"))
     below = "".join(f"\n{n}\n" for n in notes)
     atomic_write(md, f"**{caption}**\n\n" + markdown_table(df) + "\n" + below)
-    atomic_save(csv, lambda tmp: df.to_csv(tmp, index=False))
+    data = csv_frame(df)
+    atomic_save(csv, lambda tmp: data.to_csv(tmp, index=False))
     atomic_write(tex, latex_table(df, caption, notes))
     atomic_write(js, table_json(df, caption, notes))
     return [md, csv, tex, js]

@@ -1,0 +1,160 @@
+"""Outputs as data (issue 28, point 4): results.csv and results.parquet hold JSON in every
+structured column; every table's CSV twin holds mean and std (and interval bounds) as
+numeric columns of their own, never a "96.62 ± 2.36" cell, while the .md and .json keep
+the cells as displayed."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from lkm.engine.runner import build_plan, execute, write_plan
+from lkm.engine.store import RunStore, json_default
+from lkm.report import build_report
+from lkm.report.core import EDGE_MARK, csv_frame, write_table
+from lkm.spec import spec_from_dict
+
+REPO = Path(__file__).resolve().parents[1]
+
+TINY = {
+    "name": "tiny",
+    "datasets": ["moons", "sklearn-iris"],
+    "protocol": {"kind": "kfold", "folds": 3, "seed": 1},
+    "methods": [{"name": "PL", "estimator": "pl"}, {"name": "SVM", "estimator": "svm"}],
+    "sweep": {"sigma": [0.5, 1.0, 2.0]},
+    "paper": {"reference": "R", "results": [{"dataset": "moons", "method": "PL", "value": 0.9}]},
+    "outputs": {"tables": ["summary", "metrics", "sweep", "timing"], "figures": []},
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> tuple[Path, pd.DataFrame]:
+    """A tiny real run (two datasets, two methods, three folds) and its records."""
+    root = tmp_path_factory.mktemp("tiny")
+    spec = spec_from_dict(TINY)
+    plan = build_plan(spec)
+    store = RunStore(root)
+    store.prepare()
+    write_plan(plan, store)
+    execute(plan, store, jobs=1)
+    build_report(store, spec, plan.task_ids, plan.unavailable)
+    records = store.records_frame(plan.task_ids)
+    return root, records.drop(columns=[c for c in ("traceback", "errors") if c in records.columns])
+
+
+def _as_json(value) -> str:
+    return json.dumps(value, sort_keys=True, default=json_default)
+
+
+def _structured_columns(records: pd.DataFrame) -> list[str]:
+    return [c for c in records.columns if records[c].map(lambda v: isinstance(v, (dict, list, tuple))).any()]
+
+
+# -- results.csv / results.parquet --------------------------------------------------------
+def test_every_structured_cell_of_the_results_is_json_equal_to_the_record(tiny_run) -> None:
+    root, records = tiny_run
+    structured = _structured_columns(records)
+    assert {"params", "info"} <= set(structured), structured
+    for name, read in (("results.csv", pd.read_csv), ("results.parquet", pd.read_parquet)):
+        table = read(root / name)
+        assert len(table) == len(records), name
+        by_task = table.set_index("task_id")
+        for col in structured:
+            for task, value in zip(records["task_id"], records[col], strict=True):
+                cell = by_task.at[task, col]
+                if value is None or (isinstance(value, float) and math.isnan(value)):
+                    assert cell is None or (isinstance(cell, float) and math.isnan(cell)), (name, col, cell)
+                    continue
+                assert isinstance(cell, str), (name, col, cell)
+                assert _as_json(json.loads(cell)) == _as_json(value), (name, col, task)
+
+
+def test_results_csv_has_no_python_repr(tiny_run) -> None:
+    text = (tiny_run[0] / "results.csv").read_text()
+    assert "{'" not in text and "': " not in text  # a dict's repr quotes keys with '
+
+
+# -- the CSV twin of every table ----------------------------------------------------------
+_PM = re.compile(r"\d\s*±\s*\d")
+
+
+def _check_csv_is_data(csv: Path) -> pd.DataFrame:
+    text = csv.read_text(encoding="utf-8")
+    assert "±" not in text, csv
+    table = pd.read_csv(csv)
+    for col in table.columns:
+        if f"{col} std" in table.columns:
+            assert pd.api.types.is_float_dtype(table[col]), (csv, col, table[col].tolist())
+            assert pd.api.types.is_float_dtype(table[f"{col} std"]), (csv, col)
+    return table
+
+
+def test_every_table_csv_of_a_run_has_numeric_mean_and_std(tiny_run) -> None:
+    root = tiny_run[0]
+    csvs = sorted((root / "tables").glob("*.csv"))
+    assert {c.stem for c in csvs} >= {"summary", "metrics", "sweep", "timing", "paper"}
+    for csv in csvs:
+        _check_csv_is_data(csv)
+    summary = pd.read_csv(root / "tables" / "summary.csv")
+    shown = json.loads((root / "tables" / "summary.json").read_text())
+    ours = shown["columns"].index("accuracy % (ours)")
+    for i, cells in enumerate(shown["rows"]):
+        mean, std = (float(x) for x in cells[ours].split(" ± "))  # the .json keeps the cell as displayed
+        assert summary.at[i, "accuracy % (ours)"] == pytest.approx(mean)
+        assert summary.at[i, "accuracy % (ours) std"] == pytest.approx(std)
+    assert list(summary.columns[:5]) == ["dataset", "method", "selected", "accuracy % (ours)", "accuracy % (ours) std"]
+    assert pd.api.types.is_float_dtype(summary["accuracy % (ours) [95% CI] low"])
+    assert pd.api.types.is_float_dtype(summary["accuracy % (paper)"])  # "–" where the paper has none: empty
+    assert "±" in (root / "tables" / "summary.md").read_text()  # the displayed tables keep the cell
+
+
+def test_marks_and_text_cells_get_columns_of_their_own(tmp_path: Path) -> None:
+    df = pd.DataFrame({
+        "dataset": ["a", "b", "c", "d"],
+        "accuracy % (ours)": ["96.62 ± 2.36", f"80.00 ± 1.00 {EDGE_MARK}", "failed (2 of 2 fits): boom", "–"],
+        "ours − paper": ["+1.20", "−0.50", "–", "–"],
+        "splits": [10, 10, 0, 0],
+    })
+    write_table(df, tmp_path / "t", "caption")
+    table = _check_csv_is_data(tmp_path / "t.csv")
+    assert table["accuracy % (ours)"].tolist()[:2] == [96.62, 80.0]
+    assert table["accuracy % (ours) std"].tolist()[:2] == [2.36, 1.0]
+    assert table["accuracy % (ours) mark"].fillna("").tolist() == ["", EDGE_MARK, "", ""]
+    assert table["accuracy % (ours) note"].fillna("").tolist() == ["", "", "failed (2 of 2 fits): boom", ""]
+    assert table["ours − paper"].tolist()[:2] == [1.2, -0.5] and table["ours − paper"].isna().tolist()[2:] == [True] * 2
+    shown = json.loads((tmp_path / "t.json").read_text())
+    assert shown["rows"][1][1] == f"80.00 ± 1.00 {EDGE_MARK}" and shown["columns"] == list(df.columns)
+
+
+def _md_tables(path: Path) -> pd.DataFrame:
+    lines = [x for x in path.read_text(encoding="utf-8").splitlines() if x.startswith("|")]
+    rows = [[c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", x)[1:-1]] for x in lines]
+    return pd.DataFrame(rows[2:], columns=rows[0])
+
+
+def test_the_golden_smoke_tables_become_numeric_columns(tmp_path: Path) -> None:
+    """Every golden smoke table (the cells as displayed) written through the table writer."""
+    golden = sorted((REPO / "tests" / "golden").rglob("*.md"))
+    assert golden
+    split = 0
+    for i, md in enumerate(golden):
+        df = _md_tables(md)
+        write_table(df, tmp_path / f"t{i}", md.stem)
+        table = _check_csv_is_data(tmp_path / f"t{i}.csv")
+        split += sum(f"{c} std" in table.columns for c in table.columns)
+        for col in df.columns:
+            if df[col].map(lambda v: bool(_PM.search(v))).any():
+                assert f"{col} std" in table.columns, (md, col)
+    assert split > 20
+
+
+def test_csv_frame_keeps_other_columns() -> None:
+    df = pd.DataFrame({"#": ["1", "2"], "claim": ["a ± b", "x"], "k": [1, 2], "x": [0.5, None]})
+    out = csv_frame(df)
+    assert out.columns.tolist() == ["#", "claim", "k", "x"]
+    assert out["claim"].tolist() == ["a ± b", "x"]  # not numbers around ±: text, kept
