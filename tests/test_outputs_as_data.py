@@ -158,3 +158,102 @@ def test_csv_frame_keeps_other_columns() -> None:
     out = csv_frame(df)
     assert out.columns.tolist() == ["#", "claim", "k", "x"]
     assert out["claim"].tolist() == ["a ± b", "x"]  # not numbers around ±: text, kept
+
+
+# -- LaTeX that compiles ------------------------------------------------------------------
+def _non_ascii_of_the_code_base() -> str:
+    """Every non-ASCII character in lkm's sources and specs (what its tables may quote)."""
+    chars: set[str] = set()
+    for pattern in ("lkm/**/*.py", "lkm/**/*.yaml", "lkm/**/*.json", "configs/**/*.yaml"):
+        for path in REPO.glob(pattern):
+            chars |= {c for c in path.read_text(encoding="utf-8") if not c.isascii()}
+    return "".join(sorted(chars))
+
+
+def test_latex_escape_turns_every_character_of_the_code_base_into_ascii() -> None:
+    from lkm.report.core import latex_escape
+
+    text = _non_ascii_of_the_code_base()
+    assert {"Δ", "γ", "π", "⁺", "⁶", "±", "†"} <= set(text)
+    escaped = latex_escape(text)
+    assert escaped.isascii(), {c for c in escaped if not c.isascii()}
+    for char, tex in (("Δ", r"$\Delta$"), ("γ", r"$\gamma$"), ("⁶", "$^{6}$"), ("⁺", "$^{+}$"), ("š", r"\v{s}")):
+        assert latex_escape(char) == tex, char
+    assert latex_escape("x⁻¹ a₁₂") == "x$^{-1}$ a$_{12}$"  # a run of scripts is one script
+
+
+def test_latex_escape_of_arbitrary_unicode_is_pure_ascii() -> None:
+    from lkm.report.core import latex_escape
+
+    rng = __import__("random").Random(28)
+    points = [rng.randrange(0x80, 0x110000) for _ in range(5000)] + list(range(0x80, 0x3000))
+    text = "".join(chr(p) for p in points if not 0xD800 <= p < 0xE000)
+    assert latex_escape(text).isascii()
+
+
+_PREAMBLE = ("\\documentclass{article}\n\\usepackage[utf8]{inputenc}\n\\usepackage[T1]{fontenc}\n"
+             "\\usepackage{booktabs}\n\\usepackage{graphicx}\n\\begin{document}\n")
+
+
+def _compile(folder: Path, tex_files: list[Path]) -> str:
+    """``\\input`` every file into one minimal document, compile it; the log."""
+    import subprocess
+
+    doc = folder / "all.tex"
+    doc.write_text(_PREAMBLE + "".join(f"\\input{{{p.as_posix()}}}\n\\clearpage\n" for p in tex_files)
+                   + "\\end{document}\n", encoding="ascii")
+    res = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=folder,
+                         capture_output=True, text=True, errors="replace", timeout=120)
+    log = (folder / "all.log").read_text(errors="replace")
+    errors = [line for line in log.splitlines() if line.startswith("!")]
+    assert res.returncode == 0 and not errors, (errors, res.stdout[-3000:])
+    return log
+
+
+def _overfull(log: str, tolerance_pt: float = 3.0) -> list[str]:
+    return [m.group(0) for m in re.finditer(r"Overfull \\hbox \(([\d.]+)pt too wide\)[^\n]*", log)
+            if float(m.group(1)) > tolerance_pt]
+
+
+@pytest.fixture
+def pdflatex() -> str:
+    import shutil
+
+    path = shutil.which("pdflatex")
+    if path is None:
+        pytest.skip("pdflatex not installed")
+    return path
+
+
+def test_tables_of_every_character_the_code_base_writes_compile(pdflatex, tmp_path: Path) -> None:
+    text = _non_ascii_of_the_code_base()
+    df = pd.DataFrame({"chars": [text[i:i + 12] for i in range(0, len(text), 12)]})
+    df["accuracy % (ours)"] = "96.62 ± 2.36 " + EDGE_MARK
+    write_table(df, tmp_path / "chars", f"every character: {' '.join(text)}", notes=[" ".join(text)])
+    wide = pd.DataFrame({f"column {i} ΔγΠ": [f"a long cell number {i} of a wide table ⁺⁶"] for i in range(12)})
+    write_table(wide, tmp_path / "wide", "a wide table")
+    narrow = pd.DataFrame({"a": ["x"], "b": [1]})
+    write_table(narrow, tmp_path / "narrow", "a narrow table")
+    assert "resizebox" in (tmp_path / "wide.tex").read_text()
+    assert "resizebox" not in (tmp_path / "narrow.tex").read_text()
+    log = _compile(tmp_path, [tmp_path / "chars.tex", tmp_path / "wide.tex", tmp_path / "narrow.tex"])
+    assert _overfull(log) == []
+
+
+@pytest.mark.parametrize("key", ["npps", "lrr"])
+def test_every_tex_table_of_a_smoke_reproduction_compiles(pdflatex, smoke_results, tmp_path: Path, key: str) -> None:
+    """`lkm reproduce KEY --smoke` (two of the quickest papers): every .tex it wrote,
+    pure ASCII, compiles with pdflatex, and no table runs off the page."""
+    root = smoke_results(key)
+    tex_files = sorted(p for p in root.glob(f"{key}_*/**/*.tex"))
+    assert len(tex_files) >= 5, tex_files
+    for p in tex_files:
+        assert p.read_text(encoding="utf-8").isascii(), p
+    log = _compile(tmp_path, tex_files)
+    assert _overfull(log) == []
+
+
+def test_every_csv_of_a_smoke_reproduction_is_data(smoke_results) -> None:
+    for csv in sorted(smoke_results("npps").glob("npps_*/**/*.csv")):
+        if csv.name != "results.csv":
+            _check_csv_is_data(csv)

@@ -411,45 +411,160 @@ def markdown_table(df: pd.DataFrame) -> str:
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}", "%": r"\%", "_": r"\_", "&": r"\&", "#": r"\#", "$": r"\$",
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-}
-#: Characters pdflatex's UTF-8 input does not know (math and Greek), as LaTeX commands.
-_LATEX_UNICODE = {
-    "±": r"$\pm$", "−": r"$-$", "×": r"$\times$", "→": r"$\rightarrow$", "←": r"$\leftarrow$",
-    "≤": r"$\leq$", "≥": r"$\geq$", "≈": r"$\approx$", "≠": r"$\neq$", "∞": r"$\infty$", "·": r"$\cdot$",
-    "√": r"$\surd$", "⌊": r"$\lfloor$", "⌋": r"$\rfloor$", "σ": r"$\sigma$", "λ": r"$\lambda$",
-    "β": r"$\beta$", "μ": r"$\mu$", "α": r"$\alpha$", "ℓ": r"$\ell$", "²": r"$^2$", "³": r"$^3$",
-    "¹": r"$^1$", "†": r"\dag{}", "‡": r"\ddag{}", "…": r"\dots{}",
     "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
 }
-_LATEX_ESCAPES = str.maketrans({**_LATEX_SPECIAL, **_LATEX_UNICODE})
+#: The common non-ASCII characters lkm writes, as plain-LaTeX commands (no package beyond
+#: the LaTeX kernel); any other is found by :func:`_latex_char`.
+_LATEX_UNICODE = {
+    "±": r"$\pm$", "−": r"$-$", "×": r"$\times$", "→": r"$\rightarrow$", "←": r"$\leftarrow$",
+    "≤": r"$\leq$", "≥": r"$\geq$", "≈": r"$\approx$", "≠": r"$\neq$", "≡": r"$\equiv$", "∞": r"$\infty$",
+    "·": r"$\cdot$", "√": r"$\surd$", "⌊": r"$\lfloor$", "⌋": r"$\rfloor$", "ℓ": r"$\ell$", "∂": r"$\partial$",
+    "∅": r"$\emptyset$", "∈": r"$\in$", "∝": r"$\propto$", "∪": r"$\cup$", "∫": r"$\int$", "‖": r"$\|$",
+    "⪰": r"$\succeq$", "≳": r"$\stackrel{>}{\sim}$", "𝒦": r"$\mathcal{K}$", "½": r"$\frac{1}{2}$",
+    "†": r"\dag{}", "‡": r"\ddag{}", "…": r"\dots{}", "§": r"\S{}", "¶": r"\P{}", "©": r"\copyright{}",
+    "–": "--", "—": "---", "‘": "`", "’": "'", "“": "``", "”": "''", "«": "<<", "»": ">>",
+    "°": r"$^{\circ}$", "µ": r"$\mu$", "ß": r"\ss{}", "æ": r"\ae{}", "Æ": r"\AE{}", "ø": r"\o{}", "Ø": r"\O{}",
+    "⁄": "/", "œ": r"\oe{}", "Œ": r"\OE{}", "å": r"\aa{}", "Å": r"\AA{}", "ł": r"\l{}", "Ł": r"\L{}", "ı": r"\i{}",
+    "\u00a0": "~", "\u2009": r"\,", "\u202f": r"\,",
+}
+_LATEX_ESCAPES = {**_LATEX_SPECIAL, **_LATEX_UNICODE}
+#: Combining accents (after NFD/NFKD decomposition) as LaTeX accent commands.
+_LATEX_ACCENTS = {
+    "\u0300": "`", "\u0301": "'", "\u0302": "^", "\u0303": "~", "\u0308": '"', "\u030c": "v", "\u0304": "=",
+    "\u0327": "c", "\u030a": "r", "\u0306": "u", "\u0307": ".", "\u030b": "H", "\u0328": "k", "\u0323": "d",
+}
+#: Greek letters with a LaTeX command (the others look like Latin letters: Alpha is A).
+_GREEK_COMMANDS = frozenset(
+    "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi pi rho sigma tau upsilon phi chi psi "
+    "omega Gamma Delta Theta Lambda Xi Pi Sigma Upsilon Phi Psi Omega".split())
+_GREEK_AS_LATIN = {"Alpha": "A", "Beta": "B", "Epsilon": "E", "Zeta": "Z", "Eta": "H", "Iota": "I", "Kappa": "K",
+                   "Mu": "M", "Nu": "N", "Omicron": "O", "Rho": "P", "Tau": "T", "Chi": "X", "omicron": "o",
+                   "final sigma": r"$\varsigma$"}
+#: What stands for a character nothing else maps: never a raw non-ASCII byte.
+LATEX_PLACEHOLDER = "?"
+
+
+def _latex_script(chars: str, sub: bool) -> str:
+    """Superscript (or subscript) characters, already as ASCII, as one math-mode script."""
+    body = "".join(c if c in "0123456789+-=()" else (rf"\mathrm{{{c}}}" if c.isascii() and c.isalpha() else "?")
+                   for c in chars)
+    return f"${'_' if sub else '^'}{{{body}}}$"
+
+
+def _latex_char(ch: str) -> str:
+    """One non-ASCII character nothing in :data:`_LATEX_ESCAPES` maps, as ASCII LaTeX:
+    a Greek letter as its command (``$\\gamma$``), a letter with accents as accent
+    commands (``\\'{e}``), a compatibility form (full-width, ligature) as its ASCII
+    decomposition, else :data:`LATEX_PLACEHOLDER`."""
+    import unicodedata
+
+    base = unicodedata.normalize("NFKD", ch)
+    name = unicodedata.name(base[0], "") if base else ""
+    if name.startswith("GREEK ") and " LETTER " in name:
+        letter = name.split(" LETTER ", 1)[1].replace("LAMDA", "LAMBDA")
+        word = letter.lower() if "SMALL" in name else letter.capitalize()
+        if word in _GREEK_COMMANDS:
+            return rf"$\{word}$"
+        return _GREEK_AS_LATIN.get(word, _GREEK_AS_LATIN.get(letter.lower(), LATEX_PLACEHOLDER))
+    if base and base[0] in _LATEX_ESCAPES and base[0] != ch:
+        return _LATEX_ESCAPES[base[0]] + _latex_accents(base[1:])
+    if base and base[0].isascii() and base[0] != ch:
+        return _latex_accents(base[1:], _LATEX_SPECIAL.get(base[0], base[0]))
+    return LATEX_PLACEHOLDER
+
+
+def _latex_accents(marks: str, letter: str = "") -> str:
+    """``letter`` under the combining ``marks`` as accent commands; marks LaTeX has no
+    command for are left out; other characters are escaped with :func:`latex_escape`."""
+    import unicodedata
+
+    out = letter
+    for m in marks:
+        if m in _LATEX_ACCENTS:
+            out = rf"\{_LATEX_ACCENTS[m]}{{{out}}}"
+        elif not unicodedata.combining(m):
+            out += latex_escape(m)
+    return out
 
 
 def latex_escape(text: Any) -> str:
-    """``text`` as LaTeX text-mode source that compiles with pdflatex: the ten special
-    characters (``% _ & # $ { } ~ ^ \\``) escaped, math symbols and Greek letters as
-    commands. The one escaping function of every ``.tex`` file lkm writes."""
-    return " ".join(str(text).split("\n")).translate(_LATEX_ESCAPES)  # a blank line would end the row
+    """``text`` as pure-ASCII LaTeX text-mode source that compiles with pdflatex and no
+    package beyond the kernel: the special characters (``% _ & # $ { } ~ ^ \\ < > |``)
+    escaped, the common symbols by :data:`_LATEX_UNICODE`, superscript and subscript
+    characters as math scripts (``⁻¹`` is ``$^{-1}$``), Greek letters as commands,
+    accented letters with accent commands, anything else as
+    :data:`LATEX_PLACEHOLDER`. The one escaping function of every ``.tex`` file lkm writes."""
+    import unicodedata
+
+    text = unicodedata.normalize("NFC", " ".join(str(text).split("\n")))  # a blank line would end the row
+    out: list[str] = []
+    script, script_sub = "", False
+    for ch in text:
+        form = unicodedata.decomposition(ch).split(" ", 1)[0] if not ch.isascii() else ""
+        if form in ("<super>", "<sub>"):
+            plain = unicodedata.normalize("NFKD", ch).replace("−", "-")
+            if script and (form == "<sub>") != script_sub:
+                out.append(_latex_script(script, script_sub))
+                script = ""
+            script, script_sub = script + plain, form == "<sub>"
+            continue
+        if script:
+            out.append(_latex_script(script, script_sub))
+            script = ""
+        if ch in _LATEX_ESCAPES:
+            out.append(_LATEX_ESCAPES[ch])
+        elif ch.isascii():
+            out.append(ch if ch.isprintable() else " ")
+        elif unicodedata.combining(ch):  # an accent NFC could not compose with the letter before it
+            prev = out.pop() if out and len(out[-1]) == 1 and out[-1].isalpha() else ""
+            out.append(_latex_accents(ch, prev) if ch in _LATEX_ACCENTS and prev else prev)
+        else:
+            out.append(_latex_char(ch))
+    if script:
+        out.append(_latex_script(script, script_sub))
+    return "".join(out)
+
+
+#: pdflatex's text width in an ``article`` at 10 pt (345 pt), the width of an average
+#: character of a table cell and the space between two columns, in points: what
+#: :func:`latex_table` estimates a tabular's width with (on the smoke reproductions' 88
+#: tables the estimate was 1.0 to 1.12 times the width pdflatex set them at).
+LATEX_LINEWIDTH_PT, LATEX_CHAR_PT, LATEX_COLSEP_PT = 345.0, 5.0, 12.0
+
+
+def latex_width_pt(columns: list[str], body: list[list[str]]) -> float:
+    """Estimated rendered width of a tabular: per column its longest cell or header
+    (as displayed), :data:`LATEX_CHAR_PT` per character, plus the column separation."""
+    return sum(LATEX_COLSEP_PT + LATEX_CHAR_PT * max([len(c), *(len(v) for v in cells)])
+               for c, cells in zip(columns, body, strict=True))
 
 
 def latex_table(df: pd.DataFrame, caption: str, notes: list[str] | tuple[str, ...] = ()) -> str:
     """``df`` as a LaTeX ``table`` (booktabs rules, numbers right-aligned) with its
     caption and notes below it; every cell, header, caption and note escaped with
-    :func:`latex_escape`. ``\\input`` it in a document with ``\\usepackage{booktabs}``."""
-    align, body = [], []
+    :func:`latex_escape` (so the file is pure ASCII). A table whose estimated width
+    (:func:`latex_width_pt`) is over the text width is put in a ``\\resizebox`` that
+    shrinks it to the line (graphicx; only if it really is wider: the estimate errs
+    high); a narrow one is left as it is. ``\\input`` it in a document with
+    ``\\usepackage{booktabs}`` and ``\\usepackage{graphicx}``."""
+    align, shown = [], []
     for col in df.columns:
         values = df[col]
         numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
         align.append("r" if numeric else "l")
         if pd.api.types.is_float_dtype(values):
             values = values.map(lambda v: f"{v:g}")
-        body.append([latex_escape("" if v is None else v) for v in values])
+        shown.append(["" if v is None else " ".join(str(v).split()) for v in values])
+    body = [[latex_escape(v) for v in cells] for cells in shown]
+    wide = latex_width_pt([str(c) for c in df.columns], shown) > LATEX_LINEWIDTH_PT
     lines = [
-        "% written by lkm; \\input{} it with \\usepackage{booktabs}",
+        "% written by lkm; \\input{} it with \\usepackage{booktabs} and \\usepackage{graphicx}",
         "\\begin{table}", "\\centering", f"\\caption{{{latex_escape(caption)}}}",
+        *(["\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%"] if wide else []),
         f"\\begin{{tabular}}{{{''.join(align)}}}", "\\toprule",
         " & ".join(latex_escape(c) for c in df.columns) + " \\\\", "\\midrule",
         *(" & ".join(cells) + " \\\\" for cells in zip(*body, strict=True)),
-        "\\bottomrule", "\\end{tabular}",
+        "\\bottomrule", "\\end{tabular}" + ("}" if wide else ""),
         *(f"\\par\\footnotesize {latex_escape(n)}" for n in notes),
         "\\end{table}",
     ]
