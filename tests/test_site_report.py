@@ -2,8 +2,11 @@
 all`) built from the smoke runs of all five papers: every claim once on the first screen,
 every image it references present, no link leaving the folder, HTML that parses with no
 error under the HTML5 algorithm (html5lib, strict) and as XML (the page is polyglot
-HTML5), report.md with the same claims, and —
-when Debian's chromium is installed — a headless screenshot."""
+HTML5), tables read from their JSON with their CSV, LaTeX and Markdown linked, wide
+tables leading with the columns compared with the paper, hostile text escaped, a folder
+written by an older lkm named, report.md with the same claims, and — when Debian's
+chromium is installed — a headless screenshot (tests/test_site_browser.py: the page's
+script at work)."""
 
 from __future__ import annotations
 
@@ -57,6 +60,33 @@ def _document(out: Path) -> ET.Element:
     return ET.fromstring(text.split("\n", 1)[1])  # strict: any unclosed tag or bare & fails
 
 
+def tiny_results(root: Path) -> Path:
+    """A small results folder written without fitting: the claims table of one paper
+    (lpl, through the one table writer) and a cross-paper summary (ranking table, Friedman
+    test, figure)."""
+    from PIL import Image
+
+    from lkm.report.core import write_table
+
+    claims = root / "lpl_claims"
+    claims.mkdir(parents=True)
+    write_table(pd.DataFrame({"#": ["1a", "1b", "2"], "the paper's claim": ["LPL is **fast**", "PL and LPL agree", "SVM wins"],
+                              "where": ["Sec. 9", "Sec. 9", "Sec. 9"], "verdict": ["holds", "does not hold", "not shown"],
+                              "effect": ["+1.0 pts", "-3.0 pts", "–"], "95% CI": ["[+0.1, +1.9]", "[-5.0, -1.0]", "–"],
+                              "test": ["paired t", "paired t", "–"], "run": ["lpl_vs_svm", "lpl_vs_svm", "lpl_synthetic"]}),
+                claims / "claims", "the claims of a tiny report")
+    cross = root / "cross_paper_summary"
+    cross.mkdir()
+    write_table(pd.DataFrame({"method": ["LPL", "SVM"], "average rank": [1.25, 1.75]}), cross / "ranking",
+                "average ranks over 4 datasets", ["ranks: **lower** is better"])
+    (cross / "friedman.json").write_text(json.dumps({"chi2": 1.0, "p": 0.32, "n_datasets": 4}), encoding="utf-8")
+    image = Image.new("RGB", (400, 200), "white")
+    for x in range(40, 360):
+        image.putpixel((x, 100), (200, 30, 30))
+    image.save(cross / "critical_difference.png")
+    return root
+
+
 def _claims(root: Path, key: str) -> list[str]:
     df = pd.read_csv(root / f"{key}_claims-smoke" / "claims.csv", dtype=str, keep_default_na=False)
     return list(df["#"])
@@ -77,7 +107,12 @@ def test_the_page_is_well_formed_and_its_ids_are_unique(built: Path) -> None:
     doc = _document(built)
     assert doc.tag == "html" and doc.get("lang") == "en"
     assert doc.find("head/meta").get("charset") == "utf-8"
-    assert not list(doc.iter("script")), "the report needs no JavaScript"
+    # one script, shipped beside the page, adding to a page complete without it: no
+    # inline code, and the filters and sort buttons are not in the static HTML
+    scripts = list(doc.iter("script"))
+    assert [s.get("src") for s in scripts] == ["report.js"] and not (scripts[0].text or "").strip()
+    assert (built / "report.js").is_file()
+    assert not [el.tag for el in doc.iter() if el.tag in ("select", "input", "button", "form")]
     ids = [el.get("id") for el in doc.iter() if el.get("id")]
     assert len(ids) == len(set(ids)), [i for i in ids if ids.count(i) > 1]
 
@@ -94,11 +129,15 @@ def test_every_claim_of_every_paper_appears_once_on_the_first_screen(built: Path
         for n in numbers:
             anchor = f"#{key}-claim-{re.sub(r'[^A-Za-z0-9_-]+', '-', n)}"
             assert hrefs.count(anchor) == 1, (key, n)
-    assert len(table.find("tbody")) == total
-    # each row carries its verdict class; every smoke verdict is marked as such
-    for row in table.find("tbody"):
+    rows = [tr for tr in table.iter("tr") if "claim-row" in (tr.get("class") or "")]
+    assert len(rows) == total
+    assert [tb.get("data-paper") for tb in table.iter("tbody")] == list(PAPERS)
+    # each row carries its paper and verdict class (what the filters read); every smoke
+    # verdict is marked as such
+    for row in rows:
         verdict = next(td for td in row if "verdict" in (td.get("class") or ""))
         assert "v-smoke" in verdict.get("class") and verdict.text.startswith("smoke: not evidence")
+        assert row.get("data-paper") in PAPERS and verdict_class(verdict.text)[0] == row.get("data-verdict")
     text = ET.tostring(doc, encoding="unicode", method="text")
     for name in ("holds:", "partly:", "does not hold:", "fragile:", "not shown:"):
         assert name in text
@@ -111,8 +150,13 @@ def test_every_link_stays_inside_the_folder_and_every_image_exists(built: Path) 
     ids = {el.get("id") for el in doc.iter() if el.get("id")}
     images = [img.get("src") for img in doc.iter("img")]
     links = [a.get("href") for a in doc.iter("a")]
+    scripts = [s.get("src") for s in doc.iter("script")]
     assert images and len(images) == len(list((built / "figures").rglob("*.png")))
-    for ref in images + links:
+    # every table of a run links its CSV, LaTeX and Markdown, copied into the folder
+    files = [a.get("href") for p in doc.iter("p") if p.get("class") == "files" for a in p.iter("a")]
+    assert files and {Path(f).suffix for f in files} == {".csv", ".tex", ".md"}
+    assert len(files) == len(list((built / "tables").rglob("*.*")))
+    for ref in images + links + scripts:
         assert ref, "empty link"
         if ref.startswith("#"):
             assert ref[1:] in ids, f"no element with id {ref}"
@@ -139,6 +183,27 @@ def test_paper_sections_hold_tables_figures_settings_and_differences(built: Path
     assert 'class="differs"' in html and 'href="#lrr-differ"' in html and 'id="lrr-differ"' in html
     assert "ours − paper" in html
     assert 'id="cross-paper"' in html and 'id="environment"' in html
+    # the "where we differ" prose rendered from Markdown, its links kept as text only
+    doc = _document(built)
+    differ = next(el for el in doc.iter("h3") if el.get("id") == "lrr-differ")
+    section = next(s for s in doc.iter("section") if s.get("id") == "paper-lrr")
+    after = list(section)[list(section).index(differ) + 1]
+    assert after.tag in ("p", "ul", "ol", "h4", "table") and not list(after.iter("a"))
+
+
+def test_wide_tables_lead_with_the_columns_compared_with_the_paper(built: Path) -> None:
+    """NPPS's Table 2 (17 columns and more): the first table shows the row's identity,
+    ours beside the paper's number, their difference and the flag; the full table is
+    folded below it."""
+    doc = _document(built)
+    run = next(s for s in doc.iter("section") if s.get("id") == "run-npps_table2-smoke")
+    first = next(run.iter("table"))
+    head = [ET.tostring(th, encoding="unicode", method="text") for th in first.find("thead").iter("th")]
+    assert head[:2] == ["dataset", "paper row"] and head[-1] == site.FLAG_COLUMN, head
+    assert "error ALL %" in head and "error ALL %: ours − paper" in head and "note" not in head
+    more = next(d for d in run.iter("details") if d.get("class") == "more")
+    full = [ET.tostring(th, encoding="unicode", method="text") for th in more.iter("th")]
+    assert len(full) > len(head) and "note" in full and "time ALL (s)" in full
 
 
 def test_report_md_has_the_same_claims_and_images(built: Path, smoke_all: Path) -> None:
@@ -213,31 +278,82 @@ def test_reproduce_rejects_an_unknown_key() -> None:
 
 
 def test_a_report_with_nothing_run_says_what_makes_each_part(tmp_path: Path) -> None:
-    """An empty results folder: every paper listed with the command that reproduces it; a
-    cross-paper summary present alone is shown (ranking table, Friedman test, figure)."""
-    from PIL import Image
-
+    """A results folder with one paper's claims table and a cross-paper summary alone: every
+    paper listed (the command that reproduces the others), the claims shown, the summary
+    shown (ranking table, Friedman test, figure at its natural size), each table linking
+    its CSV, LaTeX and Markdown."""
+    tiny_results(tmp_path)
     cross = tmp_path / "cross_paper_summary"
-    cross.mkdir()
-    pd.DataFrame({"method": ["LPL", "SVM"], "average rank": [1.25, 1.75]}).to_csv(cross / "ranking.csv", index=False)
-    (cross / "ranking.md").write_text("**average ranks over 4 datasets**\n\n| method | average rank |\n|:--|--:|\n"
-                                      "| LPL | 1.25 |\n| SVM | 1.75 |\n", encoding="utf-8")
-    (cross / "friedman.json").write_text(json.dumps({"chi2": 1.0, "p": 0.32, "n_datasets": 4}), encoding="utf-8")
-    Image.new("RGB", (40, 20), "white").save(cross / "critical_difference.png")
     files = build_site(tmp_path, PAPERS, CROSS_SPEC)
-    assert files.index == tmp_path / "report" / "index.html" and files.claims == 0
+    assert files.index == tmp_path / "report" / "index.html" and files.claims == 3
     doc = _document(tmp_path / "report")
     text = ET.tostring(doc, encoding="unicode", method="text")
     for key in PAPERS:
         assert f"lkm reproduce {key}" in text
     assert "average ranks over 4 datasets" in text and "chi2" in text
-    assert [img.get("src") for img in doc.iter("img")] == ["figures/cross_paper_summary/critical_difference.png"]
+    assert [(img.get("src"), img.get("width"), img.get("height")) for img in doc.iter("img")] == [
+        ("figures/cross_paper_summary/critical_difference.png", "400", "200")]
     assert (tmp_path / "report" / "figures" / "cross_paper_summary" / "critical_difference.png").is_file()
-    assert any("lkm reproduce lpl" in m for m in files.missing)
-    # a rebuild after the figure is gone removes its copy
+    assert (tmp_path / "report" / "tables" / "cross_paper_summary" / "ranking.tex").is_file()
+    assert (tmp_path / "report" / "tables" / "lpl_claims" / "claims.csv").is_file()
+    html = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert "<strong>fast</strong>" in html and "<strong>lower</strong>" in html  # inline Markdown rendered
+    assert any("lkm reproduce npps" in m for m in files.missing)
+    # a rebuild after the figure and a table are gone removes their copies
     (cross / "critical_difference.png").unlink()
+    for p in cross.glob("ranking.*"):
+        p.unlink()
     build_site(tmp_path, PAPERS, CROSS_SPEC)
-    assert not (tmp_path / "report" / "figures" / "cross_paper_summary").exists()
+    assert not (tmp_path / "report" / "figures").exists()
+    assert not (tmp_path / "report" / "tables" / "cross_paper_summary").exists()
+
+
+def test_hostile_text_is_escaped_and_no_link_leaves_the_folder(tmp_path: Path) -> None:
+    """Cells, captions, notes and claim texts are text: markup in them is shown, not run;
+    Markdown links and images are kept as their text."""
+    html5lib = pytest.importorskip("html5lib", reason="html5lib is a dev dependency: pip install -e '.[dev]'")
+    from lkm.report.core import write_table
+
+    tiny_results(tmp_path)
+    hostile = '<script>alert(1)</script> & "x" <img src=x onerror=alert(2)>'
+    write_table(pd.DataFrame({"method": [hostile, "[click](https://evil.example/)"], "average rank": ["1", "2"]}),
+                tmp_path / "cross_paper_summary" / "ranking",
+                f"ranks {hostile} [see](javascript:alert(3)) ![pic](https://evil.example/x.png)",
+                [f"note {hostile} <https://evil.example/auto>"])
+    write_table(pd.DataFrame({"#": ["1"], "the paper's claim": [f"claim {hostile} [a](https://evil.example/)"],
+                              "verdict": ["holds"]}), tmp_path / "lpl_claims" / "claims", hostile)
+    build_site(tmp_path, PAPERS, CROSS_SPEC)
+    html = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    parser = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False)
+    parser.parse(html)
+    doc = _document(tmp_path / "report")
+    assert [s.get("src") for s in doc.iter("script")] == ["report.js"]
+    assert [img.get("src") for img in doc.iter("img")] == ["figures/cross_paper_summary/critical_difference.png"]
+    assert not [a.get("href") for a in doc.iter("a") if not a.get("href", "").startswith(("#", "figures/", "tables/"))]
+    assert "evil.example" not in "".join(el.get("href", "") + el.get("src", "") for el in doc.iter())
+    assert "onerror" not in "".join(k for el in doc.iter() for k in el.attrib)
+    text = ET.tostring(doc, encoding="unicode", method="text")
+    assert "<script>alert(1)</script>" in text and "click" in text and "see" in text
+
+
+def test_a_folder_written_by_an_older_lkm_is_named_not_fatal(tmp_path: Path) -> None:
+    """Tables with no .json (an older lkm wrote them): the report says which folder and
+    the command that rewrites it, instead of failing."""
+    tiny_results(tmp_path)
+    for p in [*(tmp_path / "cross_paper_summary").glob("*.json"), tmp_path / "lpl_claims" / "claims.json"]:
+        if p.name != "friedman.json":
+            p.unlink()
+    run = tmp_path / "lpl_vs_svm"  # a run folder whose tables an older lkm wrote
+    (run / "tables").mkdir(parents=True)
+    (run / "spec.yaml").write_text("name: lpl_vs_svm\n", encoding="utf-8")
+    (run / "tables" / "summary.md").write_text("**summary**\n\n| a |\n|:--|\n| 1 |\n", encoding="utf-8")
+    files = build_site(tmp_path, PAPERS, CROSS_SPEC)
+    text = ET.tostring(_document(tmp_path / "report"), encoding="unicode", method="text")
+    assert "tables written by an older lkm" in text and "lkm reproduce benchmark" in text
+    assert f"lkm report {run}" in text
+    assert any(m == f"lpl: lpl_vs_svm: tables written by an older lkm: run `lkm report {run}`" for m in files.missing)
+    assert any("lpl_claims/claims: tables written by an older lkm" in m for m in files.missing)
+    assert files.claims == 0 and "chi2" in text
 
 
 def test_the_cross_paper_ranking_is_shown_when_written(data_dir: Path, tmp_path: Path, monkeypatch) -> None:

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from lkm.reproduction.site.html import render_html
+from lkm.reproduction.site.html import SCRIPT, render_html
 from lkm.reproduction.site.markdown import render_markdown
 from lkm.reproduction.site.tables import (
     DIFF_POINTS,
@@ -68,17 +68,24 @@ from lkm.reproduction.site.views import (
     verdict_class,
 )
 
-
-def _all_figures(site: Site) -> list[tuple[str, Path, str]]:
-    """``(caption, source, path in the report)`` of every figure shown."""
-    out = [f for paper in site.papers for run in paper.runs for f in run.figures]
-    return out + list(site.cross.figures)
+#: The folders of the report that hold copies of the runs' files (stale copies removed).
+COPIED = ("figures", "tables")
 
 
-def _copy_figures(site: Site, out: Path) -> list[Path]:
-    """Copy every figure shown to ``out/figures/<run>/`` (unchanged files kept), and remove
-    figures no run shows any more."""
-    wanted: dict[Path, Path] = {out / unquote(target): src for _, src, target in _all_figures(site)}
+def _shown_files(site: Site) -> list[tuple[str, Path, str]]:
+    """``(caption, source, path in the report)`` of every figure shown and of every
+    table's CSV, LaTeX and Markdown file linked."""
+    runs = [run for paper in site.papers for run in paper.runs]
+    tables = [t for paper in site.papers for t in (*paper.extra_tables, *filter(None, [paper.claims_table]))]
+    tables += [t for run in runs for t in run.tables] + list(site.cross.tables)
+    return ([f for run in runs for f in run.figures] + list(site.cross.figures)
+            + [f for t in tables for f in t.files])
+
+
+def _copy_files(files: list[tuple[str, Path, str]], out: Path) -> list[Path]:
+    """Copy each ``(caption, source, path in the report)`` into ``out`` (unchanged files
+    kept), and remove the files under :data:`COPIED` the report no longer shows."""
+    wanted: dict[Path, Path] = {out / unquote(target): src for _, src, target in files}
     written = []
     for dest, src in wanted.items():
         st = src.stat()
@@ -90,13 +97,15 @@ def _copy_figures(site: Site, out: Path) -> list[Path]:
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, dest)
         written.append(dest)
-    figures = out / "figures"
-    if figures.is_dir():
-        for p in sorted(figures.rglob("*"), reverse=True):
-            if p.is_file() and p not in wanted:
-                p.unlink()
-            elif p.is_dir() and not any(p.iterdir()):
-                p.rmdir()
+    for folder in (out / name for name in COPIED):
+        if folder.is_dir():
+            for p in sorted(folder.rglob("*"), reverse=True):
+                if p.is_file() and p not in wanted:
+                    p.unlink()
+                elif p.is_dir() and not any(p.iterdir()):
+                    p.rmdir()
+            if not any(folder.iterdir()):
+                folder.rmdir()
     return written
 
 
@@ -113,7 +122,7 @@ class SiteFiles(list[Path]):
 def build_site(results: Path, papers: dict[str, Any], cross_spec: str | None, out: Path | None = None,
                smoke: bool = False) -> SiteFiles:
     """Write ``out`` (default ``results/report``, ``results/report-smoke`` with ``smoke``):
-    ``index.html``, ``report.md`` and ``figures/``, from the recorded runs under ``results``
+    ``index.html``, ``report.md``, ``report.js``, ``figures/`` and ``tables/``, from the recorded runs under ``results``
     of the paper packages ``papers`` and of the cross-paper spec ``cross_spec``."""
     from lkm.files import atomic_write
 
@@ -121,13 +130,13 @@ def build_site(results: Path, papers: dict[str, Any], cross_spec: str | None, ou
     out = Path(out) if out is not None else results / ("report-smoke" if smoke else "report")
     site = collect(results, papers, cross_spec, smoke)
     out.mkdir(parents=True, exist_ok=True)
-    figures = _copy_figures(site, out)
+    copied = _copy_files([*_shown_files(site), ("script", SCRIPT, SCRIPT.name)], out)
     index = atomic_write(out / "index.html", render_html(site))
     markdown = atomic_write(out / "report.md", render_markdown(site))
     missing = [f"{p.key}: {m}" for p in site.papers for m in p.missing]
-    if not site.cross.exists:
+    if site.cross.note:
         missing.append(f"cross-paper: {site.cross.note}")
-    return SiteFiles([index, markdown, *figures], index, markdown, dict(counts_line(site)), len(site.claims), missing,
+    return SiteFiles([index, markdown, *copied], index, markdown, dict(counts_line(site)), len(site.claims), missing,
                      differing_line(site))
 
 

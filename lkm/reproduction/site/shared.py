@@ -1,23 +1,28 @@
-"""What the HTML page and report.md both show, as escaped HTML fragments (report.md turns
-them into text): the settings and data versions of a run, the Friedman test, the
-environment of the runs; links dropped from Markdown text."""
+"""What the HTML page and report.md both show, as text (each template marks it up): the
+settings and data versions of a run, the Friedman test, the environment of the runs;
+links dropped from Markdown text."""
 
 from __future__ import annotations
 
-import html
 import json
 import re
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from lkm.reproduction.site.tables import DASH, Table
 from lkm.reproduction.site.views import Site, duration, provenance_seconds
 
 TITLE = "Local kernel methods: five papers reproduced"
+#: The templates of both renderings, the page's stylesheet and script (package data).
+TEMPLATES = Path(__file__).with_name("templates")
 
 
-def e(text: Any) -> str:
-    """``text`` escaped for HTML (quotes too)."""
-    return html.escape(str(text), quote=True)
+class Setting(NamedTuple):
+    """One line of a run's settings: a label, its text and whether the text is code."""
+
+    label: str
+    text: str
+    code: bool = False
 
 
 def strip_links(text: str) -> str:
@@ -47,30 +52,35 @@ def datasets_rows(prov: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def settings_pairs(prov: dict[str, Any], perturbed: dict[str, Any] | None) -> list[tuple[str, str]]:
-    """``(label, HTML)`` of a run's settings (its provenance) and of its fragility rerun."""
+def datasets_table(prov: dict[str, Any]) -> Table:
+    """The data versions of a run (:func:`datasets_rows`) as a table."""
+    return Table("datasets", "data versions", ["dataset", "rows × features", "files"], datasets_rows(prov))
+
+
+def settings_pairs(prov: dict[str, Any], perturbed: dict[str, Any] | None) -> list[Setting]:
+    """A run's settings (its provenance) and its fragility rerun."""
     git = prov.get("git") or {}
     hist = [h for h in prov.get("history") or [] if isinstance(h, dict)]
     pairs = [
-        ("command", f"<code>{e(prov.get('command', DASH))}</code>"),
-        ("spec", f"<code>{e(prov.get('spec_source', DASH))}</code>"),
-        ("started", e(prov.get("started_at", DASH))),
-        ("wall time", e(f"{duration(float(prov.get('seconds') or 0))} this run"
-                        + (f"; {duration(provenance_seconds(prov))} with {len(hist)} earlier run(s)" if hist else ""))),
-        ("jobs", e(prov.get("jobs", DASH) if prov.get("jobs") is not None else "cluster" if prov.get("cluster") else DASH)),
-        ("seeds", e(json.dumps(prov.get("seeds", {})))),
-        ("fits", e(", ".join(f"{k} {v}" for k, v in (prov.get("tasks") or {}).items()))),
-        ("commit", e(f"{str(git.get('commit') or DASH)[:12]}{' (uncommitted changes)' if git.get('dirty') else ''}")),
+        Setting("command", str(prov.get("command", DASH)), True),
+        Setting("spec", str(prov.get("spec_source", DASH)), True),
+        Setting("started", str(prov.get("started_at", DASH))),
+        Setting("wall time", f"{duration(float(prov.get('seconds') or 0))} this run"
+                + (f"; {duration(provenance_seconds(prov))} with {len(hist)} earlier run(s)" if hist else "")),
+        Setting("jobs", str(prov.get("jobs", DASH) if prov.get("jobs") is not None else "cluster" if prov.get("cluster") else DASH)),
+        Setting("seeds", json.dumps(prov.get("seeds", {}))),
+        Setting("fits", ", ".join(f"{k} {v}" for k, v in (prov.get("tasks") or {}).items())),
+        Setting("commit", f"{str(git.get('commit') or DASH)[:12]}{' (uncommitted changes)' if git.get('dirty') else ''}"),
     ]
     if perturbed is not None:
         state = (f"{perturbed['name']}/, {duration(perturbed['seconds'])}" if perturbed["exists"]
                  else f"{perturbed['name']}/ not run yet")
-        pairs.append(("fragility rerun", e(state)))
+        pairs.append(Setting("fragility rerun", state))
     return pairs
 
 
-def friedman_pairs(friedman: dict[str, Any]) -> list[tuple[str, str]]:
-    """``(label, HTML)`` of the cross-paper ranking's friedman.json."""
+def friedman_pairs(friedman: dict[str, Any]) -> list[Setting]:
+    """The cross-paper ranking's friedman.json, one line per key."""
     def fmt(v: Any) -> str:
         if isinstance(v, bool) or v is None:
             return {True: "yes", False: "no", None: DASH}[v]
@@ -83,7 +93,7 @@ def friedman_pairs(friedman: dict[str, Any]) -> list[tuple[str, str]]:
         if isinstance(v, list):
             return ", ".join(f"[{fmt(x)}]" if isinstance(x, list) else fmt(x) for x in v)
         return str(v)
-    return [(str(k), e(fmt(v))) for k, v in friedman.items()]
+    return [Setting(str(k), fmt(v)) for k, v in friedman.items()]
 
 
 def _versions(items: list[tuple[str, int]]) -> str:
@@ -94,20 +104,19 @@ def _versions(items: list[tuple[str, int]]) -> str:
     return "; ".join(f"{v} ({n} runs)" for v, n in items)
 
 
-def environment_rows(site: Site) -> tuple[list[tuple[str, str]], Table, Table, Table]:
-    """The environment section: ``(label, text)`` pairs, then the package, BLAS and wall
-    time tables."""
+def environment_rows(site: Site) -> tuple[list[Setting], Table, Table, Table]:
+    """The environment section: its settings, then the package, BLAS and wall time tables."""
     env = site.environment
     now = env["now"] or {}
     pairs = [
-        ("runs read", str(env["runs"])),
-        ("commit of the runs", _versions(env["commits"])),
-        ("commit now", f"{str(now.get('commit') or DASH)[:12]}{' (uncommitted changes)' if now.get('dirty') else ''}"),
-        ("lkm", _versions(env["lkm_version"])),
-        ("Python", _versions(env["python"])),
-        ("platform", _versions(env["platform"])),
-        ("CPU", _versions(env["cpu"])),
-        ("BLAS threads per worker", ", ".join(f"{k}: {v}" for k, v in env["worker_threads"].items()) or DASH),
+        Setting("runs read", str(env["runs"])),
+        Setting("commit of the runs", _versions(env["commits"])),
+        Setting("commit now", f"{str(now.get('commit') or DASH)[:12]}{' (uncommitted changes)' if now.get('dirty') else ''}"),
+        Setting("lkm", _versions(env["lkm_version"])),
+        Setting("Python", _versions(env["python"])),
+        Setting("platform", _versions(env["platform"])),
+        Setting("CPU", _versions(env["cpu"])),
+        Setting("BLAS threads per worker", ", ".join(f"{k}: {v}" for k, v in env["worker_threads"].items()) or DASH),
     ]
     packages = Table("packages", "package versions", ["package", "version"],
                      [[k, _versions(v)] for k, v in env["packages"].items()])

@@ -1,9 +1,10 @@
-"""The tables of the report: a run folder's ``tables/X.md`` (with its ``X.csv`` twin) read
-as a :class:`Table`, and the rows that differ from the paper flagged with their named cause
+"""The tables of the report: a run folder's ``tables/X.json`` read as a :class:`Table`
+(:func:`read_table`), and the rows that differ from the paper flagged with their named cause
 (:func:`with_differences`, :func:`cause_finder`, :data:`NO_CAUSE`)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,7 +25,10 @@ DASH = "–"
 @dataclass
 class Table:
     """One table of the report: cells as text, a caption, notes below it; ``flags`` per
-    row (empty or the "differs" text), ``link`` where a flag points (an anchor)."""
+    row (empty or the "differs" text), ``link`` where a flag points (an anchor); ``lead``
+    the columns a reader compares first (the row's identity, ours beside the paper's
+    number and their difference), ``files`` the table as CSV, LaTeX and Markdown
+    ``(suffix, source, path in the report)``."""
 
     name: str
     caption: str
@@ -35,6 +39,8 @@ class Table:
     link: str | None = None
     details: list[list[Flag]] = field(default_factory=list)
     margin_only: int = 0  # rows beyond DIFF_POINTS whose interval holds the paper's number (not flagged)
+    lead: list[str] = field(default_factory=list)
+    files: list[tuple[str, Path, str]] = field(default_factory=list)
 
     @property
     def numeric(self) -> list[bool]:
@@ -60,69 +66,19 @@ def _number(cell: str) -> float | None:
         return None
 
 
-def md_parts(md: str) -> tuple[str, list[str], list[str]]:
-    """(caption, table lines, notes) of a tables/*.md file: the first bold line, the pipe
-    table, the paragraphs after it."""
-    caption, table, notes, para = "", [], [], []
-    state = "head"
-    for line in md.splitlines():
-        s = line.strip()
-        if state == "head":
-            if s.startswith("**") and s.endswith("**") and len(s) > 4 and not caption:
-                caption = s[2:-2]
-            elif s.startswith("|"):
-                state = "table"
-                table.append(s)
-            continue
-        if state == "table" and s.startswith("|"):
-            table.append(s)
-            continue
-        state = "notes"
-        if s:
-            para.append(s)
-        elif para:
-            notes.append(" ".join(para))
-            para = []
-    if para:
-        notes.append(" ".join(para))
-    return caption, table, notes
-
-
-def _split_row(line: str) -> list[str]:
-    cells = re.split(r"(?<!\\)\|", line.strip().strip("|")) if line.strip() != "|" else []
-    return [c.strip().replace("\\|", "|") for c in cells]
-
-
-def parse_md_table(lines: list[str]) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of a pipe table (the alignment line dropped)."""
-    if not lines:
-        return [], []
-    header = _split_row(lines[0])
-    rows = [_split_row(x) for x in lines[1:] if not re.fullmatch(r"\|?[\s:|-]+\|?", x)]
-    rows = [(r + [""] * len(header))[: len(header)] for r in rows]
-    return header, rows
-
-
-def read_table(md_path: Path) -> Table:
-    """A tables/X.md with its X.csv twin (cells from the CSV, caption and notes from the
-    Markdown); the Markdown table itself when the CSV is missing or unreadable."""
-    import pandas as pd
-
-    md = md_path.read_text(encoding="utf-8") if md_path.is_file() else ""
-    caption, lines, notes = md_parts(md)
-    csv = md_path.with_suffix(".csv")
-    columns: list[str] = []
-    rows: list[list[str]] = []
-    if csv.is_file():
-        try:
-            df = pd.read_csv(csv, dtype=str, keep_default_na=False)
-            columns = [str(c) for c in df.columns]
-            rows = [[str(v) for v in row] for row in df.itertuples(index=False, name=None)]
-        except (ValueError, OSError, pd.errors.ParserError):
-            columns = []
-    if not columns:
-        columns, rows = parse_md_table(lines)
-    return Table(md_path.stem, caption or md_path.stem, columns, rows, notes)
+def read_table(path: Path, files: list[tuple[str, Path, str]] | None = None) -> Table:
+    """A run folder's ``tables/X.json`` (``{"caption", "notes", "columns", "rows"}``, the
+    cells as every rendering shows them, :func:`lkm.report.core.table_json`); ``files``:
+    the table's other renderings the report links. An unreadable file: an empty table
+    whose note says so."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        columns = [str(c) for c in data["columns"]]
+        rows = [[str(v) for v in row][: len(columns)] + [""] * (len(columns) - len(row)) for row in data["rows"]]
+        caption, notes = str(data.get("caption") or path.stem), [str(n) for n in data.get("notes") or []]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return Table(path.stem, path.stem, [], [], [f"{path.name} could not be read ({exc})"], files=files or [])
+    return Table(path.stem, caption, columns, rows, notes, files=files or [])
 
 
 # -- the paper's numbers beside ours ----------------------------------------------------
@@ -341,9 +297,19 @@ def with_differences(table: Table, link: str | None = None, cause_for: CauseFor 
     if not any(found) and not inserts:
         return table
     flags = [_flag_text(parts) for parts in found]
-    out = Table(table.name, table.caption, columns, rows, table.notes, flags if any(flags) else [], link)
+    out = Table(table.name, table.caption, columns, rows, table.notes, flags if any(flags) else [], link,
+                files=table.files)
     out.details = found if any(flags) else []
     out.margin_only = sum(b and not f for b, f in zip(beyond, found, strict=True))
+    inserted = {name for _, name, _ in inserts}
+    compared = []
+    for stem, io, ip, name, _ in pairs:
+        if not stem or _is_rate(stem):
+            ours = table.columns[io]
+            difference = name if name in inserted else "ours − paper" if has_diff else ""
+            compared += [table.columns[ip], ours, ci_column(ours), difference]
+    ids = [c for c in table.columns if c in KEY_COLUMNS]
+    out.lead = [c for c in dict.fromkeys(ids + compared) if c in columns]
     return out
 
 

@@ -26,7 +26,6 @@ from lkm.reproduction.site.tables import (
     Table,
     cause_finder,
     contradictions,
-    md_parts,
     read_table,
     reading_finder,
     row_status,
@@ -95,6 +94,7 @@ class RunView:
     unavailable: dict[str, str] = field(default_factory=dict)
     perturbed: dict[str, Any] | None = None  # {"name", "exists", "seconds"} of its fragility rerun
     reading: bool = False  # a variant run of one of the paper's readings (its rows are not flagged)
+    older: bool = False  # its tables were written by an older lkm (no tables/*.json): `lkm report <folder>`
 
     @property
     def anchor(self) -> str:
@@ -105,8 +105,7 @@ class RunView:
 class PaperView:
     key: str
     title: str
-    claims_caption: str
-    claims_columns: list[str]
+    claims_table: Table | None  # the claims table as written (its caption, columns and files)
     claims: list[Claim]
     extra_tables: list[Table]
     runs: list[RunView]
@@ -118,6 +117,14 @@ class PaperView:
     @property
     def anchor(self) -> str:
         return f"paper-{self.key}"
+
+    @property
+    def claims_caption(self) -> str:
+        return self.claims_table.caption if self.claims_table else ""
+
+    @property
+    def claims_columns(self) -> list[str]:
+        return self.claims_table.columns if self.claims_table else []
 
     def flagged_rows(self) -> Counter:
         """Flagged table rows (the paper's number outside our 95 % interval, or beyond
@@ -225,12 +232,28 @@ def _figures(folder: Path, sub: str = "figures") -> list[tuple[str, Path, str]]:
             for p in sorted(fig.rglob("*.png")) for rel in [p.relative_to(fig)]]
 
 
-def _tables(folder: Path, order: Iterable[str] = (), skip: Iterable[str] = ()) -> list[Table]:
+#: The renderings of a table the report copies beside it and links.
+TABLE_FILES = ("csv", "tex", "md")
+#: What a folder whose tables have no ``.json`` (written by an older lkm) says.
+OLDER_TABLES = "tables written by an older lkm"
+
+
+def table_files(path: Path, shown_as: str) -> list[tuple[str, Path, str]]:
+    """``(suffix, source, path in the report)`` of the CSV, LaTeX and Markdown twins of
+    the table ``path``: copied to ``tables/<shown_as>/``."""
+    return [(ext, src, f"tables/{slug(shown_as)}/{quote(src.name)}")
+            for ext in TABLE_FILES for src in [path.with_suffix(f".{ext}")] if src.is_file()]
+
+
+def _tables(folder: Path, shown_as: str, order: Iterable[str] = (), skip: Iterable[str] = ()) -> tuple[list[Table], bool]:
+    """The tables of ``folder`` (its ``*.json``, ``order`` first), and whether some table
+    there has no ``.json`` (written by an older lkm)."""
     if not folder.is_dir():
-        return []
-    found = {p.stem: p for p in folder.glob("*.md")}
+        return [], False
+    found = {p.stem: p for p in folder.glob("*.json") if (p.with_suffix(".md")).is_file()}
+    older = any(p.stem not in found and p.stem not in set(skip) for p in folder.glob("*.md"))
     names = [n for n in order if n in found] + sorted(n for n in found if n not in set(order))
-    return [read_table(found[n]) for n in names if n not in set(skip)]
+    return [read_table(found[n], table_files(found[n], shown_as)) for n in names if n not in set(skip)], older
 
 
 def provenance_seconds(prov: dict[str, Any]) -> float:
@@ -253,7 +276,7 @@ def _run_view(results: Path, spec_path: str, smoke: bool, make: str, perturbed_n
     if not exists:
         return view
     order = list(spec.outputs.tables) if spec is not None else []
-    view.tables = _tables(folder / "tables", order)
+    view.tables, view.older = _tables(folder / "tables", name, order)
     view.figures = _figures(folder)
     view.provenance = _read_json(folder / "provenance.json")
     plan = _read_json(folder / "plan.json")
@@ -288,8 +311,6 @@ def _differ_section(key: str) -> tuple[str | None, str]:
 
 
 def _paper_view(results: Path, key: str, module: Any, smoke: bool) -> PaperView:
-    import pandas as pd
-
     claims_mod = getattr(module, "claims", None)
     title = getattr(claims_mod, "TITLE", None) or (module.__doc__ or key).strip().split(":")[0]
     suffix = " --smoke" if smoke else ""
@@ -313,28 +334,29 @@ def _paper_view(results: Path, key: str, module: Any, smoke: bool) -> PaperView:
             run.tables = [with_differences(t, anchor, cause_finder(base, differences), reading_finder(base, choices, tables))
                           for t in run.tables]
     folder = results / (f"{key}_claims-smoke" if smoke else f"{key}_claims")
-    csv = folder / "claims.csv"
+    found, older = _tables(folder, folder.name, ["claims"])
+    claims_table = next((t for t in found if t.name == "claims"), None)
     claims: list[Claim] = []
-    columns: list[str] = []
-    caption = ""
     missing: list[str] = []
-    if csv.is_file():
-        df = pd.read_csv(csv, dtype=str, keep_default_na=False)
-        columns = [str(c) for c in df.columns]
-        caption = md_parts((folder / "claims.md").read_text(encoding="utf-8"))[0] if (folder / "claims.md").is_file() else ""
-        claim_col = "the paper's claim" if "the paper's claim" in columns else columns[1]
-        for row in df.to_dict("records"):
-            cells = {c: str(row.get(c, "")) for c in columns}
+    if claims_table is not None and claims_table.columns:
+        columns = claims_table.columns
+        claim_col = "the paper's claim" if "the paper's claim" in columns else columns[min(1, len(columns) - 1)]
+        for row in claims_table.rows:
+            cells = dict(zip(columns, row, strict=True))
             v = cells.get("verdict", "")
             vclass, is_smoke = verdict_class(v)
             claims.append(Claim(key, cells.get("#", ""), cells.get(claim_col, ""), v, vclass, is_smoke or smoke, cells))
+    elif older or (folder / "claims.md").is_file():
+        missing.append(f"claims table {folder.name}/claims: {OLDER_TABLES}: `{make}` rewrites it")
     else:
-        missing.append(f"claims table {folder.name}/claims.csv not written yet: `{make}`")
-    extra = _tables(folder, skip=["claims"])
+        missing.append(f"claims table {folder.name}/claims not written yet: `{make}`")
+    extra = [t for t in found if t.name != "claims"]
     for run in runs:
         flags = [f for t in run.tables for parts in t.details for f in parts]
         missing += [f"{run.name}: a cause contradicted by its own experiment — {why}" for why in contradictions(flags)]
     for run in runs:
+        if run.older:
+            missing.append(f"{run.name}: {OLDER_TABLES}: run `lkm report {run.folder}`")
         if not run.exists:
             spec_cmd = f"lkm run {Path(run.spec_path).stem}{suffix}"
             missing.append(f"run folder {run.name}/ does not exist yet: `{make}` (or `{spec_cmd}` for this experiment alone)")
@@ -349,7 +371,7 @@ def _paper_view(results: Path, key: str, module: Any, smoke: bool) -> PaperView:
         if run.perturbed is not None and not run.perturbed["exists"]:
             missing.append(f"fragility rerun {run.perturbed['name']}/ not run yet: `{make}`")
     seconds = sum(provenance_seconds(r.provenance) + (r.perturbed["seconds"] if r.perturbed else 0.0) for r in runs)
-    return PaperView(key, title, caption, columns, claims, extra, runs, differ, differ_src, missing, seconds)
+    return PaperView(key, title, claims_table, claims, extra, runs, differ, differ_src, missing, seconds)
 
 
 def _cross_view(results: Path, cross_spec: str | None, smoke: bool) -> CrossView:
@@ -365,11 +387,12 @@ def _cross_view(results: Path, cross_spec: str | None, smoke: bool) -> CrossView
         else:
             note = f"not run yet: `{command}` (or `lkm reproduce all{suffix}`)"
         return CrossView(folder, False, [], [], None, note, run)
-    tables = _tables(folder, order=["ranking", "speed", "pairwise"])
+    tables, older = _tables(folder, folder.name, order=["ranking", "speed", "pairwise"])
     figures = _figures(folder, sub="")
     figures.sort(key=lambda f: (f[1].stem != "critical_difference", f[0]))
     friedman = _read_json(folder / "friedman.json") or None
-    return CrossView(folder, True, tables, figures, friedman, "", run)
+    note = f"{OLDER_TABLES}: `lkm reproduce benchmark{suffix}` rewrites the ranking" if older else ""
+    return CrossView(folder, True, tables, figures, friedman, note, run)
 
 
 def _environment(site_papers: list[PaperView], cross: CrossView) -> dict[str, Any]:
