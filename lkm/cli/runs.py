@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
@@ -253,9 +254,11 @@ def _name_part(items: list[Any], limit: int = 30) -> str:
 @app.command()
 def report(
     run_dir: Annotated[Path | None, typer.Argument(help="A run directory written by `lkm run` or `lkm sweep` (not with --all).", show_default=False)] = None,
-    all_: Annotated[bool, typer.Option("--all", help="Rebuild the report of every reproduction (RESULTS/report/: index.html, report.md, figures/) from the recorded runs, instead of one run's tables.")] = False,
-    results: Annotated[Path, typer.Option("--results", help="With --all: the folder holding the run folders (what `lkm reproduce --results` wrote).")] = Path("results"),
+    all_: Annotated[bool, typer.Option("--all", help="The report of every reproduction (index.html, report.md, figures/, tables/) from recorded runs or from a results pack, instead of one run's tables.")] = False,
+    results: Annotated[str, typer.Option("--results", metavar="FOLDER|PACK", help="With --all: the folder holding the run folders (what `lkm reproduce --results` wrote), or a results pack: the one that ships with lkm, `docs/runs`, a pack archive (.tar.gz) or its URL (append #sha256=HEX to check the archive).")] = "results",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="With --all: the report folder (default: RESULTS/report; for a pack, results/snapshot-report). A pack's report and its run tables are written there only, never into the pack.", show_default=False)] = None,
     smoke: Annotated[bool, typer.Option("--smoke", help="With --all: the report of the smoke runs (`lkm reproduce all --smoke`), into RESULTS/report-smoke/.")] = False,
+    jobs: JobsOpt = 2,
 ) -> None:
     """Rebuild tables and figures of RUN_DIR from its stored records, without refitting; or,
     with --all, the report of every reproduction.
@@ -268,18 +271,26 @@ def report(
     open it in a browser, no server) and report.md; nothing is fitted (seconds). A run not
     made yet is listed in the report with the command that makes it.
 
+    `--all --results docs/runs` builds the full report from the results that ship with
+    lkm (a results pack: records, specs and provenance, every file checked against the
+    pack's sha256 manifest): every run's tables and figures, every claim and the
+    benchmark's ranking are computed from the records into --out (on --jobs processes,
+    about 30 s), never into the pack.
+
     Examples: `lkm report results/quickstart`; `lkm report --all` (= `make report`);
+    `lkm report --all --results docs/runs --out /tmp/lkm-report` (= `make report-snapshot`);
     `lkm report --all --smoke --results /tmp/smoke` (after `lkm reproduce all --smoke --results /tmp/smoke`).
     """
     if all_:
         if run_dir is not None:
             raise exit_error(LkmError(f"give either RUN_DIR ({run_dir}) or --all, not both"))
-        _report_all(results, smoke)
+        _report_all(results, out, smoke, jobs)
         return
     if run_dir is None:
         raise exit_error(LkmError("give a run directory (e.g. `lkm report results/quickstart`), or --all for the report of every reproduction"))
-    if smoke:
-        raise exit_error(LkmError("--smoke goes with --all (a run directory's own spec says whether it is a smoke run)"))
+    if smoke or out is not None or results != "results":
+        what = "--smoke" if smoke else "--out" if out is not None else "--results"
+        raise exit_error(LkmError(f"{what} goes with --all (a run directory's tables are written into it)"))
     from lkm.engine.store import RunStore
     from lkm.report import build_report
     from lkm.spec import load_spec
@@ -305,17 +316,56 @@ def report(
     print_outputs(run_dir, spec)
 
 
-def _report_all(results: Path, smoke: bool) -> None:
-    """`lkm report --all`: the report folder from the recorded runs under ``results``."""
+def _report_all(results: str, out: Path | None, smoke: bool, jobs: int) -> None:
+    """`lkm report --all`: the report folder from the recorded runs under ``results``, or
+    the full report of a results pack (:func:`lkm.reproduction.rebuild.report_from_pack`)."""
     from lkm.papers import CROSS_SPEC, PAPERS
+    from lkm.report.pack import is_pack, open_pack
     from lkm.reproduction.site import build_site
 
+    started = time.perf_counter()
+    folder = Path(results)
     try:
-        if not results.is_dir():
-            raise LkmError(f"--results: {results} is not a folder (run `lkm reproduce all{' --smoke' if smoke else ''}` first)")
-        started = time.perf_counter()
-        written = build_site(results, PAPERS, CROSS_SPEC, smoke=smoke)
+        if "://" in results or folder.is_file() or is_pack(folder):
+            if smoke:
+                raise LkmError("--smoke: a results pack holds full runs, not smoke runs")
+            pack = open_pack(results)
+            written = _report_pack(pack, out or Path("results") / "snapshot-report", jobs, PAPERS, CROSS_SPEC)
+            what = f"from the results pack {results} (version {pack.version}, {len(pack.runs)} runs)"
+        else:
+            if not folder.is_dir():
+                raise LkmError(f"--results: {results} is not a folder (run `lkm reproduce all{' --smoke' if smoke else ''}` first)")
+            written = build_site(folder, PAPERS, CROSS_SPEC, out=out, smoke=smoke)
+            what = "from the recorded runs"
     except LkmError as exc:
         raise exit_error(exc) from None
     print_site(written)
-    console.print(f"rebuilt in {time.perf_counter() - started:.1f} s from the recorded runs (nothing fitted)", highlight=False)
+    console.print(f"built in {time.perf_counter() - started:.1f} s {what} (nothing fitted)", highlight=False)
+
+
+def _report_pack(pack: Any, out: Path, jobs: int, papers: Any, cross_spec: str) -> Any:
+    """A pack's report with a progress bar (steps done, elapsed, ETA) on a terminal."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from lkm.reproduction.rebuild import report_from_pack
+
+    n_jobs = os.cpu_count() or 1 if jobs == -1 else jobs
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("ETA"), TimeRemainingColumn())
+    # no refresh thread: the steps run in forked processes, which must not inherit a running thread's locks
+    with Progress(*columns, console=console, transient=True, auto_refresh=False,
+                  disable=not console.is_terminal) as bar:
+        task = bar.add_task(f"report of {len(pack.runs)} runs", total=None)
+
+        def on_done(what: str, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, description=f"report: {what}")
+            bar.refresh()
+
+        return report_from_pack(pack, papers, cross_spec, out, jobs=n_jobs, on_done=on_done)

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from lkm.engine.store import RunStore
+from lkm.errors import DatasetUnavailable
 from lkm.report import core
 from lkm.report.core import aggregate, select_best, write_table
 from lkm.report.registry import (
@@ -86,7 +87,11 @@ def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,
     figures = [name for name in spec.outputs.figures if not agg.empty or name in study_figures]
     inputs = FigureInputs(ctx)
     for name in figures:
-        files, reused = inputs.build(name)
+        try:
+            files, reused = inputs.build(name)
+        except DatasetUnavailable as exc:  # a figure of the data itself (digits): the records alone cannot draw it
+            written.warnings.append(f"figure {name!r} not drawn: it shows the data, and {exc}")
+            continue
         written += files
         written.reused += files if reused else []
     inputs.save()

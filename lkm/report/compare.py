@@ -6,9 +6,9 @@ data sets (with their subsample), protocol, preprocessing and inner-CV folds fro
 reference run's own ``spec.yaml`` and replaces the methods by the new one, so the task
 ids, outer folds and inner folds are those the reference used. The reference is a local
 run folder of ``cross_paper`` or, by default, the published results that ship with lkm:
-the snapshot ``docs/runs/cross_paper`` whose records file's sha256 is pinned in
-``lkm/report/published.json`` (:func:`published_run`; ``lkm docs snapshot`` rewrites the
-pin with the snapshot).
+``docs/runs/cross_paper`` of the results pack, every file checked against the pack's
+manifest, whose sha256 is pinned in ``lkm/report/published.json`` (:func:`published_run`,
+:mod:`lkm.report.pack`; ``lkm docs snapshot`` rewrites manifest and pin).
 
 :func:`write_comparison` joins the two runs' tables and writes the ranking, the new
 method's pairwise tests against each other method, its speed, and the two figures with
@@ -18,7 +18,6 @@ method fails is recorded as failed and left out of the ranking, which says so.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -26,51 +25,20 @@ import pandas as pd
 
 from lkm.errors import LkmError
 
-#: The pin of the published benchmark records (run folder relative to the repository).
-PIN_FILE = Path(__file__).with_name("published.json")
-#: The published run, relative to the repository root.
-PUBLISHED_RUN = Path("docs/runs/cross_paper")
-
-
-def repo_root() -> Path:
-    """The folder holding ``lkm/`` (a clone; the published snapshot lives under it)."""
-    return Path(__file__).resolve().parents[2]
-
-
-def _sha256(path: Path) -> str:
-    from lkm.files import file_sha256
-
-    return file_sha256(path)
+#: The benchmark's run folder inside a results pack.
+BENCHMARK_RUN = "cross_paper"
 
 
 def published_run(root: Path | None = None) -> Path:
-    """The published benchmark run folder, its records checked against the pinned sha256."""
-    root = root or repo_root()
-    pin = json.loads(PIN_FILE.read_text(encoding="utf-8"))
-    run = root / pin["run"]
-    records = run / pin["records"]
-    if not records.is_file():
-        raise LkmError(f"{records}: the published benchmark records are not here (a clone of lkm has them); "
+    """The published benchmark run folder: ``cross_paper`` of the results pack that ships
+    with lkm, verified against the pack's manifest and its pin (:mod:`lkm.report.pack`)."""
+    from lkm.report.pack import published_pack
+
+    pack = published_pack(root)
+    if BENCHMARK_RUN not in pack.runs:
+        raise LkmError(f"{pack.root}: the published results pack (version {pack.version}) has no {BENCHMARK_RUN}; "
                        "give a local run with --against results/cross_paper")
-    got = _sha256(records)
-    if got != pin["sha256"]:
-        raise LkmError(f"{records}: sha256 {got[:12]}… is not the pinned {pin['sha256'][:12]}… "
-                       f"({PIN_FILE.name}); the published records were changed — restore them "
-                       "(git checkout docs/runs) or give a local run with --against")
-    return run
-
-
-def pin_published(run: Path, root: Path | None = None) -> Path:
-    """Write the pin of ``run`` (the snapshot folder of the benchmark) to :data:`PIN_FILE`."""
-    from lkm.files import atomic_write
-
-    root = root or repo_root()
-    files = sorted((run / "records").glob("*"))
-    if len(files) != 1:
-        raise LkmError(f"{run}/records: expected one snapshot file, found {len(files)}")
-    payload = {"run": str(run.resolve().relative_to(root.resolve())),
-               "records": str(files[0].relative_to(run)), "sha256": _sha256(files[0])}
-    return atomic_write(PIN_FILE, json.dumps(payload, indent=1) + "\n")
+    return pack.root / BENCHMARK_RUN
 
 
 def method_entry(estimator: str, name: str | None, grids: dict[str, list[Any]], cv: int, seed: int) -> dict[str, Any]:

@@ -498,9 +498,9 @@ def snapshot(papers: Papers, results: Path = Path("results"), root: Path = Path(
         (root / FIGURES / paper).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, root / FIGURES / paper / file)
         report.figures.append(f"{paper}/{file}")
-    if BENCHMARK_RUN in report.runs:
-        from lkm.report.compare import pin_published
+    if dest_root.is_dir():  # the results pack: its manifest (version, sha256 of each file) and pin
+        from lkm.report.pack import pin_pack, write_manifest
 
-        pin_published(dest_root / BENCHMARK_RUN, root)
+        pin_pack(write_manifest(dest_root), root)
     report.bytes = sum(p.stat().st_size for p in dest_root.rglob("*") if p.is_file()) if dest_root.is_dir() else 0
     return report

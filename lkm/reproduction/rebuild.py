@@ -1,0 +1,197 @@
+"""The full report from a results pack, without fitting: `lkm report --all --results
+docs/runs --out DIR` (:func:`report_from_pack`).
+
+The pack (:mod:`lkm.report.pack`) holds records, specs and provenance only; everything
+the report shows is computed from them into ``DIR``, never into the pack:
+
+1. the pack's run folders are copied to ``DIR/runs/`` (a file already there with the
+   manifest's sha256 is kept);
+2. on ``jobs`` processes, largest first: each run's tables and figures
+   (:func:`lkm.report.build_report`), each paper's claims and tables (its
+   ``write_summary``) and the benchmark's ranking — all computed from records. A step
+   whose inputs (its files' sha256 and lkm's own source) are those of the last build into
+   ``DIR`` is skipped (:func:`step_digest`, kept in ``DIR/.lkm-report``), so a second
+   build takes seconds;
+3. the report itself, ``DIR/index.html`` and ``DIR/report.md``
+   (:func:`lkm.reproduction.site.build_site`); ``DIR/runs/PACK.json`` is the pack's
+   manifest (its version and checksums).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import multiprocessing
+import os
+import shutil
+import sys
+import warnings
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
+from types import ModuleType
+
+from lkm.errors import LkmError
+from lkm.report.pack import MANIFEST, Pack
+
+#: The mark of a folder this module built (an existing ``--out`` must carry it or be empty).
+BUILT_MARK = ".lkm-report"
+#: Where the run folders go inside ``DIR``.
+RUNS = "runs"
+
+
+def check_out(out: Path, pack: Path) -> None:
+    """Refuse an ``out`` inside the pack (or holding it), or an existing non-empty folder
+    that is not a report this module built: the command never writes over other files."""
+    o, p = out.resolve(), pack.resolve()
+    if o == p or p in o.parents or o in p.parents:
+        raise LkmError(f"--out {out}: inside (or around) the results pack {pack}; give a folder outside it, "
+                       "e.g. --out results/snapshot-report")
+    if out.exists() and not out.is_dir():
+        raise LkmError(f"--out {out}: exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / BUILT_MARK).is_file():
+        raise LkmError(f"--out {out}: a non-empty folder that lkm did not build; give a new or empty folder")
+
+
+def sync_runs(pack: Pack, runs: Path) -> int:
+    """Copy the pack's files into ``runs`` (a file with the manifest's sha256 is kept) and
+    remove run folders the pack no longer has; returns the files copied."""
+    from lkm.files import file_sha256
+
+    copied = 0
+    for rel, sha in pack.files.items():
+        dest = runs / rel
+        if dest.is_file() and file_sha256(dest) == sha:
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(pack.root / rel, dest)
+        copied += 1
+    keep = set(pack.runs)
+    for d in sorted(runs.iterdir()):
+        if d.is_dir() and (d / "spec.yaml").is_file() and d.name not in keep:
+            shutil.rmtree(d)
+    shutil.copyfile(pack.root / MANIFEST, runs / MANIFEST)
+    return copied
+
+
+def _run_report(folder: str) -> str:
+    """One run folder's tables and figures from its records (what `lkm report RUN` does)."""
+    from lkm.engine.store import RunStore
+    from lkm.report import build_report
+    from lkm.spec import load_spec
+
+    path = Path(folder)
+    store = RunStore(path)
+    with store.lock(claim=False):
+        build_report(store, load_spec(path / "spec.yaml", max_fits=sys.maxsize))
+    return path.name
+
+
+def _paper_summary(module: str, root: str) -> str:
+    """A paper's claims and tables (its ``write_summary``) from the runs under ``root``."""
+    importlib.import_module(module).write_summary(Path(root), False)
+    return module.rsplit(".", 1)[-1]
+
+
+def _benchmark(root: str) -> str:
+    """The benchmark's ranking (:func:`lkm.report.ranking.write_cross_paper`)."""
+    from lkm.report.ranking import write_cross_paper
+
+    write_cross_paper(Path(root), False)
+    return "benchmark ranking"
+
+
+def source_digest() -> str:
+    """sha256 of lkm's own source (every ``.py``, ``.yaml`` and template file of the
+    package) and of the versions of the libraries that draw and compute: what a step's
+    output depends on besides its records."""
+    from importlib.metadata import version
+
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for lib in ("numpy", "scipy", "pandas", "matplotlib", "scikit-learn"):
+        h.update(f"{lib}={version(lib)}\0".encode())
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".yaml", ".j2", ".css", ".js") and p.is_file()):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def step_digest(source: str, pack: Pack, runs: list[str] | None) -> str:
+    """What a step is computed from: lkm's source digest and the sha256 of the files of
+    ``runs`` (None: every run of the pack)."""
+    h = hashlib.sha256(source.encode())
+    for rel, sha in sorted(pack.files.items()):
+        if runs is None or rel.split("/", 1)[0] in runs:
+            h.update(f"{rel}={sha}\0".encode())
+    return h.hexdigest()
+
+
+def _read_state(out: Path) -> dict[str, str]:
+    try:
+        state = json.loads((out / BUILT_MARK).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    steps = state.get("steps") if isinstance(state, dict) else None
+    return steps if isinstance(steps, dict) else {}
+
+
+def _write_state(out: Path, pack: Pack, steps: dict[str, str]) -> None:
+    from lkm.files import atomic_write
+
+    atomic_write(out / BUILT_MARK, json.dumps({"pack": str(pack.root), "version": pack.version, "steps": steps},
+                                              indent=1, sort_keys=True) + "\n")
+
+
+def _quiet() -> None:
+    """A worker's warnings (matplotlib, scikit-learn) stay out of the command's output."""
+    warnings.simplefilter("ignore")
+    os.environ.setdefault("PYTHONWARNINGS", "ignore")
+
+
+def report_from_pack(pack: Pack, papers: dict[str, ModuleType], cross_spec: str | None, out: Path,
+                     jobs: int = 2, on_done: Callable[[str, int, int], None] | None = None):
+    """Build the complete report of ``pack`` into ``out`` (see the module docstring);
+    ``on_done(what, done, total)`` is told of each finished step. Returns
+    :class:`lkm.reproduction.site.SiteFiles`."""
+    from lkm.reproduction.site import build_site
+
+    check_out(out, pack.root)
+    runs = out / RUNS
+    runs.mkdir(parents=True, exist_ok=True)
+    previous = _read_state(out)
+    _write_state(out, pack, {})  # the mark first: an interrupted build is still ours to resume
+    sync_runs(pack, runs)
+    source = source_digest()
+    steps: dict[str, tuple[Callable[..., str], tuple[str, ...], str]] = {}
+    if cross_spec is not None and "cross_paper" in pack.runs:  # the longest single step: started first
+        steps["benchmark"] = (_benchmark, (str(runs),), step_digest(source, pack, ["cross_paper"]))
+    for name in sorted(pack.runs, key=pack.run_bytes, reverse=True):
+        steps[f"run {name}"] = (_run_report, (str(runs / name),), step_digest(source, pack, [name]))
+    for module in papers.values():
+        steps[f"paper {module.__name__}"] = (_paper_summary, (module.__name__, str(runs)),
+                                             step_digest(source, pack, None))
+    state = {key: digest for key, (_, _, digest) in steps.items() if previous.get(key) == digest}
+    todo = {key: step for key, step in steps.items() if key not in state}
+    total, done = len(todo) + 1, 0
+    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(todo) or 1)), mp_context=context,
+                             initializer=_quiet) as pool:
+        pending = {pool.submit(fn, *args): key for key, (fn, args, _) in todo.items()}
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                key = pending.pop(fut)
+                what = fut.result()  # an LkmError of a step is the command's error
+                state[key] = todo[key][2]
+                _write_state(out, pack, state)
+                done += 1
+                if on_done is not None:
+                    on_done(what, done, total)
+    site = build_site(runs, papers, cross_spec, out=out)
+    if on_done is not None:
+        on_done("report", total, total)
+    return site
+
+
+__all__ = ["BUILT_MARK", "RUNS", "check_out", "report_from_pack", "source_digest", "step_digest", "sync_runs"]
