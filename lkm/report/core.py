@@ -677,19 +677,45 @@ def write_table(df: pd.DataFrame, base: Path, caption: str, notes: list[str] | t
 
 
 # -- figures ----------------------------------------------------------------------
+#: The type sizes (points) and resolution of every figure lkm draws, set once by
+#: :func:`load_pyplot`: shown at natural size, text is the same size in all of them.
+FONT_PT, SMALL_PT, TITLE_PT, FIGURE_DPI = 9.0, 8.0, 10.0, 110
+
+
 def load_pyplot():
+    """matplotlib's pyplot on the Agg backend with lkm's style: :data:`FONT_PT` text,
+    :data:`SMALL_PT` tick labels and legends, :data:`TITLE_PT` figure titles, drawn and
+    saved at :data:`FIGURE_DPI`. Figure code sizes text through these rcParams (or the
+    constants), never with sizes of its own."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"figure.dpi": 110, "axes.grid": True, "grid.alpha": 0.3, "font.size": 9})
+    plt.rcParams.update({
+        "figure.dpi": FIGURE_DPI, "savefig.dpi": FIGURE_DPI, "axes.grid": True, "grid.alpha": 0.3,
+        "font.size": FONT_PT, "axes.titlesize": FONT_PT, "axes.labelsize": FONT_PT, "xtick.labelsize": SMALL_PT,
+        "ytick.labelsize": SMALL_PT, "legend.fontsize": SMALL_PT, "figure.titlesize": TITLE_PT,
+    })
     return plt
 
 
-def _method_colors(spec: Spec) -> dict[str, str]:
-    """One colour per method, the same in every figure of a run."""
-    return {m.name: f"C{i % 10}" for i, m in enumerate(spec.methods)}
+def method_colors(spec: Spec) -> dict[str, str]:
+    """One colour per method of ``spec``, by its place in the spec's method order: the
+    same method has the same colour in every figure of a run (tab10, tab20 beyond ten
+    methods, evenly spaced hues beyond twenty). Every per-method figure takes its colours here."""
+    import matplotlib
+    from matplotlib.colors import to_hex
+
+    names = list(dict.fromkeys(m.name for m in spec.methods))
+    n = len(names)
+    if n <= 10:
+        palette = [to_hex(c) for c in matplotlib.colormaps["tab10"].colors]
+    elif n <= 20:
+        palette = [to_hex(c) for c in matplotlib.colormaps["tab20"].colors]
+    else:
+        palette = [to_hex(matplotlib.colormaps["hsv"](i / n)) for i in range(n)]
+    return {name: palette[i % len(palette)] for i, name in enumerate(names)}
 
 
 def _score_axis(spec: Spec) -> tuple[str, str]:
@@ -711,15 +737,24 @@ def _paper_points(spec: Spec, dataset: str, method: str) -> tuple[float | None, 
     return at_best, at_params
 
 
+#: Line styles and markers telling apart the curves of one method (one per value of its
+#: other swept parameters): the colour stays the method's.
+_CURVE_STYLES = (("-", "o"), ("--", "s"), ("-.", "^"), (":", "D"), ((0, (5, 1)), "v"), ((0, (3, 1, 1, 1, 1, 1)), "P"))
+
+
 def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, base: Path, formats: list[str]) -> list[Path]:
     """The selection metric (accuracy by default) against ``param``, mean ± std band over
-    splits, one panel per dataset; each curve's selected value (sigma*) is circled with a
-    dotted vertical line, and the paper's values are black diamonds (at a given value)
-    or dashed horizontal lines (at the paper's own selected setting)."""
+    splits, one panel per dataset, each method in its colour (:func:`method_colors`; its
+    curves for other values of its other parameters in other line styles); each curve's
+    selected value (sigma*) is circled with a dotted vertical line. A method without
+    ``param`` (an SVM in a k sweep) is a dashed horizontal line at its selected setting.
+    The paper's values are black diamonds (at a given value) or dash-dotted horizontal
+    lines (at the paper's own selected setting)."""
     plt = load_pyplot()
     metric, ylabel = _score_axis(spec)
     # Only datasets on which some method actually varies the parameter get a panel.
-    varied = agg[agg["params"].map(lambda p: isinstance(p.get(param), (int, float)))]
+    has_param = agg["params"].map(lambda p: isinstance(p.get(param), (int, float)))
+    varied = agg[has_param]
     counts = varied.groupby(["dataset", "method"])["params"].agg(lambda ps: len({p[param] for p in ps}))
     datasets = [d for d in dict.fromkeys(agg["dataset"]) if (counts.get(d, pd.Series(dtype=int)) > 1).any()]
     if not datasets:
@@ -730,40 +765,38 @@ def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, 
     values = [p.get(param) for p in agg["params"] if isinstance(p.get(param), (int, float))]
     logx = bool(values) and min(values) > 0 and max(values) / min(values) > 20
     paper_handles: dict[str, Any] = {}
-    # One colour per method, unless some method has several curves (one per value of its other parameters).
-    method_colors = _method_colors(spec) if all(
-        len([k for k in spec.swept_params(m) if k != param]) == 0 for m in spec.methods) else None
+    colors = method_colors(spec)
     for ax, ds in zip(axes.flat, datasets, strict=False):
-        sub = agg[(agg["dataset"] == ds) & agg["params"].map(lambda p: isinstance(p.get(param), (int, float)))]
-        n_lines = 0
+        sub = agg[(agg["dataset"] == ds) & has_param]
         for method, g in sub.groupby("method", sort=False):
             mspec = next(m for m in spec.methods if m.name == method)
             swept = spec.swept_params(mspec)
             others = [k for k in swept if k != param]
             selected_over = param in (spec.selection.over or swept)
-            for key, line in g.groupby(g["params"].map(lambda p, others=others: format_params(p, others)), sort=False):
+            color = colors[method]
+            lines = g.groupby(g["params"].map(lambda p, others=others: format_params(p, others)), sort=False)
+            for i, (key, line) in enumerate(lines):
                 x = line["params"].map(lambda p: p[param]).to_numpy(float)
                 o = np.argsort(x)
                 y, s = RATE * line[metric].to_numpy(float)[o], RATE * line[f"{metric}_std"].to_numpy(float)[o]
                 label = method if not others else f"{method} ({key})"
-                color = method_colors[method] if method_colors else f"C{n_lines % 10}"
-                n_lines += 1
-                (ln,) = ax.plot(x[o], y, marker="o", ms=3, lw=1.4, label=label, color=color)
-                ax.fill_between(x[o], y - s, y + s, color=ln.get_color(), alpha=0.12, lw=0)
+                ls, marker = _CURVE_STYLES[i % len(_CURVE_STYLES)]
+                ax.plot(x[o], y, marker=marker, ms=3, lw=1.4, ls=ls, label=label, color=color)
+                ax.fill_between(x[o], y - s, y + s, color=color, alpha=0.12, lw=0)
                 chosen = best[(best["dataset"] == ds) & (best["method"] == method)] if selected_over else best.iloc[:0]
                 chosen = chosen[chosen["setting"].isin(line["setting"])]
                 for r in chosen.itertuples():
                     star = float(r.params[param])
-                    ax.axvline(star, color=ln.get_color(), ls=":", lw=1.1, alpha=0.9)
-                    ax.plot([star], [RATE * getattr(r, metric)], marker="o", ms=8, mfc="none", mec=ln.get_color(), mew=1.6)
+                    ax.axvline(star, color=color, ls=":", lw=1.1, alpha=0.9)
+                    ax.plot([star], [RATE * getattr(r, metric)], marker="o", ms=8, mfc="none", mec=color, mew=1.6)
             at_best, at_params = _paper_points(spec, ds, method) if metric == "accuracy" else (None, [])
-            color = method_colors[method] if method_colors else "black"
             if at_best is not None:
-                paper_handles["paper (its selected setting)"] = ax.axhline(RATE * at_best, color=color, ls="--", lw=1.0)
+                paper_handles["paper (its selected setting)"] = ax.axhline(RATE * at_best, color=color, ls="-.", lw=1.0)
             for params, value in at_params:
                 if isinstance(params.get(param), (int, float)):
                     (h,) = ax.plot([params[param]], [RATE * value], marker="D", ms=5, color="black", ls="none", zorder=4)
                     paper_handles["paper"] = h
+        _reference_lines(ax, best, spec, ds, param, set(sub["method"]), colors)
         if logx:
             _log_axis(ax)
         ax.set_title(ds)
@@ -771,7 +804,11 @@ def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, 
         ax.set_ylabel(ylabel)
     for ax in list(axes.flat)[len(datasets):]:
         ax.set_visible(False)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
+    legend: dict[str, Any] = {}
+    for ax in list(axes.flat)[:len(datasets)]:  # every panel's curves and reference lines, once each
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(label, h)
+    handles, labels = list(legend.values()), list(legend)
     from matplotlib.lines import Line2D
 
     handles.append(Line2D([], [], marker="o", ms=8, mfc="none", mec="grey", ls=":", color="grey"))
@@ -789,47 +826,88 @@ def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, 
     return save_figure(fig, base, formats, tight=False)
 
 
+def _reference_lines(ax: Any, best: pd.DataFrame, spec: Spec, dataset: str, param: str, drawn: set[str],
+                     colors: dict[str, str]) -> None:
+    """Every method on ``dataset`` without a curve against ``param`` (it has no such
+    parameter, or is fitted once per split) as a dashed horizontal line in its colour at
+    the score of its selected setting(s), labelled for the legend."""
+    metric = spec.selection.metric
+    rows = best[(best["dataset"] == dataset) & ~best["method"].isin(drawn)] if not best.empty else best
+    for method, g in rows.groupby("method", sort=False):
+        mspec = next(m for m in spec.methods if m.name == method)
+        swept = spec.swept_params(mspec)
+        for r in g.itertuples():
+            value = getattr(r, metric)
+            if value is None or not np.isfinite(value):
+                continue
+            setting = f", {format_params(r.params, swept)}" if len(g) > 1 and swept else ""
+            ax.axhline(RATE * value, color=colors.get(method, "grey"), ls="--", lw=1.4,
+                       label=f"{method} (no {param}{setting})")
+
+
+#: Average width of a character and height of a line of tick-label text, in inches per point of type size.
+_CHAR_IN_PER_PT, _LINE_IN_PER_PT = 0.6 / 72, 1.25 / 72
+
+
 def best_figure(best: pd.DataFrame, spec: Spec, base: Path, formats: list[str]) -> list[Path]:
     """Bars from zero: the selection metric (accuracy by default) at each method's
     selected setting, ±1 std over splits, one panel per dataset in a grid of at most four
-    columns; the selected setting under each bar, the paper's values as black diamonds."""
+    columns; each method in its colour (:func:`method_colors`), the selected setting under
+    each bar, the paper's values as black diamonds. The bars are as wide as their labels
+    need; labels longer than a bar can hold are turned upright, with room made below."""
     plt = load_pyplot()
     metric, ylabel = _score_axis(spec)
     datasets = list(dict.fromkeys(best["dataset"]))
-    method_names = [m.name for m in spec.methods]
-    colors = _method_colors(spec)
-    ncol = min(4, len(datasets))
-    nrow = math.ceil(len(datasets) / ncol)
-    most = max(len(best[best["dataset"] == d]) for d in datasets)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(max(3.0, 0.75 * most + 1.0) * ncol, 3.3 * nrow + 0.4),
-                             squeeze=False, sharey=True)
-    paper_shown = any_edge = False
-    for ax, ds in zip(axes.flat, datasets, strict=False):
+    method_order = {m.name: i for i, m in enumerate(spec.methods)}
+    colors = method_colors(spec)
+    panels, any_edge = [], False
+    for ds in datasets:
         rows = best[best["dataset"] == ds].copy()
-        rows["_m"] = rows["method"].map({m: i for i, m in enumerate(method_names)})
+        rows["_m"] = rows["method"].map(method_order)
         rows = rows.sort_values(["_m", "_order"], kind="stable")
-        x = np.arange(len(rows))
-        y = RATE * rows[metric].to_numpy(float)
-        e = RATE * rows[f"{metric}_std"].to_numpy(float)
-        ax.bar(x, y, 0.7, yerr=e, capsize=2, color=[colors.get(m, "C0") for m in rows["method"]], alpha=0.85,
-               error_kw={"lw": 0.9})
-        for xi, yi in zip(x, y, strict=True):
-            if np.isfinite(yi):
-                ax.text(xi, yi / 2, f"{yi:.1f}", ha="center", va="center", fontsize=7, color="white", rotation=90)
-        labels = []
         edges = _edges_by_row(rows, spec)
         any_edge = any_edge or bool(edges)
+        labels = []
         for i, r in enumerate(rows.itertuples()):
             mspec = next(m for m in spec.methods if m.name == r.method)
             setting = _fmt_selected(r.params, spec.swept_params(mspec), edges.get(i, set()))
             labels.append(r.method if setting == "–" else f"{r.method}\n{setting.replace(', ', chr(10))}")
-            at_best, _ = _paper_points(spec, ds, r.method)
+        panels.append((ds, rows, labels))
+    all_labels = [label for _, _, labels in panels for label in labels]
+    longest = max((len(line) for label in all_labels for line in label.split("\n")), default=1)
+    most_lines = max((label.count("\n") + 1 for label in all_labels), default=1)
+    label_w = longest * SMALL_PT * _CHAR_IN_PER_PT + 0.12  # inches
+    label_h = most_lines * SMALL_PT * _LINE_IN_PER_PT + 0.08
+    upright = label_w > 1.3  # wider than a bar should be: turned by 90 degrees
+    bar_w = max(0.75, label_h + 0.12) if upright else max(0.75, label_w + 0.08)
+    below = (label_w if upright else label_h) + 0.15  # tick labels under each row of panels
+    ncol = min(4, len(datasets))
+    nrow = math.ceil(len(datasets) / ncol)
+    most = max(len(rows) for _, rows, _ in panels)
+    panel_w, panel_h, title_h = bar_w * most + 0.3, 2.6, 0.35
+    paper_shown = any(_paper_points(spec, ds, m)[0] is not None for ds, rows, _ in panels for m in rows["method"]) \
+        and metric == "accuracy"
+    legend_h = 0.3 if paper_shown else 0.0
+    width = max(3.0, panel_w + 0.4) * ncol
+    height = 0.75 + nrow * (panel_h + title_h) + (nrow - 1) * below + below + legend_h + 0.1
+    fig, axes = plt.subplots(nrow, ncol, figsize=(width, height), squeeze=False, sharey=True)
+    for ax, (ds, rows, labels) in zip(axes.flat, panels, strict=False):
+        x = np.arange(len(rows))
+        y = RATE * rows[metric].to_numpy(float)
+        e = RATE * rows[f"{metric}_std"].to_numpy(float)
+        ax.bar(x, y, 0.7, yerr=e, capsize=2, color=[colors.get(m, "grey") for m in rows["method"]], alpha=0.85,
+               error_kw={"lw": 0.9})
+        for xi, yi in zip(x, y, strict=True):
+            if np.isfinite(yi):
+                ax.text(xi, yi / 2, f"{yi:.1f}", ha="center", va="center", fontsize=SMALL_PT, color="white", rotation=90)
+        for i, method in enumerate(rows["method"]):
+            at_best, _ = _paper_points(spec, ds, method)
             if at_best is not None and metric == "accuracy":
-                ax.plot([len(labels) - 1], [RATE * at_best], marker="D", ms=5, color="black", ls="none", zorder=4)
-                paper_shown = True
-        ax.set_xticks(x, labels, fontsize=7)
+                ax.plot([i], [RATE * at_best], marker="D", ms=5, color="black", ls="none", zorder=4)
+        ax.set_xticks(x, labels, rotation=90 if upright else 0, va="top", ha="center")
+        ax.set_xlim(-0.5, max(most, 1) - 0.5)  # every panel's bars as wide: labels sized for one fit all
         ax.set_ylim(0, 105)
-        ax.set_title(ds, fontsize=9)
+        ax.set_title(ds)
         ax.grid(axis="x", visible=False)
     for ax in axes[:, 0]:
         ax.set_ylabel(ylabel)
@@ -841,21 +919,28 @@ def best_figure(best: pd.DataFrame, spec: Spec, base: Path, formats: list[str]) 
         fig.legend([Line2D([], [], marker="D", ms=5, color="black", ls="none")], ["paper"], loc="lower center",
                    frameon=False)
     edge_note = f"; {EDGE_MARK} = at the edge of its grid" if any_edge else ""
-    title_lines = _suptitle(fig, f"{spec.name}: {SCORE_LABELS[metric]} at the selected setting "
-                            f"(error bar = ±1 std over splits{edge_note})")
-    most_params = max(len(spec.swept_params(m)) for m in spec.methods) if spec.methods else 0
-    _grid_layout(fig, bottom=0.3 + 0.14 * (1 + most_params) + (0.25 if paper_shown else 0), hspace=0.55,
-                 top=0.45 + 0.2 * title_lines)
+    title = (f"{spec.name}: {SCORE_LABELS[metric]} at the selected setting "
+             f"(error bar = ±1 std over splits{edge_note})")
+    top = 0.45 + 0.2 * len(_wrapped_title(title, width))
+    fig.set_size_inches(width, height + top - 0.75)
+    _suptitle(fig, title)
+    _grid_layout(fig, bottom=below + legend_h, top=top, hspace=(below + title_h) / panel_h,
+                 max_bottom=0.9)
     return save_figure(fig, base, formats, tight=False)
+
+
+def _wrapped_title(text: str, width_in: float) -> list[str]:
+    """The lines of a figure title as wide as ``width_in`` inches (at :data:`TITLE_PT`)."""
+    import textwrap
+
+    return textwrap.wrap(text, width=max(30, int(width_in * 13)))
 
 
 def _suptitle(fig: Any, text: str) -> int:
     """Set ``text`` as the figure's title, wrapped to the figure's width (a figure saved
     without cropping to its contents would cut a longer line); returns its line count."""
-    import textwrap
-
-    lines = textwrap.wrap(text, width=max(30, int(fig.get_size_inches()[0] * 13)))
-    fig.suptitle("\n".join(lines), fontsize=10, y=1 - 0.12 / fig.get_size_inches()[1], va="top")
+    lines = _wrapped_title(text, fig.get_size_inches()[0])
+    fig.suptitle("\n".join(lines), y=1 - 0.12 / fig.get_size_inches()[1], va="top")
     return len(lines)
 
 
@@ -870,12 +955,13 @@ def _log_axis(ax: Any) -> None:
 
 
 def _grid_layout(fig: Any, bottom: float, top: float = 0.75, left: float = 0.6, right: float = 0.2,
-                 hspace: float = 0.45, wspace: float = 0.28) -> None:
+                 hspace: float = 0.45, wspace: float = 0.28, max_bottom: float = 0.45) -> None:
     """Margins in inches for a grid of panels with a suptitle (``top``) and a figure
-    legend or tick labels below (``bottom``): much cheaper than ``tight_layout``, which
-    measures every tick label of every log axis (seconds for a 6-panel sweep)."""
+    legend or tick labels below (``bottom``, at most ``max_bottom`` of the height): much
+    cheaper than ``tight_layout``, which measures every tick label of every log axis
+    (seconds for a 6-panel sweep)."""
     w, h = fig.get_size_inches()
-    fig.subplots_adjust(left=left / w, right=1 - right / w, top=1 - top / h, bottom=min(0.45, bottom / h),
+    fig.subplots_adjust(left=left / w, right=1 - right / w, top=1 - top / h, bottom=min(max_bottom, bottom / h),
                         hspace=hspace, wspace=wspace)
 
 

@@ -51,7 +51,17 @@ from lkm.numerics.stats import (
     pairwise_comparisons,
     rank_matrix,
 )
-from lkm.report.core import RATE, aggregate, load_pyplot, save_figure, select_best, write_table
+from lkm.report.core import (
+    FONT_PT,
+    RATE,
+    SMALL_PT,
+    TITLE_PT,
+    aggregate,
+    load_pyplot,
+    save_figure,
+    select_best,
+    write_table,
+)
 
 #: The name of the comparison's spec (shipped as lkm/papers/specs/cross_paper.yaml) and
 #: of its run folder (``results/cross_paper``).
@@ -261,7 +271,7 @@ def critical_difference_figure(ranks: dict[str, float], cd: float, n_datasets: i
     ax.plot([xr(1), xr(k)], [top, top], **line)
     for r in range(1, k + 1):
         ax.plot([xr(r), xr(r)], [top - 0.07, top], **line)
-        ax.text(xr(r), top - 0.1, str(r), ha="center", va="bottom", fontsize=8)
+        ax.text(xr(r), top - 0.1, str(r), ha="center", va="bottom", fontsize=SMALL_PT)
     for r in np.arange(1.5, k, 1.0):
         ax.plot([xr(r), xr(r)], [top - 0.035, top], **line)
 
@@ -272,17 +282,17 @@ def critical_difference_figure(ranks: dict[str, float], cd: float, n_datasets: i
     for x in (xr(1), xr(1 + span)):
         ax.plot([x, x], [cd_y - 0.05, cd_y + 0.05], color="black", linewidth=1.0)
     cd_text = f"CD = {cd:.2f}" + (" (wider than the axis: no two methods can differ)" if cd > k - 1 else "")
-    ax.text(xr(1), cd_y - 0.09, cd_text, ha="left", va="bottom", fontsize=8.5)
+    ax.text(xr(1), cd_y - 0.09, cd_text, ha="left", va="bottom", fontsize=SMALL_PT)
 
     # each method: a line down from its rank, then out to its name
     for i, m in enumerate(left):
         y = first_row + row_h * i
         ax.plot([xr(ranks[m]), xr(ranks[m]), x0 - 0.1], [top, y, y], **line)
-        ax.text(x0 - 0.15, y, label[m], ha="right", va="center", fontsize=9, **mark(m))
+        ax.text(x0 - 0.15, y, label[m], ha="right", va="center", fontsize=FONT_PT, **mark(m))
     for i, m in enumerate(reversed(right)):
         y = first_row + row_h * i
         ax.plot([xr(ranks[m]), xr(ranks[m]), x0 + axis_w + 0.1], [top, y, y], **line)
-        ax.text(x0 + axis_w + 0.15, y, label[m], ha="left", va="center", fontsize=9, **mark(m))
+        ax.text(x0 + axis_w + 0.15, y, label[m], ha="left", va="center", fontsize=FONT_PT, **mark(m))
 
     # groups not significantly different: thick bars just below the axis
     for members, level in zip(groups, level_of, strict=True):
@@ -293,7 +303,7 @@ def critical_difference_figure(ranks: dict[str, float], cd: float, n_datasets: i
     import textwrap
 
     heading = title or f"Critical difference (Nemenyi, α = {alpha:g}), k = {k} methods, N = {n_datasets} data sets"
-    fig.text(0.5, 1.0, "\n".join(textwrap.wrap(heading, width=int(width * 12))), ha="center", va="bottom", fontsize=9.5)
+    fig.text(0.5, 1.0, "\n".join(textwrap.wrap(heading, width=int(width * 12))), ha="center", va="bottom", fontsize=TITLE_PT)
     return save_figure(fig, base, list(formats))
 
 
@@ -379,11 +389,11 @@ def accuracy_time_figure(ranks: dict[str, float], seconds: pd.DataFrame, base: P
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("median fit (tuning search + refit) + predict seconds per outer fold, over the data sets")
     ax.set_ylabel("average rank (1 = best)")
-    ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=9.5)
+    ax.set_title("\n".join(textwrap.wrap(title, 80)))
     ax.margins(x=0.12, y=0.06)
     fig.canvas.draw()
     placed: list[tuple[float, float, float, float]] = []
-    char_px, line_px = 0.7 * 8.5 * fig.dpi / 72, 1.3 * 8.5 * fig.dpi / 72  # 8.5 pt text, capitals
+    char_px, line_px = 0.7 * SMALL_PT * fig.dpi / 72, 1.3 * SMALL_PT * fig.dpi / 72  # SMALL_PT text, capitals
     for m, (sec, r) in sorted(points.items(), key=lambda kv: kv[1][1]):
         px, py = ax.transData.transform((sec, r))
         width = len(m) * char_px * (1.15 if m == highlight else 1.0)
@@ -394,7 +404,7 @@ def accuracy_time_figure(ranks: dict[str, float], seconds: pd.DataFrame, base: P
                 break
         placed.append(box)
         ax.annotate(m, (sec, r), xytext=(dx, dy), textcoords="offset pixels",
-                    ha=ha, va="bottom", fontsize=8.5, color="#c0392b" if m == highlight else "#2c3e50",
+                    ha=ha, va="bottom", fontsize=SMALL_PT, color="#c0392b" if m == highlight else "#2c3e50",
                     fontweight="bold" if m == highlight else "normal")
     return save_figure(fig, base, list(formats))
 

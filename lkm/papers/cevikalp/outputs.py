@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from lkm.engine.store import NOT_APPLICABLE
-from lkm.report.core import RATE, ci_column, load_pyplot, records_interval
+from lkm.report.core import RATE, SMALL_PT, ci_column, load_pyplot, method_colors, records_interval
 from lkm.report.registry import ReportContext, figure, table
 from lkm.reproduction.paper import paper_values
 from lkm.reproduction.runs import most_chosen_setting
@@ -126,10 +126,11 @@ def _cevikalp_k_sweep(ctx: ReportContext) -> list[Path]:
         return []
     plt = load_pyplot()
     fig, axes = plt.subplots(1, len(datasets), figsize=(6.2 * len(datasets), 4.0), squeeze=False)
+    colors = method_colors(ctx.spec)
     for ax, ds in zip(axes.flat, datasets, strict=True):
         for i, m in enumerate(methods):
             ks, err, std = _sweep_curve(ctx.ok, ds, m)
-            style = {"color": f"C{i}", "marker": "os^D"[i % 4], "ms": 4, "lw": 1.5,
+            style = {"color": colors[m], "marker": "os^D"[i % 4], "ms": 4, "lw": 1.5,
                      "ls": "-" if m.startswith("N") and not m.startswith("NN") else "--"}
             if ks.size:
                 ax.plot(ks, err, label=m, **style)
@@ -152,9 +153,8 @@ def _cevikalp_k_sweep(ctx: ReportContext) -> list[Path]:
         ax.set_ylabel("test error (%)")
         ax.set_title(ds)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
-    fig.suptitle(f"{ctx.spec.name}: error against K — the linear methods are bounded by d, the kernel ones are not",
-                 fontsize=10)
+        ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    fig.suptitle(f"{ctx.spec.name}: error against K — the linear methods are bounded by d, the kernel ones are not")
     fig.tight_layout(rect=(0, 0, 1, 0.94))
     return ctx.save_figure(fig, "cevikalp_k_sweep")
 
@@ -199,7 +199,7 @@ def _cevikalp_digits(ctx: ReportContext) -> list[Path]:
         ax.axis("off")
     for ax, (row, pred_wrong) in zip(axes.flat, shown, strict=False):
         ax.imshow(np.asarray(data.X[row], dtype=float).reshape(side, side), cmap="gray_r", interpolation="nearest")
-        ax.set_title(f"true {data.y[row]}\n{wrong}: {pred_wrong}", fontsize=8)
-    fig.suptitle(f"{ds}: test digits {wrong} gets wrong and {right} right ({len(shown)} of {len(rows)})", fontsize=9)
+        ax.set_title(f"true {data.y[row]}\n{wrong}: {pred_wrong}", fontsize=SMALL_PT)  # under a thumbnail
+    fig.suptitle(f"{ds}: test digits {wrong} gets wrong and {right} right ({len(shown)} of {len(rows)})")
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     return ctx.save_figure(fig, "cevikalp_digits")

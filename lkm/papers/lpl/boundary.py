@@ -194,13 +194,13 @@ def boundary_figure(fits: BoundaryFits, title: str) -> Any:
         setting = format_params(fits.params[m], list(fits.params[m]))
         handles.append(Line2D([], [], color=color, ls=ls, lw=lw, label=f"{m} ({setting})"))
     handles.append(plt.Rectangle((0, 0), 1, 1, color="grey", alpha=0.2, label=f"shading: class regions of {first}"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.set_xlim(fits.xx.min(), fits.xx.max())
     ax.set_ylim(fits.yy.min(), fits.yy.max())
     ax.set_xlabel("x1")
     ax.set_ylabel("x2")
     ax.set_aspect("equal", adjustable="box")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title)
     fig.tight_layout()
     return fig
 

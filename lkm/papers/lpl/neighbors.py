@@ -178,7 +178,7 @@ def neighbors_figure(summary: pd.DataFrame, title: str, base: Path, formats: lis
         if not exact.empty:
             e = exact.iloc[0]
             head += f"\nexact: {e['accuracy']:.2f} %, query {1000 * e['query_seconds']:.1f} ms"
-        axes[0, j].set_title(head, fontsize=9)
+        axes[0, j].set_title(head)
         axes[1, j].set_ylim(min(0.0, np.nanmin(sub["recall"].to_numpy(float), initial=1.0) - 0.05), 1.03)
         axes[2, j].set_yscale("log")
         axes[2, j].yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 3.0)))
@@ -194,8 +194,8 @@ def neighbors_figure(summary: pd.DataFrame, title: str, base: Path, formats: lis
             if j == 0:
                 axes[i, j].set_ylabel(ylabel)
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), frameon=False, fontsize=8)
-    fig.suptitle(title, fontsize=10)
+    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), frameon=False)
+    fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.05, 1, 0.97))
     from lkm.report.core import save_figure
 

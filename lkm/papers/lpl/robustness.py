@@ -114,8 +114,8 @@ def _fixed_vs_selected(ctx: ReportContext) -> list[Path]:
         ax.set_xticks(x, datasets, rotation=35, ha="right")
         ax.set_ylim(0, 105)  # bars start at zero
     axes[0][0].set_ylabel("accuracy (%)")
-    axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     fig.suptitle(f"{ctx.spec.name}: accuracy at the selected {param}* and at {param} = {fixed:g} "
-                 f"({ctx.spec.describe_protocol(short=True)})", fontsize=10)
+                 f"({ctx.spec.describe_protocol(short=True)})")
     fig.tight_layout()
     return ctx.save_figure(fig, "fixed_vs_selected")

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from lkm.errors import SpecError
-from lkm.report.core import RATE, load_pyplot, loglog_fit
+from lkm.report.core import RATE, SMALL_PT, load_pyplot, loglog_fit, method_colors
 from lkm.report.registry import ReportContext, figure, table
 
 #: Mean times below this (seconds) are left out of the slope fits (timer noise, overheads).
@@ -187,8 +187,7 @@ def time_vs_size_figure(ctx: ReportContext) -> Any:
     combos = _ordered(ctx, means)
     datasets = list(dict.fromkeys(d for d, _, _ in combos))
     fig, axes = plt.subplots(len(datasets), 2, figsize=(10.0, 3.9 * len(datasets)), squeeze=False)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    method_color = {m.name: colors[i % len(colors)] for i, m in enumerate(ctx.spec.methods)}
+    method_color = method_colors(ctx.spec)
     markers = "osD^vP*X"
     n_test = int(round(means["n_test"].mean())) if not means.empty else 0
     for row, ds in enumerate(datasets):
@@ -220,15 +219,14 @@ def time_vs_size_figure(ctx: ReportContext) -> Any:
             lo, _hi = ax.get_ylim()
             if lo < MIN_SECONDS * 1.5:
                 ax.text(ax.get_xlim()[0] * 1.05, MIN_SECONDS * 1.15, f"{MIN_SECONDS:g} s: below, left out of the fit",
-                        color="grey", fontsize=7, va="bottom")
-            ax.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)  # below the axes
+                        color="grey", fontsize=SMALL_PT, va="bottom")
+            ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)  # below the axes
     reps = int(means["repeats"].max()) if not means.empty else 0
     sigmas = {p.get("sigma") for p in ctx.ok["params"]}
     at = f" at sigma = {next(iter(sigmas)):g}" if len(sigmas) == 1 and None not in sigmas else ""
     fig.suptitle(
         f"{ctx.spec.name}: time against training-set size on {', '.join(datasets)}{at}\n"
         f"(mean ± std over {reps} repeat(s); dashed: least-squares fit on log-log axes)",
-        fontsize=10,
     )
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     return fig

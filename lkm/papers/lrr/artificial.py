@@ -249,7 +249,6 @@ def _lrr_x0(ctx: ReportContext) -> list[Path]:
         ax.set_xlabel("x1")
         ax.set_ylabel("x2")
     handles, names = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, names, fontsize=7, loc="lower center", ncol=len(names), frameon=False)
-    fig.suptitle(f"{ds}: training (filled) and test (open) points, x0 (star), hard vicinity ||x - x0|| < β/2 (dashed)",
-                 fontsize=9)
+    fig.legend(handles, names, loc="lower center", ncol=len(names), frameon=False)
+    fig.suptitle(f"{ds}: training (filled) and test (open) points, x0 (star), hard vicinity ||x - x0|| < β/2 (dashed)")
     return ctx.save_figure(fig, "lrr_x0")

@@ -160,7 +160,7 @@ def _lrr_x0_sweep(ctx: ReportContext) -> list[Path]:
         ax.set_title(ds)
         ax.set_xlabel("x0 = training point number")
         ax.set_ylabel("test accuracy (%)")
-        ax.legend(fontsize=7, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)  # below: never on the data
-    fig.suptitle(f"{ctx.spec.name}: accuracy against the point of interest x0 (Fig. 3)", fontsize=10)
+        ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)  # below: never on the data
+    fig.suptitle(f"{ctx.spec.name}: accuracy against the point of interest x0 (Fig. 3)")
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     return ctx.save_figure(fig, "lrr_x0_sweep")

@@ -126,8 +126,8 @@ def _invariance_figure(ctx: ReportContext) -> list[Path]:
     for ax in list(axes.flat)[len(datasets):]:
         ax.set_visible(False)
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), frameon=False, fontsize=8)
+    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), frameon=False)
     fig.suptitle(f"{ctx.spec.name}: kNN invariance, input vs feature space (ties within round-off tolerated; "
-                 "dotted: ties broken by index; lines at 100 % overlap)", fontsize=10)
+                 "dotted: ties broken by index; lines at 100 % overlap)")
     fig.tight_layout(rect=(0, 0.04 + 0.025 * math.ceil(len(labels) / 4), 1, 0.95))
     return ctx.save_figure(fig, STUDY)

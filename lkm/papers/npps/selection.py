@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 
 from lkm.errors import SpecError
-from lkm.report.core import RATE, ci_column, load_pyplot, loglog_fit, records_interval
+from lkm.report.core import RATE, SMALL_PT, ci_column, load_pyplot, loglog_fit, records_interval
 from lkm.report.registry import ReportContext, figure, table
 
 UNAVAILABLE = "data unavailable"
@@ -399,7 +399,7 @@ def boundaries_figure(fits: list[dict[str, Any]], title: str) -> Any:
             ax.contour(f["xx"], f["yy"], dec, levels=[-1.0, 1.0], colors="black", linestyles="--", linewidths=0.9,
                        zorder=4)
             ax.set_title(f"{f['paper'] or f['dataset']}: {panel['title']}\n{int(used.sum())} training patterns, "
-                         f"{len(sv)} SVs, test error {RATE * panel['error']:.2f} %", fontsize=9)
+                         f"{len(sv)} SVs, test error {RATE * panel['error']:.2f} %")
             ax.set_xlim(f["xx"].min(), f["xx"].max())
             ax.set_ylim(f["yy"].min(), f["yy"].max())
             ax.set_xlabel("x1")
@@ -410,8 +410,8 @@ def boundaries_figure(fits: list[dict[str, Any]], title: str) -> Any:
                Line2D([], [], ls="", marker="o", color=colors[0], ms=4, label=f"class {fits[0]['classes'][0]}"),
                Line2D([], [], ls="", marker="o", color=colors[1], ms=4, label=f"class {fits[0]['classes'][1]}"),
                Line2D([], [], ls="", marker="o", color="0.75", ms=4, label="not selected by NPPS")]
-    fig.legend(handles=handles, loc="lower center", ncol=6, frameon=False, fontsize=8)
-    fig.suptitle(title, fontsize=10)
+    fig.legend(handles=handles, loc="lower center", ncol=6, frameon=False)
+    fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.03, 1, 0.97))
     return fig
 
@@ -523,14 +523,14 @@ def _npps_selection_time(ctx: ReportContext) -> list[Path]:
         a.set_xlabel(f"v = patterns in the overlap region (naive NPPS's {v_key.replace('n_', '')} count)")
     M = df["M"].iloc[0]
     ax.set_ylabel("selection time (s)")
-    ax.set_title(f"selection time at fixed M = {M} (dotted: log-log fit)", fontsize=9)
+    ax.set_title(f"selection time at fixed M = {M} (dotted: log-log fit)")
     ax2.set_ylabel("patterns evaluated (k-NN queries)")
-    ax2.set_title("patterns whose neighbours were evaluated", fontsize=9)
+    ax2.set_title("patterns whose neighbours were evaluated")
     for a in (ax, ax2):
-        a.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)  # below: never on the data
+        a.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)  # below: never on the data
         for x, label in zip(v, df["dataset"], strict=True):
-            a.annotate(str(label), (x, a.get_ylim()[0]), fontsize=6, rotation=90, va="bottom", ha="center", color="0.4")
+            a.annotate(str(label), (x, a.get_ylim()[0]), fontsize=SMALL_PT, rotation=90, va="bottom", ha="center", color="0.4")
     fig.suptitle(f"{ctx.spec.name}: naive vs fast NPPS as the class overlap grows (Shin and Cho, Fig. 3). "
-                 f"Paper's claim: naive O(M²), flat in v; fast O(vM), slope 1 in v at fixed M", fontsize=9)
+                 f"Paper's claim: naive O(M²), flat in v; fast O(vM), slope 1 in v at fixed M")
     fig.tight_layout(rect=(0, 0, 1, 0.94))
     return ctx.save_figure(fig, "npps_selection_time")

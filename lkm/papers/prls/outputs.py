@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from lkm.numerics.stats import rate_interval
-from lkm.report.core import RATE, ci_column, format_interval, load_pyplot
+from lkm.report.core import RATE, ci_column, format_interval, load_pyplot, method_colors
 from lkm.report.registry import ReportContext, figure, table
 from lkm.reproduction.paper import paper_values
 from lkm.reproduction.runs import most_chosen_setting
@@ -123,21 +123,23 @@ def _prls_isolet(ctx: ReportContext) -> list[Path]:
         return []
     plt = load_pyplot()
     fig, axes = plt.subplots(len(pairs), 2, figsize=(11, 3.6 * len(pairs)), squeeze=False)
-    styles = [dict(color="tab:blue", marker="o", ls="--"), dict(color="tab:red", marker="s", ls="-")]
+    colors = method_colors(ctx.spec)
+    styles = [dict(marker="o", ls="--"), dict(marker="s", ls="-")]
     for i, pair in enumerate(pairs):
         for j, (part, title) in enumerate((("unlabeled", "unlabeled set (transductive)"), ("test", "test set (isolet5)"))):
             ax = axes[i][j]
             for m, style in zip(pair, styles, strict=False):
                 x, e = speaker_curve(ctx, ids, m, part)
                 if len(x):
-                    ax.plot(x, e, ms=4, lw=1.2, label=f"{m} (mean {np.nanmean(e):.1f} %)", **style)
-            ax.set_title(f"{' vs '.join(pair)}: {title}", fontsize=10)
+                    ax.plot(x, e, ms=4, lw=1.2, label=f"{m} (mean {np.nanmean(e):.1f} %)", color=colors.get(m, "grey"),
+                            **style)
+            ax.set_title(f"{' vs '.join(pair)}: {title}")
             ax.set_xlabel("labeled speaker #")
             ax.set_ylabel("error %")
             ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=8, loc="best", framealpha=0.9)
-    fig.suptitle(f"Yang et al. Fig. 2 (ours): {family}, one labeled speaker per realization", fontsize=11)
+            ax.legend(loc="best", framealpha=0.9)
+    fig.suptitle(f"Yang et al. Fig. 2 (ours): {family}, one labeled speaker per realization")
     fig.tight_layout()
     return ctx.save_figure(fig, "prls_isolet")
 

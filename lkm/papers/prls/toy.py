@@ -143,11 +143,10 @@ def _prls_toy_figure(ctx: ReportContext) -> list[Path]:
         ax.set_xlabel("x")
         ax.set_title(f"{method}: " + ("the constant is penalized, shrinks with γ" if method == "RLS"
                                       else "constants unpenalized: stable in γ"))
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.16), ncol=3, frameon=False)
+        ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.16), ncol=3, frameon=False)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("f(x)")
     sigma = ctx.spec.studies[0].params.get("sigma", 0.1) if ctx.spec.studies else 0.1
-    fig.suptitle(f"Yang et al. Fig. 1 (ours): RLS vs PRLS on {first} (y = 1 + 0.005ε), Gaussian σ = {sigma:g}",
-                 fontsize=11)
+    fig.suptitle(f"Yang et al. Fig. 1 (ours): RLS vs PRLS on {first} (y = 1 + 0.005ε), Gaussian σ = {sigma:g}")
     fig.tight_layout()
     return ctx.save_figure(fig, "prls_toy")
