@@ -9,7 +9,7 @@ export LKM_DATA_DIR ?= $(abspath ../shared/datasets)
 LOCK   := requirements.lock
 ENV    := $(if $(LOCKED),install-locked,install)
 
-.PHONY: help install install-locked lock docs-figures docs-check demo test lint benchmark benchmark-smoke bench bench-large bench-scaling bench-cluster bench-cli reproduce reproduce-smoke report reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
+.PHONY: help install install-locked lock docs-figures docs-check demo test lint benchmark benchmark-smoke bench bench-large bench-scaling bench-cluster bench-cli reproduce reproduce-smoke report report-snapshot reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -72,6 +72,9 @@ benchmark: $(ENV)  ## the field's benchmark alone: 19 methods on 26 data sets, r
 
 benchmark-smoke: $(ENV)  ## the benchmark on 3 small sets with tiny grids (seconds); then `lkm compare X --smoke` ranks a method X against it
 	$(LKM) reproduce benchmark --smoke --jobs 2
+
+report-snapshot: install  ## the full report from the results that ship with lkm (docs/runs) into results/snapshot-report/: nothing fitted, ~30 s on 2 cores (seconds the second time)
+	$(LKM) report --all --results docs/runs --out results/snapshot-report --jobs 2
 
 report: install  ## rebuild results/report/ (index.html, report.md, figures) from the recorded runs; no fitting, seconds
 	$(LKM) report --all

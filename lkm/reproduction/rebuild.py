@@ -76,15 +76,19 @@ def sync_runs(pack: Pack, runs: Path) -> int:
 
 
 def _run_report(folder: str) -> str:
-    """One run folder's tables and figures from its records (what `lkm report RUN` does)."""
+    """One run folder's tables and figures from its records (what `lkm report RUN` does),
+    figures as PNG only: what the page shows (`lkm report DIR/runs/RUN` adds the spec's
+    other formats)."""
     from lkm.engine.store import RunStore
     from lkm.report import build_report
     from lkm.spec import load_spec
 
     path = Path(folder)
     store = RunStore(path)
+    spec = load_spec(path / "spec.yaml", max_fits=sys.maxsize)
+    spec = spec.model_copy(update={"outputs": spec.outputs.model_copy(update={"formats": ["png"]})})
     with store.lock(claim=False):
-        build_report(store, load_spec(path / "spec.yaml", max_fits=sys.maxsize))
+        build_report(store, spec)
     return path.name
 
 
@@ -143,10 +147,15 @@ def _write_state(out: Path, pack: Pack, steps: dict[str, str]) -> None:
                                               indent=1, sort_keys=True) + "\n")
 
 
-def _quiet() -> None:
-    """A worker's warnings (matplotlib, scikit-learn) stay out of the command's output."""
+def _worker_setup(threads: int) -> None:
+    """A worker's warnings (matplotlib, scikit-learn) stay out of the command's output, and
+    its BLAS uses ``threads`` threads: the workers already share the cores, and two
+    BLAS threads per worker made the benchmark's posterior products 4× slower."""
+    from lkm.numerics.threads import blas_threads
+
     warnings.simplefilter("ignore")
     os.environ.setdefault("PYTHONWARNINGS", "ignore")
+    blas_threads(threads).__enter__()  # for the worker's life
 
 
 def report_from_pack(pack: Pack, papers: dict[str, ModuleType], cross_spec: str | None, out: Path,
@@ -175,8 +184,10 @@ def report_from_pack(pack: Pack, papers: dict[str, ModuleType], cross_spec: str 
     todo = {key: step for key, step in steps.items() if key not in state}
     total, done = len(todo) + 1, 0
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(todo) or 1)), mp_context=context,
-                             initializer=_quiet) as pool:
+    workers = max(1, min(jobs, len(todo) or 1))
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_setup,
+                             initargs=(threads,)) as pool:
         pending = {pool.submit(fn, *args): key for key, (fn, args, _) in todo.items()}
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
