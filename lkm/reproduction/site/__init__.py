@@ -1,29 +1,34 @@
 """The report of every reproduction in one folder: ``results/report/index.html`` (static:
-no server, no network, no JavaScript; figures copied beside it, a small inline stylesheet)
-and the same content as ``report.md`` — what `lkm reproduce all` ends with and
-`lkm report --all` rebuilds from the recorded runs (no fitting).
+no server, no network; figures and tables copied beside it, a small inline stylesheet and
+one script that only adds to a page complete without it) and the same content as
+``report.md`` — what `lkm reproduce all` ends with and `lkm report --all` rebuilds from
+the recorded runs (no fitting).
 
 It reads only files the runs wrote:
 
-- each paper's claims table ``RESULTS/<key>_claims[-smoke]/claims.csv`` (the first
+- each paper's claims table ``RESULTS/<key>_claims[-smoke]/claims.json`` (the first
   screen: every claim of every paper with its verdict, effect, CI and test, coloured by
-  verdict class) and the other tables of that folder;
-- each experiment's run folder ``RESULTS/<spec name>[-smoke]/``: ``tables/*.csv`` (caption
-  from the first bold line of the ``.md`` twin, notes from what follows the table),
-  ``figures/**/*.png`` (copied to ``figures/<run>/``), ``provenance.json`` (settings, data
-  versions, seconds, environment) and ``plan.json`` (datasets that could not be had);
+  verdict class, filterable by paper and verdict) and the other tables of that folder;
+- each experiment's run folder ``RESULTS/<spec name>[-smoke]/``: ``tables/*.json``
+  (caption, notes, columns and the cells as shown, :func:`lkm.report.core.table_json`;
+  the ``.csv``, ``.tex`` and ``.md`` twins copied to ``tables/<run>/`` and linked under
+  each table), ``figures/**/*.png`` (copied to ``figures/<run>/``, shown at their
+  natural size), ``provenance.json`` (settings, data versions, seconds, environment) and
+  ``plan.json`` (datasets that could not be had); a folder whose tables have no ``.json``
+  was written by an older lkm: the report names it and the command that rewrites it;
 - the cross-paper ranking ``RESULTS/cross_paper_summary[-smoke]/`` when present;
 - the "where we differ" section of ``docs/reproductions/<key>.md`` when the source tree
-  is at hand (copied into the report as text, links dropped: every link of the report
-  stays inside its folder).
+  is at hand (rendered by markdown-it-py, raw HTML off, links kept as their text: every
+  link of the report stays inside its folder).
 
 Where a table has the paper's number beside ours for a rate in percent (``X (ours)`` and
 ``X (paper)``; ``paper's X`` and ``ours, …: X``; ``ours`` and ``paper`` with an
 accuracy/error ``metric``; or "ours (paper)" cells), the report adds the difference and
-flags rows differing by more than :data:`DIFF_POINTS` points with their named cause (the
-first entry of the paper's ``differences.yaml`` that matches the row,
+flags rows whose paper's number lies outside our 95 % interval (beyond
+:data:`DIFF_POINTS` points where no interval is given) with their named cause (the first
+entry of the paper's ``differences.yaml`` that matches the row,
 :class:`lkm.reproduction.paper.Difference`) and a link to the paper's "where we differ"
-section.
+section; a wide table leads with those columns and folds the full table below.
 
 The HTML parses with no error under the HTML5 algorithm (html5lib in strict mode) and is
 well-formed XML (polyglot HTML5); the tests check both.
@@ -32,8 +37,9 @@ The package: :mod:`~lkm.reproduction.site.tables` reads a run folder's tables an
 the rows that differ from the paper; :mod:`~lkm.reproduction.site.views` gathers what the
 report shows (:func:`collect`); :mod:`~lkm.reproduction.site.shared` holds what both
 renderings show; :mod:`~lkm.reproduction.site.html` and
-:mod:`~lkm.reproduction.site.markdown` render it (:func:`render_html`,
-:func:`render_markdown`); this module writes the folder (:func:`build_site`).
+:mod:`~lkm.reproduction.site.markdown` render it from the Jinja2 templates of
+``templates/`` (:func:`render_html`, :func:`render_markdown`); this module writes the
+folder (:func:`build_site`).
 """
 
 from __future__ import annotations

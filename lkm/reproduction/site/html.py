@@ -12,6 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from lkm.report.core import ci_column
 from lkm.reproduction.claims import EFFECT_COLUMNS
 from lkm.reproduction.claims import SMOKE_LABEL as SMOKE_PREFIX
 from lkm.reproduction.site.shared import (
@@ -122,13 +123,20 @@ def is_folded(t: Table) -> bool:
     return t.name in FOLDED or (len(t.rows) > FOLD_ROWS and not t.flags)
 
 
+def column_class(t: Table, j: int) -> str:
+    """``ci`` for a column of 95 % intervals (hidden in the leading table on a narrow
+    screen: the flag text gives the interval and the full table keeps it)."""
+    return "ci" if t.columns[j].endswith(ci_column("")) else ""
+
+
 def cell_class(t: Table, j: int, value: str) -> str:
-    """``num`` for a numeric column; ``nw`` (no wrap) for a dataset or method name and a
-    short "mean ± std" or "[low, high]" cell."""
+    """``num`` for a numeric column; ``nw`` (no wrap) for a short dataset or method name
+    and a short "mean ± std" or "[low, high]" cell; and :func:`column_class`."""
     if t.numeric[j]:
         return "num"
     short = len(value) <= 24 and ("±" in value or value.startswith("["))
-    return "nw" if short or (t.columns[j] in ("dataset", "method") and len(value) <= 28) else ""
+    nowrap = short or (t.columns[j] in ("dataset", "method") and len(value) <= 18)
+    return " ".join(c for c in ("nw" if nowrap else "", column_class(t, j)) if c)
 
 
 def run_links(site: Site, paper: PaperView, value: str) -> list[tuple[str, str | None]]:
@@ -156,7 +164,7 @@ def _environment() -> Any:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "html.j2"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(md=markdown_html, mdi=inline_markdown_html, vclass=css_class, slug=slug)
-    env.globals.update(shown_columns=shown_columns, is_folded=is_folded, cell_class=cell_class, run_links=run_links,
+    env.globals.update(shown_columns=shown_columns, is_folded=is_folded, cell_class=cell_class, column_class=column_class, run_links=run_links,
                        figures_shown=figures_shown, verdict_class=verdict_class, settings_pairs=settings_pairs,
                        datasets_table=datasets_table, friedman_pairs=friedman_pairs, DASH=DASH,
                        FLAG_COLUMN=FLAG_COLUMN, EFFECT_COLUMNS=EFFECT_COLUMNS, zip=zip)
