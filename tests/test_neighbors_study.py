@@ -101,11 +101,11 @@ def test_neighbors_table_and_figure_from_a_tiny_run(tmp_path: Path) -> None:
     table = pd.read_csv(tmp_path / "tables" / "neighbors.csv", keep_default_na=False)
     assert list(table.columns) == [
         "dataset", "method", "neighbors", "n_trees", "search_k", "sigma", "accuracy %", "Δ vs exact (pts)",
-        "recall", "query s", "query / exact", "predict s", "fit s", "splits",
+        "Δ vs exact (pts) std", "recall", "query s", "query / exact", "predict s", "fit s", "splits",
     ]
     assert len(table) == 1 + 4
     exact = table[table["neighbors"] == "exact"].iloc[0]
-    assert exact["Δ vs exact (pts)"] == "+0.00 ± 0.00"
+    assert float(exact["Δ vs exact (pts)"]) == 0.0 and float(exact["Δ vs exact (pts) std"]) == 0.0  # "+0.00 ± 0.00"
     assert float(exact["recall"]) == 1.0 and float(exact["query / exact"]) == 1.0
     approx = table[table["neighbors"] == "annoy"]
     assert approx["recall"].astype(float).between(0, 1).all()
