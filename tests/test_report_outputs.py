@@ -264,8 +264,10 @@ def test_claims_print_as_plain_untruncated_lines_when_not_a_terminal(tmp_path: P
 
     df = pd.DataFrame({"#": ["1a"], "the paper's claim": ["a claim " * 30], "where": ["x"], "our measure": ["m"],
                        "verdict": [f"{SMOKE_LABEL} (holds)"]})
-    df.to_csv(tmp_path / "claims.csv", index=False)
-    print_claims(tmp_path / "claims.csv", smoke=True)
+    from lkm.report.core import write_table
+
+    write_table(df, tmp_path / "claims", "claims")
+    print_claims(tmp_path / "claims.md", smoke=True)
     out = capsys.readouterr().out
     assert ("a claim " * 30).strip() in out and f"verdict: {SMOKE_LABEL} (holds)" in out
     assert "…" not in out and "our measure" not in out

@@ -23,7 +23,9 @@ def docs_snapshot(
     root: Annotated[Path, typer.Option("--root", help="Repository root (where README.md and docs/ are).")] = Path("."),
 ) -> None:
     """Copy the runs the docs cite from RESULTS into docs/runs/ (spec, provenance, lock
-    file, the plan's records gzipped) and the figures the docs show into docs/figures/."""
+    file, the plan's records gzipped) and the figures the docs show into docs/figures/;
+    rewrite the results pack's manifest (docs/runs/PACK.json: version, sha256 of every
+    file) and its pin (lkm/report/published.json)."""
     from lkm.papers import PAPERS
     from lkm.reproduction.docs import SNAPSHOT, snapshot
 
@@ -38,7 +40,9 @@ def docs_snapshot(
         console.print(f"removed {name}: no longer cited", highlight=False)
     for fig in report.missing_figures:
         err_console.print(text_line(("missing figure", "yellow"), f" {fig}: not in the run folder's figures/"))
-    console.print(f"{len(report.figures)} figures copied; {root / SNAPSHOT}/ is {report.bytes / 1e6:.2f} MB", highlight=False)
+    console.print(f"{len(report.figures)} figures copied; {root / SNAPSHOT}/ is {report.bytes / 1e6:.2f} MB, "
+                  f"results pack version {report.pack_version or '-'} (PACK.json, pinned in lkm/report/published.json)",
+                  highlight=False)
 
 
 @docs_app.command("build")

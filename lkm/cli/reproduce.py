@@ -178,7 +178,7 @@ def _reproduce(module, results: Path, jobs: int, smoke: bool, progress: bool, ma
             failed.append(spec.name)
     written = module.write_summary(results, smoke)
     claims = next(p for p in written if p.name == "claims.md")
-    print_claims(claims.with_suffix(".csv"), smoke)
+    print_claims(claims, smoke)
     console.print(f"claims table (with our measures) and timing tables written under {claims.parent}/", highlight=False)
     if failed:
         raise LkmError(f"some fits failed in: {', '.join(failed)} (see their records)")
@@ -188,16 +188,21 @@ def _reproduce(module, results: Path, jobs: int, smoke: bool, progress: bool, ma
 MIN_TABLE_WIDTH = 70
 
 
-def print_claims(csv: Path, smoke: bool) -> None:
-    """The claims table's claim and verdict columns: a Rich table wrapped to the terminal
-    (never truncated), or one plain line per claim when stdout is not a terminal or is
-    narrower than :data:`MIN_TABLE_WIDTH`. The measures are in the written claims.md."""
+def print_claims(table_file: Path, smoke: bool) -> None:
+    """The claims table's claim and verdict columns (read from its ``.json`` twin, the
+    cells as shown): a Rich table wrapped to the terminal (never truncated), or one plain
+    line per claim when stdout is not a terminal or is narrower than
+    :data:`MIN_TABLE_WIDTH`. The measures are in the written claims.md."""
+    import json
+
     import pandas as pd
     from rich.table import Table
 
     from lkm.reproduction.claims import SMOKE_LABEL
 
-    df = pd.read_csv(csv, dtype=str, keep_default_na=False)
+    csv = table_file.with_suffix(".json")
+    data = json.loads(csv.read_text(encoding="utf-8"))
+    df = pd.DataFrame(data["rows"], columns=data["columns"], dtype=str)
     columns = [c for c in df.columns if c in ("#", "the paper's claim") or c.startswith("verdict")]
     title = f"{csv.parent.name}: the paper's claims" + (f" — smoke run, every verdict: {SMOKE_LABEL}" if smoke else "")
     if not console.is_terminal or console.width < MIN_TABLE_WIDTH:

@@ -461,6 +461,7 @@ class SnapshotReport:
     figures: list[str] = field(default_factory=list)
     missing_figures: list[str] = field(default_factory=list)
     bytes: int = 0
+    pack_version: str = ""  # the results pack's version (its manifest, PACK.json)
 
 
 def snapshot(papers: Papers, results: Path = Path("results"), root: Path = Path(".")) -> SnapshotReport:
@@ -499,8 +500,9 @@ def snapshot(papers: Papers, results: Path = Path("results"), root: Path = Path(
         shutil.copyfile(src, root / FIGURES / paper / file)
         report.figures.append(f"{paper}/{file}")
     if dest_root.is_dir():  # the results pack: its manifest (version, sha256 of each file) and pin
-        from lkm.report.pack import pin_pack, write_manifest
+        from lkm.report.pack import pin_pack, verify_pack, write_manifest
 
-        pin_pack(write_manifest(dest_root), root)
+        report.pack_version = write_manifest(dest_root).version
+        pin_pack(verify_pack(dest_root), root)
     report.bytes = sum(p.stat().st_size for p in dest_root.rglob("*") if p.is_file()) if dest_root.is_dir() else 0
     return report
