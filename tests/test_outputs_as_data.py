@@ -192,7 +192,7 @@ def test_latex_escape_of_arbitrary_unicode_is_pure_ascii() -> None:
 
 
 _PREAMBLE = ("\\documentclass{article}\n\\usepackage[utf8]{inputenc}\n\\usepackage[T1]{fontenc}\n"
-             "\\usepackage{booktabs}\n\\usepackage{graphicx}\n\\begin{document}\n")
+             "\\usepackage{booktabs}\n\\usepackage{graphicx}\n\\usepackage{array}\n\\begin{document}\n")
 
 
 def _compile(folder: Path, tex_files: list[Path]) -> str:
@@ -237,6 +237,27 @@ def test_tables_of_every_character_the_code_base_writes_compile(pdflatex, tmp_pa
     assert "resizebox" in (tmp_path / "wide.tex").read_text()
     assert "resizebox" not in (tmp_path / "narrow.tex").read_text()
     log = _compile(tmp_path, [tmp_path / "chars.tex", tmp_path / "wide.tex", tmp_path / "narrow.tex"])
+    assert _overfull(log) == []
+
+
+def test_long_text_columns_wrap_instead_of_shrinking_the_table(pdflatex, tmp_path: Path) -> None:
+    """A claims-like table (four columns of 300-character cells) wraps its text in
+    ragged-right paragraph columns sized to the line: not resized, nothing overfull; an
+    18-column numeric table still fits the line (smaller type, shrunk only as needed)."""
+    text = "the paper claims that NPPS + SVM trains faster than SVM (0.24x on continuous-xor) "
+    cell = (text * 4)[:300]
+    claims = pd.DataFrame({c: [cell, cell[::-1]] for c in ("the paper's claim", "where", "our measure", "verdict")})
+    write_table(claims, tmp_path / "claims", "claims")
+    tex = (tmp_path / "claims.tex").read_text()
+    assert "resizebox" not in tex
+    assert tex.count("\\raggedright\\arraybackslash}p{") == 4
+    numbers = pd.DataFrame({f"score {i}": [0.1234 * i, 1000.5 + i] for i in range(18)})
+    write_table(numbers, tmp_path / "numbers", "eighteen numeric columns")
+    assert "raggedright" not in (tmp_path / "numbers.tex").read_text()  # numbers stay right-aligned
+    narrow = pd.DataFrame({"a": ["x"], "b": [1]})
+    write_table(narrow, tmp_path / "narrow", "a narrow table")
+    assert "p{" not in (tmp_path / "narrow.tex").read_text() and "small" not in (tmp_path / "narrow.tex").read_text()
+    log = _compile(tmp_path, [tmp_path / "claims.tex", tmp_path / "numbers.tex", tmp_path / "narrow.tex"])
     assert _overfull(log) == []
 
 

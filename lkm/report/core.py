@@ -530,6 +530,14 @@ def latex_escape(text: Any) -> str:
 #: :func:`latex_table` estimates a tabular's width with (on the smoke reproductions' 88
 #: tables the estimate was 1.0 to 1.12 times the width pdflatex set them at).
 LATEX_LINEWIDTH_PT, LATEX_CHAR_PT, LATEX_COLSEP_PT = 345.0, 5.0, 12.0
+#: A text column whose longest cell has more characters than this is a paragraph column
+#: (``p{}``, its text wrapped) in a table wider than the line; the narrowest paragraph
+#: column (2.5 cm, in points); the width of a capital (wider than the average character).
+LATEX_LONG_CELL, LATEX_MIN_PARAGRAPH_PT, LATEX_WORD_CHAR_PT = 28, 71.0, 7.5
+#: The type sizes :func:`latex_table` tries, in turn, for a table that does not fit the
+#: line even with its text wrapped: the declaration, its width relative to the normal
+#: size, and the space between two columns (points) set with it.
+LATEX_SIZES = (("", 1.0, LATEX_COLSEP_PT), ("\\small", 0.9, 10.0), ("\\footnotesize", 0.8, 8.0))
 
 
 def latex_width_pt(columns: list[str], body: list[list[str]]) -> float:
@@ -539,32 +547,108 @@ def latex_width_pt(columns: list[str], body: list[list[str]]) -> float:
                for c, cells in zip(columns, body, strict=True))
 
 
+def _latex_text_pt(text: str) -> float:
+    """Width of ``text`` (as displayed) at 10 pt, erring high: :data:`LATEX_WORD_CHAR_PT`
+    per capital, :data:`LATEX_CHAR_PT` per other character."""
+    return sum(LATEX_WORD_CHAR_PT if ch.isupper() or ch in "mwMW%" else LATEX_CHAR_PT for ch in text)
+
+
+def _latex_column_widths(header: str, cells: list[str], numeric: bool, size: float) -> tuple[float, float]:
+    """A column's natural width (longest cell or header on one line) and the narrowest
+    paragraph width it may be given (points, at relative type ``size``): text wraps down
+    to :data:`LATEX_MIN_PARAGRAPH_PT` (at that size), numbers and cells without letters
+    (``89.09 +- 5.14``, ``[31.14, 100.00]``) never wrap (only the header does), and no
+    word is cut (a line may break after a space or a hyphen)."""
+    natural = size * max(_latex_text_pt(v) for v in [header, *cells])
+    words = [w for v in [header, *cells] for w in re.split(r"\s+|(?<=-)", v)]
+    whole = [v for v in cells if numeric or not re.search(r"[^\W\d_]", v)]
+    least = 1.1 * size * max(_latex_text_pt(w) for w in [*words, *whole, ""])
+    if numeric:
+        return natural, least
+    return natural, max(least, min(size * LATEX_MIN_PARAGRAPH_PT, natural))
+
+
+def _latex_layout(columns: list[str], shown: list[list[str]], numeric: list[bool], size: float,
+                  colsep: float) -> tuple[dict[int, float], bool]:
+    """Paragraph widths (points, by column index) for a table wider than the line, and
+    whether the table then fits: every long text column wraps; then, widest saving first,
+    columns whose header (or text) may wrap, until the rest fits. The paragraph columns
+    share what the others leave of the line in proportion to their natural widths, none
+    narrower than its minimum nor wider than its natural width."""
+    widths = [_latex_column_widths(c, cells, num, size) for c, cells, num in zip(columns, shown, numeric, strict=True)]
+    wrap = {j for j, (cells, num) in enumerate(zip(shown, numeric, strict=True))
+            if not num and max([0, *(len(v) for v in cells)]) > LATEX_LONG_CELL}
+    room = LATEX_LINEWIDTH_PT - colsep * len(columns)
+
+    def needed() -> float:
+        return sum(widths[j][1] if j in wrap else widths[j][0] for j in range(len(columns)))
+
+    savings = sorted((j for j in range(len(columns)) if j not in wrap and widths[j][1] < widths[j][0]),
+                     key=lambda j: widths[j][1] - widths[j][0])
+    for j in savings:
+        if needed() <= room:
+            break
+        wrap.add(j)
+    fits = needed() <= room
+    share = room - sum(widths[j][0] for j in range(len(columns)) if j not in wrap)
+
+    def given(scale: float) -> dict[int, float]:
+        return {j: min(max(scale * widths[j][0], widths[j][1]), widths[j][0]) for j in wrap}
+
+    low, high = 0.0, 1.0  # the largest scale of the natural widths whose clamped sum fits
+    if sum(given(high).values()) <= share:
+        return given(high), fits
+    for _ in range(50):
+        mid = (low + high) / 2
+        low, high = (mid, high) if sum(given(mid).values()) <= share else (low, mid)
+    return given(low), fits
+
+
 def latex_table(df: pd.DataFrame, caption: str, notes: list[str] | tuple[str, ...] = ()) -> str:
     """``df`` as a LaTeX ``table`` (booktabs rules, numbers right-aligned) with its
     caption and notes below it; every cell, header, caption and note escaped with
     :func:`latex_escape` (so the file is pure ASCII). A table whose estimated width
-    (:func:`latex_width_pt`) is over the text width is put in a ``\\resizebox`` that
-    shrinks it to the line (graphicx; only if it really is wider: the estimate errs
-    high); a narrow one is left as it is. ``\\input`` it in a document with
-    ``\\usepackage{booktabs}`` and ``\\usepackage{graphicx}``."""
-    align, shown = [], []
+    (:func:`latex_width_pt`) fits the text width is written as it is. A wider one wraps
+    its long text columns (and, when that is not enough, the headers of other columns) in
+    ragged-right paragraph columns ``p{<fraction>\\linewidth}`` sized to share the line
+    (see :func:`_latex_layout`); only when even that does not fit is it set ``\\small``,
+    then ``\\footnotesize`` with narrower column gaps, and, as the last resort, put in a
+    ``\\resizebox`` that shrinks it to the line (only if it really is wider: the
+    estimate errs high). ``\\input`` it in a document with ``\\usepackage{booktabs}``,
+    ``\\usepackage{graphicx}`` and ``\\usepackage{array}``."""
+    align, shown, numeric = [], [], []
     for col in df.columns:
         values = df[col]
-        numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
-        align.append("r" if numeric else "l")
+        numeric.append(pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values))
+        align.append("r" if numeric[-1] else "l")
         if pd.api.types.is_float_dtype(values):
             values = values.map(lambda v: f"{v:g}")
         shown.append(["" if v is None else " ".join(str(v).split()) for v in values])
     body = [[latex_escape(v) for v in cells] for cells in shown]
-    wide = latex_width_pt([str(c) for c in df.columns], shown) > LATEX_LINEWIDTH_PT
+    columns = [str(c) for c in df.columns]
+    wide = latex_width_pt(columns, shown) > LATEX_LINEWIDTH_PT
+    size, colsep, resize = "", LATEX_COLSEP_PT, False
+    if wide:
+        for choice in LATEX_SIZES:  # the largest type at which the table fits, else the smallest
+            paragraphs, fits = _latex_layout(columns, shown, numeric, choice[1], choice[2])
+            if fits:
+                break
+        size, _, colsep = choice
+        resize = not fits
+        for j, width in paragraphs.items():
+            ragged = "\\raggedleft" if numeric[j] else "\\raggedright"
+            fraction = math.floor(1000 * width / LATEX_LINEWIDTH_PT) / 1000
+            align[j] = f">{{{ragged}\\arraybackslash}}p{{{fraction:.3f}\\linewidth}}"
     lines = [
-        "% written by lkm; \\input{} it with \\usepackage{booktabs} and \\usepackage{graphicx}",
+        "% written by lkm; \\input{} it with \\usepackage{booktabs}, \\usepackage{graphicx} and \\usepackage{array}",
         "\\begin{table}", "\\centering", f"\\caption{{{latex_escape(caption)}}}",
-        *(["\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%"] if wide else []),
+        *([size] if size else []),
+        *([f"\\setlength{{\\tabcolsep}}{{{colsep / 2:g}pt}}"] if colsep != LATEX_COLSEP_PT else []),
+        *(["\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%"] if resize else []),
         f"\\begin{{tabular}}{{{''.join(align)}}}", "\\toprule",
         " & ".join(latex_escape(c) for c in df.columns) + " \\\\", "\\midrule",
         *(" & ".join(cells) + " \\\\" for cells in zip(*body, strict=True)),
-        "\\bottomrule", "\\end{tabular}" + ("}" if wide else ""),
+        "\\bottomrule", "\\end{tabular}" + ("}" if resize else ""),
         *(f"\\par\\footnotesize {latex_escape(n)}" for n in notes),
         "\\end{table}",
     ]
