@@ -25,7 +25,6 @@ from lkm.reproduction.site.shared import (
 )
 from lkm.reproduction.site.tables import DASH, FLAG_COLUMN, Table
 from lkm.reproduction.site.views import (
-    VERDICT_CLASSES,
     PaperView,
     Site,
     counts_line,
@@ -175,4 +174,4 @@ def render_html(site: Site) -> str:
     """The page ``index.html``."""
     return _environment().get_template("index.html.j2").render(
         site=site, title=TITLE, smoke_prefix=SMOKE_PREFIX, counts=counts_line(site), differing=differing_line(site),
-        environment=environment_rows(site), verdicts=[v for v in VERDICT_CLASSES if v != "n/a"])
+        environment=environment_rows(site))
