@@ -42,13 +42,20 @@ class Table:
     lead: list[str] = field(default_factory=list)
     files: list[tuple[str, Path, str]] = field(default_factory=list)
 
+    numeric_memo: tuple[tuple[int, int], list[bool]] | None = field(default=None, repr=False, compare=False)
+
     @property
     def numeric(self) -> list[bool]:
-        out = []
-        for j in range(len(self.columns)):
-            values = [r[j] for r in self.rows if r[j] not in ("", DASH, "nan", "NA")]
-            out.append(bool(values) and all(_NUMBER.fullmatch(v.strip()) for v in values))
-        return out
+        """Per column, whether every non-empty cell is a number; computed once per shape
+        (the page asks for it per cell)."""
+        shape = (len(self.columns), len(self.rows))
+        if self.numeric_memo is None or self.numeric_memo[0] != shape:
+            out = []
+            for j in range(len(self.columns)):
+                values = [r[j] for r in self.rows if r[j] not in ("", DASH, "nan", "NA")]
+                out.append(bool(values) and all(_NUMBER.fullmatch(v.strip()) for v in values))
+            self.numeric_memo = (shape, out)
+        return self.numeric_memo[1]
 
 
 _NUMBER = re.compile(r"[+\-−]?(\d+(\.\d*)?|\.\d+)([eE][+\-]?\d+)?")
