@@ -172,14 +172,17 @@ def report_from_pack(pack: Pack, papers: dict[str, ModuleType], cross_spec: str 
     _write_state(out, pack, {})  # the mark first: an interrupted build is still ours to resume
     sync_runs(pack, runs)
     source = source_digest()
+    # Longest first, so that no worker is left with a long step at the end: a paper's claims
+    # (it reads all its runs) and the benchmark's ranking, then the runs by size.
     steps: dict[str, tuple[Callable[..., str], tuple[str, ...], str]] = {}
-    if cross_spec is not None and "cross_paper" in pack.runs:  # the longest single step: started first
+    for module in sorted(papers.values(), key=lambda m: -sum(r.startswith(m.__name__.rsplit(".", 1)[-1])
+                                                               for r in pack.runs)):
+        steps[f"paper {module.__name__}"] = (_paper_summary, (module.__name__, str(runs)),
+                                             step_digest(source, pack, None))
+    if cross_spec is not None and "cross_paper" in pack.runs:
         steps["benchmark"] = (_benchmark, (str(runs),), step_digest(source, pack, ["cross_paper"]))
     for name in sorted(pack.runs, key=pack.run_bytes, reverse=True):
         steps[f"run {name}"] = (_run_report, (str(runs / name),), step_digest(source, pack, [name]))
-    for module in papers.values():
-        steps[f"paper {module.__name__}"] = (_paper_summary, (module.__name__, str(runs)),
-                                             step_digest(source, pack, None))
     state = {key: digest for key, (_, _, digest) in steps.items() if previous.get(key) == digest}
     todo = {key: step for key, step in steps.items() if key not in state}
     total, done = len(todo) + 1, 0
