@@ -12,37 +12,23 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from tiny_runs import TINY, run_tiny
 
-from lkm.engine.runner import build_plan, execute, write_plan
-from lkm.engine.store import RunStore, json_default
-from lkm.report import build_report
+from lkm.engine.store import json_default
 from lkm.report.core import EDGE_MARK, csv_frame, write_table
-from lkm.spec import spec_from_dict
 
 REPO = Path(__file__).resolve().parents[1]
 
-TINY = {
-    "name": "tiny",
-    "datasets": ["moons", "sklearn-iris"],
-    "protocol": {"kind": "kfold", "folds": 3, "seed": 1},
-    "methods": [{"name": "PL", "estimator": "pl"}, {"name": "SVM", "estimator": "svm"}],
-    "sweep": {"sigma": [0.5, 1.0, 2.0]},
-    "paper": {"reference": "R", "results": [{"dataset": "moons", "method": "PL", "value": 0.9}]},
-    "outputs": {"tables": ["summary", "metrics", "sweep", "timing"], "figures": []},
-}
+#: The tiny run with a paper value and every table, no figures.
+TINY_TABLES = {**TINY, "paper": {"reference": "R", "results": [{"dataset": "moons", "method": "PL", "value": 0.9}]},
+               "outputs": {"tables": ["summary", "metrics", "sweep", "timing"], "figures": []}}
 
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> tuple[Path, pd.DataFrame]:
     """A tiny real run (two datasets, two methods, three folds) and its records."""
     root = tmp_path_factory.mktemp("tiny")
-    spec = spec_from_dict(TINY)
-    plan = build_plan(spec)
-    store = RunStore(root)
-    store.prepare()
-    write_plan(plan, store)
-    execute(plan, store, jobs=1)
-    build_report(store, spec, plan.task_ids, plan.unavailable)
+    _, plan, store, _ = run_tiny(root, TINY_TABLES)
     records = store.records_frame(plan.task_ids)
     return root, records.drop(columns=[c for c in ("traceback", "errors") if c in records.columns])
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from tiny_runs import TINY
+from tiny_runs import run_tiny as _run
 
-from lkm.engine.runner import build_plan, execute, write_plan
 from lkm.engine.store import RunStore
 from lkm.numerics.metrics import SCORES, fit_scores, roc_auc
 from lkm.report import build_report
@@ -20,26 +21,6 @@ from lkm.report.core import aggregate, latex_escape, select_best, summary_table,
 from lkm.spec import OutputsSpec, load_spec, spec_from_dict
 
 REPO = Path(__file__).resolve().parents[1]
-
-TINY = {
-    "name": "tiny",
-    "datasets": ["moons", "sklearn-iris"],
-    "protocol": {"kind": "kfold", "folds": 3, "seed": 1},
-    "methods": [{"name": "PL", "estimator": "pl"}, {"name": "SVM", "estimator": "svm"}],
-    "sweep": {"sigma": [0.5, 1.0, 2.0]},
-    "outputs": {"tables": ["summary", "metrics"], "figures": ["sweep", "best"]},
-}
-
-
-def _run(tmp_path: Path, spec_dict: dict = TINY):
-    spec = spec_from_dict(spec_dict)
-    plan = build_plan(spec)
-    store = RunStore(tmp_path)
-    store.prepare()
-    write_plan(plan, store)
-    execute(plan, store, jobs=1)
-    return spec, plan, store, build_report(store, spec, plan.task_ids, plan.unavailable)
-
 
 # -- LaTeX ------------------------------------------------------------------------------
 _UNESCAPE = [(r"\textbackslash{}", "\\"), (r"\textasciitilde{}", "~"), (r"\textasciicircum{}", "^"),
