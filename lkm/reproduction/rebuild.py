@@ -202,7 +202,9 @@ def report_from_pack(pack: Pack, papers: dict[str, ModuleType], cross_spec: str 
                 done += 1
                 if on_done is not None:
                     on_done(what, done, total)
-    site = build_site(runs, papers, cross_spec, out=out)
+    site = build_site(runs, papers, cross_spec, out=out,
+                      source=f"the results pack {pack.root} (version {pack.version})",
+                      rebuild=f"lkm report --all --results {pack.root} --out {out}")
     if on_done is not None:
         on_done("report", total, total)
     return site

@@ -126,15 +126,18 @@ class SiteFiles(list[Path]):
 
 
 def build_site(results: Path, papers: dict[str, Any], cross_spec: str | None, out: Path | None = None,
-               smoke: bool = False) -> SiteFiles:
+               smoke: bool = False, source: str = "", rebuild: str = "") -> SiteFiles:
     """Write ``out`` (default ``results/report``, ``results/report-smoke`` with ``smoke``):
     ``index.html``, ``report.md``, ``report.js``, ``figures/`` and ``tables/``, from the recorded runs under ``results``
-    of the paper packages ``papers`` and of the cross-paper spec ``cross_spec``."""
+    of the paper packages ``papers`` and of the cross-paper spec ``cross_spec``; ``source``
+    and ``rebuild`` say on the page where the runs came from and what rebuilds it."""
     from lkm.files import atomic_write
 
     results = Path(results)
     out = Path(out) if out is not None else results / ("report-smoke" if smoke else "report")
     site = collect(results, papers, cross_spec, smoke)
+    if source or rebuild:  # e.g. a results pack: "the results pack docs/runs (version …)"
+        site.source, site.rebuild = source or site.source, rebuild or site.rebuild
     out.mkdir(parents=True, exist_ok=True)
     copied = _copy_files([*_shown_files(site), ("script", SCRIPT, SCRIPT.name)], out)
     index = atomic_write(out / "index.html", render_html(site))

@@ -167,6 +167,12 @@ class Site:
     cross: CrossView
     environment: dict[str, Any]
     built_at: str
+    source: str = ""  # what the runs came from, as the page says it (default: the results folder)
+    rebuild: str = ""  # the command that rebuilds the report
+
+    def __post_init__(self) -> None:
+        self.source = self.source or f"{self.results.name or self.results}/"
+        self.rebuild = self.rebuild or f"lkm report --all{' --smoke' if self.smoke else ''}"
 
     @property
     def claims(self) -> list[Claim]:
