@@ -150,3 +150,15 @@ def test_the_shipped_pack_builds_the_complete_report_without_the_data(tmp_path: 
         claims = json.loads((out / "runs" / f"{key}_claims" / "claims.json").read_text(encoding="utf-8"))
         assert claims["rows"], key
     assert (out / "runs" / "cross_paper_summary" / "friedman.json").is_file()
+
+
+def test_lkm_docs_pack_writes_the_archive_and_prints_how_to_open_it(tmp_path: Path) -> None:
+    _small_pack(tmp_path / "docs" / "runs")
+    res = CliRunner().invoke(app, ["docs", "pack", str(tmp_path / "out.tar.gz"), "--root", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    sha = res.output.split("sha256 ")[1].split()[0]
+    assert f"#sha256={sha}" in res.output
+    assert open_pack(str(tmp_path / "out.tar.gz"), cache=tmp_path / "cache").version == "test.1"
+    (tmp_path / "docs" / "runs" / SMALL[0] / "plan.json").write_text("{}\n")  # altered: refused, named
+    res = CliRunner().invoke(app, ["docs", "pack", str(tmp_path / "b.tar.gz"), "--root", str(tmp_path)])
+    assert res.exit_code == 2 and "plan.json" in res.output and not (tmp_path / "b.tar.gz").exists()

@@ -1,4 +1,4 @@
-"""`lkm docs snapshot|build|check`: README's and docs/' generated tables."""
+"""`lkm docs snapshot|build|check|pack`: README's and docs/' generated tables, and the results pack as an archive."""
 
 from __future__ import annotations
 
@@ -78,3 +78,25 @@ def docs_check(
                           highlight=False)
         raise typer.Exit(1)
     console.print("every generated table matches docs/runs/")
+
+
+@docs_app.command("pack")
+def docs_pack(
+    archive: Annotated[Path, typer.Argument(help="The archive to write, e.g. lkm-results.tar.gz.", show_default=False)],
+    root: Annotated[Path, typer.Option("--root", help="Repository root (where docs/runs/ is).")] = Path("."),
+) -> None:
+    """Write the results pack (docs/runs/, checked against its manifest) as one .tar.gz,
+    byte-stable for the same pack, and print its sha256: publish it, and anyone opens its
+    full report with `lkm report --all --results URL#sha256=HEX --out DIR`."""
+    from lkm.report.pack import verify_pack, write_archive
+    from lkm.reproduction.docs import SNAPSHOT
+
+    try:
+        pack = verify_pack(root / SNAPSHOT)
+        sha = write_archive(pack, archive)
+    except (LkmError, OSError) as exc:
+        raise exit_error(exc if isinstance(exc, LkmError) else LkmError(f"{archive}: {exc}")) from None
+    console.print(f"{archive}: results pack version {pack.version}, {len(pack.runs)} runs, "
+                  f"{archive.stat().st_size / 1e6:.1f} MB, sha256 {sha}", highlight=False)
+    console.print(f"open it with: lkm report --all --results <URL of {archive.name}>#sha256={sha} --out DIR",
+                  highlight=False)

@@ -275,7 +275,7 @@ def report(
     lkm (a results pack: records, specs and provenance, every file checked against the
     pack's sha256 manifest): every run's tables and figures, every claim and the
     benchmark's ranking are computed from the records into --out (on --jobs processes,
-    about 30 s), never into the pack.
+    about 25 s on 2 cores; seconds the second time), never into the pack.
 
     Examples: `lkm report results/quickstart`; `lkm report --all` (= `make report`);
     `lkm report --all --results docs/runs --out /tmp/lkm-report` (= `make report-snapshot`);
