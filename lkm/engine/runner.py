@@ -33,6 +33,7 @@ import numpy as np
 from lkm import __version__
 from lkm.data import Dataset
 from lkm.engine.store import NOT_APPLICABLE, RunStore, task_id
+from lkm.engine.workers import describe_user_failure, user_code_failures
 from lkm.errors import DataError, DatasetUnavailable, LkmError, NotApplicable, SpecError
 from lkm.methods import resolve_estimator
 from lkm.methods.base import accepts_keyword, cache_kwargs
@@ -318,9 +319,67 @@ def execute(
             if in_process:
                 run_in_process(ordered, on_result=collect)
             else:
-                run_calls(ordered, jobs=min(effective_jobs(jobs), len(args)), on_result=collect, on_wait=report_progress)
+                dead = DeadWorkers(store, counts, errors)
+                run_calls(ordered, jobs=min(effective_jobs(jobs), len(args)), on_result=collect, on_wait=report_progress,
+                          resume=dead.resume, on_dead=dead.record)
     return RunSummary(len(plan.tasks), skipped, counts["ran"], counts["failed"], time.perf_counter() - start,
                       errors[0] if errors else None)
+
+
+class DeadWorkers:
+    """What :func:`execute` does with a local job whose worker process died
+    (:func:`lkm.engine.workers.run_calls`): the records its worker wrote before dying are
+    counted, and only its unrecorded tasks run again; when it dies a second time, its
+    first unrecorded task (the one in flight) is recorded as failed with the reason and
+    the rest of the job runs afresh."""
+
+    def __init__(self, store: RunStore, counts: dict[str, int], errors: list[str]) -> None:
+        self.store, self.counts, self.errors = store, counts, errors
+        self.counted: set[str] = set()  # records already counted (a job may die twice)
+
+    def _left(self, call: tuple[Callable[..., Any], tuple[Any, ...]]) -> list[Task | StudyTask]:
+        """The call's tasks without a record yet; those with one are counted as ran or failed."""
+        fn, args = call
+        tasks: list[Task | StudyTask] = list(args[3]) if fn is run_job else [args[3]]
+        mine = {t.id for t in tasks}
+        status = {r["task_id"]: r.get("status") for r in self.store.iter_records() if r.get("task_id") in mine}
+        for t in tasks:
+            if t.id in status and t.id not in self.counted:
+                self.counted.add(t.id)
+                self.counts["failed" if status[t.id] == "error" else "ran"] += 1
+        return [t for t in tasks if t.id not in status]
+
+    @staticmethod
+    def _with(call: tuple[Callable[..., Any], tuple[Any, ...]], left: list[Task | StudyTask]) -> Any:
+        fn, args = call
+        if not left:
+            return None
+        return (fn, (*args[:3], left, *args[4:])) if fn is run_job else call
+
+    def resume(self, call: tuple[Callable[..., Any], tuple[Any, ...]]) -> Any:
+        """The call again, for its unrecorded tasks only (None: all were recorded)."""
+        return self._with(call, self._left(call))
+
+    def record(self, call: tuple[Callable[..., Any], tuple[Any, ...]], reason: str) -> Any:
+        """Record the task in flight as failed with ``reason``; the rest of the call, or None."""
+        left = self._left(call)
+        if not left:
+            return None
+        task = left[0]
+        params = json.dumps(task.params, default=str)
+        if isinstance(task, StudyTask):
+            msg = f"{task.dataset}/{task.name} {params}: {reason}"
+            record = {"task_id": task.id, "kind": "study", "dataset": task.dataset, "study": task.name,
+                      "study_key": task.study, "params": task.params}
+        else:
+            msg = f"{task.dataset}/{task.split.id}/{task.method} {params}: {reason}"
+            record = {"task_id": task.id, "dataset": task.dataset, "split": task.split.id,
+                      "repeat": task.split.repeat, "fold": task.split.fold, "method": task.method,
+                      "estimator": task.estimator, "params": task.params}
+        self.store.append([{**record, "status": "error", "error": msg, "lkm_version": __version__}])
+        self.counts["failed"] += 1
+        self.errors.append(msg)
+        return self._with(call, left[1:])
 
 
 # -- perturbed runs (Spec.perturb: the claims tables' fragility check) ---------------
@@ -383,6 +442,7 @@ def _run_job(
         if semi is not None:
             base.update(n_train=int((~semi.mask).sum()), n_unlabeled=int(semi.mask.sum()))
         tune_info: dict[str, Any] = {}
+        stage = "fit"  # what user code was doing, for the record's reason
         try:
             est = resolve_estimator(task.estimator)(**task.params)
             fit_X, fit_y, fit_extra = _supervised_inputs(est, X_train, y_train) if semi is None else semi.fit_inputs(est)
@@ -394,22 +454,27 @@ def _run_job(
             else:
                 est.fit(fit_X, fit_y, **cache_kwargs(est, "fit", cache), **fit_extra)
             t1 = time.perf_counter()
-            y_pred = est.predict(X_test, **cache_kwargs(est, "predict", None if task.tune else cache))
+            stage = "predict"
+            y_pred = checked_predictions(
+                est.predict(X_test, **cache_kwargs(est, "predict", None if task.tune else cache)), len(y_test), "test")
             t2 = time.perf_counter()
             info = dict(getattr(est, "info_", {}))  # as the test prediction left it
             train_score = {}
             if score_train:
                 X_seen, y_seen = (X_train, y_train) if semi is None else semi.labeled
-                y_fit = est.predict(X_seen, **cache_kwargs(est, "predict", None))
+                y_fit = checked_predictions(est.predict(X_seen, **cache_kwargs(est, "predict", None)), len(y_seen),
+                                            "training")
                 train_score = {"train_accuracy": float(np.mean(y_fit == y_seen))}
             if semi is not None:  # the transductive score: the pool's unlabeled rows
-                train_score["unlabeled_accuracy"] = float(np.mean(est.predict(semi.X_unlabeled) == semi.y_unlabeled))
+                y_unl = checked_predictions(est.predict(semi.X_unlabeled), len(semi.y_unlabeled), "unlabeled")
+                train_score["unlabeled_accuracy"] = float(np.mean(y_unl == semi.y_unlabeled))
         except NotApplicable as exc:  # outside the method's domain: recorded, not a failure
             emit({**base, "status": NOT_APPLICABLE, "error": f"{task.dataset}/{split.id}/{task.method}: {exc}"})
             continue
-        except Exception as exc:  # a failing task is recorded, the run goes on
+        except user_code_failures() as exc:  # a failing task is recorded, the run goes on (sys.exit too)
             n_failed += 1
-            msg = f"{task.dataset}/{split.id}/{task.method} {json.dumps(task.params, default=str)}: {type(exc).__name__}: {exc}"
+            msg = (f"{task.dataset}/{split.id}/{task.method} {json.dumps(task.params, default=str)}: "
+                   f"{describe_user_failure(exc, stage)}")
             first_error = first_error or msg
             emit({**base, "status": "error", "error": msg, "traceback": traceback.format_exc(limit=5)})
             continue
@@ -431,6 +496,17 @@ def _run_job(
         n_ok += 1
     return JobResult(n_ok, n_failed, first_error, records)
 
+def checked_predictions(y_pred: Any, expected: int, rows: str) -> np.ndarray:
+    """``predict``'s output as an array of one label per row, else a one-line ValueError
+    naming the expected and the returned counts (a user estimator's wrong shape is a
+    failed fit, not a crash of the run)."""
+    y_pred = np.asarray(y_pred)
+    if y_pred.ndim == 1 and y_pred.shape[0] == expected:
+        return y_pred
+    got = f"{y_pred.shape[0]} predictions" if y_pred.ndim == 1 else f"an array of shape {y_pred.shape}"
+    raise ValueError(f"predict returned {got} for {expected} {rows} rows (expected {expected} predictions)")
+
+
 def decision_values(est: Any, X: np.ndarray, cache: Any = None) -> np.ndarray | None:
     """The estimator's decision values on ``X`` (``decision_function``, else
     ``predict_proba``), passing ``cache`` only where accepted
@@ -441,12 +517,13 @@ def decision_values(est: Any, X: np.ndarray, cache: Any = None) -> np.ndarray | 
         if fn is None:
             continue
         try:
-            values = fn(X, **cache_kwargs(est, name, cache))
-        except Exception:  # noqa: BLE001  (a score we cannot compute is left out, the fit stands)
+            values = np.asarray(fn(X, **cache_kwargs(est, name, cache)), dtype=float)
+        except user_code_failures():  # a score we cannot compute is left out, the fit stands
             return None
-        values = np.asarray(values, dtype=float)
         if name == "predict_proba" and values.ndim == 2 and values.shape[1] == 2:
             values = values[:, 1]
+        if values.ndim not in (1, 2) or values.shape[0] != X.shape[0]:  # not one row per query: left out
+            return None
         return values if np.all(np.isfinite(values)) else None
     return None
 
@@ -571,8 +648,8 @@ def run_study(
     try:
         Xp = preprocess(preprocessing, X, X)[0]  # fitted on all rows: a study has no test part
         rows = STUDIES[task.study](Xp, y, **task.params)
-    except Exception as exc:  # recorded like a failed fit; the run goes on
-        msg = f"{task.dataset}/{task.name} {json.dumps(task.params, default=str)}: {type(exc).__name__}: {exc}"
+    except user_code_failures() as exc:  # recorded like a failed fit; the run goes on
+        msg = f"{task.dataset}/{task.name} {json.dumps(task.params, default=str)}: {describe_user_failure(exc, 'study')}"
         record = {**base, "status": "error", "error": msg, "seconds": time.perf_counter() - t0,
                   "traceback": traceback.format_exc(limit=5)}
         sink(record)

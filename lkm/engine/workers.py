@@ -16,19 +16,29 @@ Signals: an interrupt in the main process (Ctrl-C, or SIGTERM inside
 :func:`interrupt_on`) kills the workers before it propagates; workers ignore SIGINT
 (the parent decides), and each worker runs a watchdog thread that ends the worker
 within :data:`WATCHDOG_SECONDS` once its parent is gone, ``kill -9`` included.
+
+Dead workers: a call whose worker died (``os._exit`` in user code, a segfault, the OOM
+killer) is run once more in a fresh pool, alone, so that a second death is its own;
+after that its ``on_dead`` hook records it and the run goes on (:func:`run_calls`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
+import re
 import signal
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
+
+#: One job for :func:`run_calls`: a function and its arguments.
+Call = tuple[Callable[..., Any], tuple[Any, ...]]
 
 #: Thread-count variables read by OpenMP, OpenBLAS, MKL, BLIS, Accelerate and numexpr.
 THREAD_VARS = (
@@ -159,6 +169,27 @@ def _init_worker(parent_pid: int) -> None:
     start_parent_watchdog(parent_pid)
 
 
+def user_code_failures() -> tuple[type[BaseException], ...]:
+    """The exceptions of user code (an estimator's fit or predict) that fail one fit
+    rather than the run: every Exception, ``SystemExit`` (``sys.exit`` in a fit), and
+    ``KeyboardInterrupt`` where it cannot be the user's Ctrl-C, i.e. in a process that
+    ignores SIGINT (a worker: the parent handles Ctrl-C). In the main process a
+    KeyboardInterrupt still stops the run."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        return (Exception, SystemExit, KeyboardInterrupt)
+    return (Exception, SystemExit)
+
+
+def describe_user_failure(exc: BaseException, stage: str) -> str:
+    """One line for a failure of user code in ``stage`` (``fit``, ``predict``):
+    ``fit called sys.exit(0)``, ``fit raised KeyboardInterrupt``, else ``Type: message``."""
+    if isinstance(exc, SystemExit):
+        return f"{stage} called sys.exit({'' if exc.code is None else repr(exc.code)})"
+    if isinstance(exc, KeyboardInterrupt):
+        return f"{stage} raised KeyboardInterrupt"
+    return f"{type(exc).__name__}: {exc}"
+
+
 def call_capped(fn: Callable[..., Any], args: tuple[Any, ...], threads: int) -> Any:
     """Run one job under the worker's thread cap (a job may lower it further inside)."""
     from threadpoolctl import threadpool_limits
@@ -169,11 +200,13 @@ def call_capped(fn: Callable[..., Any], args: tuple[Any, ...], threads: int) -> 
 
 # -- in the main process ----------------------------------------------------------
 def run_calls(
-    calls: Iterable[tuple[Callable[..., Any], tuple[Any, ...]]],
+    calls: Iterable[Call],
     *,
     jobs: int,
     on_result: Callable[[Any], None],
     on_wait: Callable[[], None] | None = None,
+    resume: Callable[[Call], Call | None] | None = None,
+    on_dead: Callable[[Call, str], Call | None] | None = None,
 ) -> None:
     """Run ``fn(*args)`` for every call in ``jobs`` worker processes, calling
     ``on_result`` in the main process with each result as it arrives (any order), and
@@ -182,29 +215,71 @@ def run_calls(
     At most ``2 * jobs`` calls are queued at a time. On any exception in the main
     process (KeyboardInterrupt, :class:`Interrupted`) or a call's exception, the
     workers are killed before the exception propagates; a call in flight is lost.
+
+    A worker that dies breaks the pool and every call queued in it: each is rerun in a
+    fresh pool, one at a time (``resume(call)`` first gives what is left of it, None:
+    nothing). A call whose worker dies again, alone, goes to ``on_dead(call, reason)``
+    with ``reason`` = ``the worker process died (exit code N) twice``, which returns what
+    is left to run afresh (or None); without ``on_dead`` the pool's error propagates.
     """
     jobs = effective_jobs(jobs)
     threads = threads_per_worker(jobs)
     context = uuid.uuid4().hex
     executor = _executor(jobs, context)
     todo = iter(calls)
-    pending: set[Any] = set()
+    pending: dict[Any, tuple[Call, bool]] = {}  # future -> (call, is a rerun)
+    again: list[Call] = []  # calls whose worker died once: rerun one at a time
     finished = False
     try:
         more = True
         while True:
-            while more and len(pending) < 2 * jobs:
-                item = next(todo, None)
-                if item is None:
-                    more = False
-                    break
-                fn, args = item
-                pending.add(executor.submit(call_capped, fn, args, threads))
+            if again:  # reruns go alone, so that a second death is their own
+                if not pending:
+                    item = resume(again.pop(0)) if resume is not None else again.pop(0)
+                    if item is not None:
+                        pending[executor.submit(call_capped, item[0], item[1], threads)] = (item, True)
+                    continue
+            else:
+                while more and len(pending) < 2 * jobs:
+                    item = next(todo, None)
+                    if item is None:
+                        more = False
+                        break
+                    pending[executor.submit(call_capped, item[0], item[1], threads)] = (item, False)
             if not pending:
                 break
-            done, pending = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+            done, _ = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+            broken: BrokenProcessPool | None = None
             for future in done:
-                on_result(future.result())
+                call, rerun = pending.pop(future)
+                try:
+                    result = future.result()
+                except BrokenProcessPool as exc:
+                    if on_dead is None:
+                        raise
+                    broken = exc
+                    if not rerun:
+                        again.append(call)
+                        continue
+                    rest = on_dead(call, f"the worker process died{_exit_code(exc)} twice")
+                    if rest is not None:  # never tried: a first attempt, in the fresh pool
+                        todo, more = itertools.chain([rest], todo), True
+                    continue
+                on_result(result)
+            if broken is not None:
+                # the whole pool is broken: its other calls fail too (at once); rerun them as well
+                for future, (call, _) in list(pending.items()):
+                    del pending[future]
+                    try:
+                        result = future.result()
+                    except BrokenProcessPool:
+                        again.append(call)
+                        continue
+                    on_result(result)
+                # a fresh pool: the broken one ended first, so that it is not handed out again
+                with contextlib.suppress(Exception):
+                    executor.terminate(kill_workers=True)
+                executor = _executor(jobs, context)
             if on_wait is not None:
                 on_wait()
         finished = True
@@ -213,6 +288,13 @@ def run_calls(
             _release_memmaps(executor, context)
         else:
             executor.terminate(kill_workers=True)  # also removes the shared memmaps
+
+
+def _exit_code(exc: BaseException) -> str:
+    """`` (exit code N)`` from loky's message on a dead worker (``{EXIT(3)}``,
+    ``{SIGKILL(-9)}``), or nothing when it names none."""
+    found = re.search(r"\{[A-Z0-9]+\((-?\d+)\)", str(exc))
+    return f" (exit code {found.group(1)})" if found else ""
 
 
 def _executor(jobs: int, context: str | None = None) -> Any:
@@ -283,7 +365,7 @@ def _release_memmaps(executor: Any, context: str) -> None:
 
 
 def run_in_process(
-    calls: Iterable[tuple[Callable[..., Any], tuple[Any, ...]]],
+    calls: Iterable[Call],
     *,
     on_result: Callable[[Any], None],
 ) -> None:
