@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from lkm.cli.app import console, err_console, exit_error, print_rows, text_line
 from lkm.engine.workers import interrupt_exit_code, interrupt_name
@@ -35,7 +36,7 @@ def engine(jobs: int, cluster: str | None, dry_run: bool, label: str = "--cluste
         from lkm.engine.cluster import connect
 
         with contextlib.ExitStack() as stack:
-            with console.status(f"connecting to {cluster}...", spinner="dots"):
+            with console.status(f"connecting to {escape(cluster)}...", spinner="dots"):
                 on_cluster = stack.enter_context(connect(cluster, label))
             yield on_cluster
     else:
@@ -93,8 +94,10 @@ def run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_ru
         console.print(f"{summary.ran} fits in {summary.seconds:.1f} s; {files_line(written, run_dir)}")
         print_report_warnings(written)
     print_outputs(run_dir, spec)
-    if summary.failed:
-        raise exit_error(LkmError(f"{summary.failed} fit(s) failed (recorded with status 'error'); first: {summary.first_error}"), 1)
+    if summary.failed:  # exit 1, so a CI job never counts a run of failed fits as passed
+        every = "every fit of this run; " if summary.ran == 0 else ""
+        raise exit_error(LkmError(f"{summary.failed} fit(s) failed ({every}recorded with status 'error'); "
+                                  f"first: {summary.first_error}"), 1)
 
 
 def _fit_and_report(spec, plan, store, source: str, *, jobs: int, fresh: bool, progress: bool, cluster=None):
@@ -118,8 +121,10 @@ def _fit_and_report(spec, plan, store, source: str, *, jobs: int, fresh: bool, p
         f"on {len(plan.datasets)} dataset(s), {spec.describe_protocol()} -> {run_dir}/",
     ))
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    warm_up = None
     if todo:  # this process only waits while workers fit: import the figures' library meanwhile
-        threading.Thread(target=importlib.import_module, args=("matplotlib.pyplot",), daemon=True).start()
+        warm_up = threading.Thread(target=importlib.import_module, args=("matplotlib.pyplot",), daemon=True)
+        warm_up.start()
     try:
         # SIGTERM is handled like Ctrl-C (the command runs under interrupt_on): execute()
         # kills its workers, then this message.
@@ -129,6 +134,8 @@ def _fit_and_report(spec, plan, store, source: str, *, jobs: int, fresh: bool, p
         raise exit_error(LkmError(
             f"interrupted ({interrupt_name(exc)}); every finished fit is recorded in {run_dir}/records"
             " — run the same command again to resume"), interrupt_exit_code(exc)) from None
+    if warm_up is not None:
+        warm_up.join()  # the report draws figures: never on a half-imported pyplot
     store.write_provenance({
         "command": " ".join(shlex.quote(a) for a in ["lkm", *sys.argv[1:]]),
         "spec_source": source, "started_at": started, "seconds": round(summary.seconds, 3),
