@@ -53,6 +53,12 @@ LOCAL_WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
 #: dataset died at once) or its result (the worker holding it died before it was
 #: gathered); a worker's death during a job is the scheduler's to retry.
 LOST_DATA_RESUBMITS = 3
+#: ``local:N`` may start at most this many worker processes per core of this machine.
+LOCAL_WORKERS_PER_CORE = 4
+#: Schemes whose address is ``HOST:PORT``, HOST a name, an IPv4 or a bracketed IPv6 address.
+HOST_SCHEMES = ("tcp", "tls", "ucx", "ws", "wss")
+#: Characters of a host name or IPv4 address.
+HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
 #: Driver polling period while jobs run (an upper bound on progress and interrupt latency).
 POLL_SECONDS = 0.25
 
@@ -80,15 +86,37 @@ class ClusterAddress:
             n = value[len("local:"):]
             if not (n.isascii() and n.isdigit()) or int(n) < 1:
                 raise LkmError(f"{label} {text!r}: local:N needs a number of worker processes N >= 1, e.g. local:2")
+            from lkm.engine.workers import cpu_count
+
+            cores = cpu_count()
+            limit = LOCAL_WORKERS_PER_CORE * cores
+            if int(n) > limit:
+                raise LkmError(f"{label} {text!r}: at most local:{limit} on this machine "
+                               f"({LOCAL_WORKERS_PER_CORE} worker processes per core, {cores} cores); "
+                               "for more workers start a dask scheduler and workers on other machines")
             return cls(value, int(n))
         if "://" not in value:
             value = f"tcp://{value}"
         scheme, _, rest = value.partition("://")
         host, _, port = rest.rpartition(":")
-        if scheme not in ("tcp", "tls", "inproc", "ucx", "ws", "wss") or not host or not (port.isascii() and port.isdigit()):
+        if (scheme not in (*HOST_SCHEMES, "inproc") or not host or not (port.isascii() and port.isdigit())
+                or (scheme in HOST_SCHEMES and not _valid_host(host))):
             raise LkmError(f"{label} {text!r}: give a scheduler address such as tcp://HOST:8786, or local:N "
                            "for N worker processes on this machine")
         return cls(value)
+
+
+def _valid_host(host: str) -> bool:
+    """Whether ``host`` is a host name, an IPv4 address or a bracketed IPv6 address."""
+    if host.startswith("[") and host.endswith("]"):
+        import ipaddress
+
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            return False
+        return True
+    return set(host) <= HOST_CHARS
 
 
 class Cluster:

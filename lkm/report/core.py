@@ -770,11 +770,15 @@ def load_pyplot():
     """matplotlib's pyplot on the Agg backend with lkm's style: :data:`FONT_PT` text,
     :data:`SMALL_PT` tick labels and legends, :data:`TITLE_PT` figure titles, drawn and
     saved at :data:`FIGURE_DPI`. Figure code sizes text through these rcParams (or the
-    constants), never with sizes of its own."""
+    constants), never with sizes of its own.
+
+    pyplot is imported before the backend is set: `lkm run` imports it in a thread while
+    the fits run, and ``matplotlib.use`` on a half-imported pyplot fails (it calls
+    ``pyplot.switch_backend``); the import waits for the other thread's to finish."""
     import matplotlib
+    import matplotlib.pyplot as plt  # waits for an import in progress in another thread
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     plt.rcParams.update({
         "figure.dpi": FIGURE_DPI, "savefig.dpi": FIGURE_DPI, "axes.grid": True, "grid.alpha": 0.3,
