@@ -273,12 +273,16 @@ def test_prls_ignores_unlabeled_rows() -> None:
 @pytest.mark.parametrize("cls", [PRLS, LapRLS, PLapRLS])
 def test_bad_labels_give_one_line_errors(cls) -> None:
     X, y = _data(15, n=10)
-    with pytest.raises(ValueError, match="all 10 points are unlabeled") as caught:
-        cls().fit(X, np.full(10, -1))
+    semi = {"unlabeled_label": -1}  # PRLS is supervised: no unlabeled convention by default
+    with pytest.raises(ValueError, match="all 10 points are unlabeled.*unlabeled_label=None") as caught:
+        cls(**semi).fit(X, np.full(10, -1))
     assert "\n" not in str(caught.value)
-    with pytest.raises(ValueError, match="at least two classes") as caught:
-        cls().fit(X, np.where(np.arange(10) < 5, 3, -1))  # the other class has no labeled point
+    with pytest.raises(ValueError, match="at least two classes.*unlabeled_label=None.*unlabeled=mask") as caught:
+        cls(**semi).fit(X, np.where(np.arange(10) < 5, 3, -1))  # the other class has no labeled point
     assert "\n" not in str(caught.value)
+    with pytest.raises(ValueError, match="at least two classes") as caught:  # no -1 involved: no hint
+        cls(**semi).fit(X, np.full(10, 3))
+    assert "unlabeled_label" not in str(caught.value)
     with pytest.raises(ValueError, match="boolean mask"):
         cls().fit(X, y, unlabeled=np.arange(10) % 2)  # ints, not a mask
 
@@ -293,10 +297,16 @@ def test_laplacian_is_shared_across_label_sets_through_the_cache() -> None:
 
 
 def _expected_failed_checks(estimator) -> dict[str, str]:
+    failed = {}
     if getattr(estimator, "unlabeled_label", None) == -1:
-        return {"check_classifiers_classes": "uses -1 as a class label, which unlabeled_label=-1 "
-                "(scikit-learn's semi-supervised convention) reads as 'unlabeled'"}
-    return {}
+        failed["check_classifiers_classes"] = ("uses -1 as a class label, which unlabeled_label=-1 "
+                                               "(scikit-learn's semi-supervised convention) reads as 'unlabeled'")
+    if getattr(estimator, "gamma_I", 0.0) > 0.0:
+        reason = ("repeated rows change the k-NN graph and the n of gamma_I/n², and a zero weight keeps the row "
+                  "(unlabeled) in the graph; weights = repeated rows holds with gamma_I=0 (test_estimator_inputs.py)")
+        failed["check_sample_weight_equivalence_on_dense_data"] = reason
+        failed["check_sample_weight_equivalence_on_sparse_data"] = reason
+    return failed
 
 
 @parametrize_with_checks(

@@ -234,12 +234,23 @@ def test_artificial_gaussians_rls_and_lrr_well_above_chance(data_dir: Path) -> N
 # ---------------------------------------------------------------- sklearn
 
 
+def _expected_failed_checks(estimator) -> dict[str, str]:
+    if isinstance(estimator, LocalRiskRegularization):
+        # x0 is a training-row index: resampling the rows moves it to another point (tested
+        # with x0 a point in tests/test_estimator_inputs.py)
+        reason = "x0=0 names a training row, which repeating/removing rows changes"
+        return {"check_sample_weight_equivalence_on_dense_data": reason,
+                "check_sample_weight_equivalence_on_sparse_data": reason}
+    return {}
+
+
 @parametrize_with_checks(
     [
         RegularizedLeastSquares(),
         LocalRiskRegularization(),
         LocalRiskRegularization(kernel="gaussian", vicinity="hard"),
     ],
+    expected_failed_checks=_expected_failed_checks,
 )
 def test_sklearn_estimator_checks(estimator, check) -> None:
     check(estimator)

@@ -22,7 +22,7 @@ from lkm.errors import SpecError, did_you_mean
 
 if TYPE_CHECKING:
     from lkm.methods.base import LocalKernelClassifier
-    from lkm.methods.manifold import PRLS, LapRLS, PLapRLS
+    from lkm.methods.manifold import PRLS, LapRLS, LapRLSRegressor, PLapRLS, PRLSRegressor
     from lkm.methods.nearest import NearestNeighbor
     from lkm.methods.npps import NPPS, NPPSSVM
     from lkm.methods.projection import LocalizedProjectionLearning, ProjectionLearning
@@ -54,9 +54,18 @@ METHOD_PATHS: dict[str, str] = {
 #: Name -> dotted path of the samplers (``fit_resample``; not classifiers, not spec methods).
 SAMPLER_PATHS: dict[str, str] = {"npps": "lkm.methods.npps.NPPS"}
 
+#: Name -> dotted path of the regressors (real-valued targets; not spec methods, whose
+#: protocols score classifiers): Yang, King, Lyu's PRLS and Belkin et al.'s LapRLS for one
+#: target (the paper's Fig. 1 toy).
+REGRESSOR_PATHS: dict[str, str] = {
+    "prls_regressor": "lkm.methods.manifold.PRLSRegressor",
+    "laprls_regressor": "lkm.methods.manifold.LapRLSRegressor",
+}
+
 #: Public names of this package -> dotted path (imported on first access).
 _LAZY: dict[str, str] = {
-    path.rsplit(".", 1)[1]: path for path in [*METHOD_PATHS.values(), *SAMPLER_PATHS.values()]
+    path.rsplit(".", 1)[1]: path
+    for path in [*METHOD_PATHS.values(), *SAMPLER_PATHS.values(), *REGRESSOR_PATHS.values()]
 } | {"LocalKernelClassifier": "lkm.methods.base.LocalKernelClassifier"}
 
 
@@ -80,6 +89,9 @@ def resolve_estimator(key_or_path: str) -> type:
     if "." not in key_or_path.strip(".") or not all(part.isidentifier() for part in key_or_path.split(".")):
         if key_or_path in SAMPLER_PATHS:
             raise SpecError(f"{key_or_path!r} is a sampler (fit_resample), not a classifier; use 'npps_svm'")
+        if key_or_path in REGRESSOR_PATHS:
+            raise SpecError(f"{key_or_path!r} is a regressor, not a classifier; use "
+                            f"{key_or_path.removesuffix('_regressor')!r}")
         raise SpecError(
             f"unknown estimator {key_or_path!r}{did_you_mean(key_or_path, METHOD_PATHS)}; give a registered "
             "key (`lkm methods`) or a classifier's dotted path such as sklearn.neighbors.KNeighborsClassifier"
@@ -137,8 +149,8 @@ def estimator_param_names(cls: type) -> set[str]:
 
 
 def describe_estimators() -> list[dict[str, str]]:
-    """Every registered estimator without importing it: key, kind ("classifier" or
-    "sampler"), dotted class path, constructor parameters with defaults
+    """Every registered estimator without importing it: key, kind ("classifier",
+    "sampler" or "regressor"), dotted class path, constructor parameters with defaults
     (``"sigma='scale', rcond=1e-10"``) and the first line of the class docstring, read
     from the modules' source with :mod:`ast` (milliseconds; importing the estimators
     means importing scikit-learn, seconds)."""
@@ -147,6 +159,7 @@ def describe_estimators() -> list[dict[str, str]]:
 
     entries = [(k, "classifier", p) for k, p in METHOD_PATHS.items()]
     entries += [(k, "sampler", p) for k, p in SAMPLER_PATHS.items()]
+    entries += [(k, "regressor", p) for k, p in REGRESSOR_PATHS.items()]
     trees: dict[str, ast.Module] = {}
     rows = []
     for key, kind, path in entries:
@@ -224,9 +237,11 @@ __all__ = [
     "METHODS",
     "METHOD_PATHS",
     "SAMPLER_PATHS",
+    "REGRESSOR_PATHS",
     "HKNN",
     "LDCV",
     "LapRLS",
+    "LapRLSRegressor",
     "LocalKernelClassifier",
     "LocalRiskPair",
     "LocalRiskRegularization",
@@ -238,6 +253,7 @@ __all__ = [
     "NearestNeighbor",
     "PLapRLS",
     "PRLS",
+    "PRLSRegressor",
     "ProjectionLearning",
     "RegularizedLeastSquares",
     "SVMClassifier",

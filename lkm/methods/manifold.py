@@ -75,11 +75,22 @@ from lkm.methods.base import (
     memoized,
     resolve_sigma,
 )
+from lkm.methods.risk import check_sample_weight, densify
 from lkm.numerics.kernels import DistanceCache, heat_from_sq, polynomial_kernel, sq_dists
 from lkm.numerics.neighbors import k_smallest
 
 #: Default relative tolerance of the rank-revealing route (eigenvalues below rcond·max are dropped).
 RCOND = 1e-12
+
+
+def loss_weights(labeled: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    """The diagonal of J in the weighted squared loss ``(Y - f)ᵀJ(Y - f)``: the sample
+    weights on the labeled rows, 0 on the unlabeled ones (1 on the labeled rows when
+    ``weights`` is None; Yang et al. eq. (12), J = diag(labeled))."""
+    mask = labeled.astype(np.float64)
+    return mask if weights is None else mask * np.asarray(weights, dtype=np.float64)
+
+
 def semigroup_weights(d: int) -> tuple[float, float]:
     """``(2^(-d/2), 3^(-d/2))``, the weights of k_{2t} and k_{3t} in the bracket
     ``k_t - 2·2^(-d/2) k_{2t} + 3^(-d/2) k_{3t}`` (computed in logs; 0.0 where they
@@ -158,6 +169,7 @@ def stationary_system(
     L: sp.spmatrix | None = None,
     graph: float = 0.0,
     printed: bool = False,
+    weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The linear system ``M [α; β] = r`` of the stationary point, in eq. (14)'s notation.
 
@@ -170,12 +182,18 @@ def stationary_system(
     gives the second row as printed in eq. (14) instead:
     ``(ΨᵀJK - λ₂ΨᵀLK)α + (ΨᵀΨ - λ₂ΨᵀLΨ)β = ΨᵀY`` (not symmetric in general).
     Y (n, tasks) holds one column per one-vs-all task (unlabeled rows are ignored: J).
+    ``weights`` (n,): sample weights, J = diag(weights on the labeled rows, 0 elsewhere)
+    (:func:`loss_weights`).
     """
     n = K.shape[0]
     o = Psi.shape[1]
     A = np.hstack([K, Psi]) if o else K
-    Jm = labeled.astype(np.float64)[:, None]
-    if L is not None and graph > 0.0:
+    Jm = (labeled.astype(np.float64) if weights is None else loss_weights(labeled, weights))[:, None]
+    if weights is not None:
+        JA = Jm * A
+        M = A.T @ (JA + graph * (L @ A)) if L is not None and graph > 0.0 else A.T @ JA
+        M = 0.5 * (M + M.T)
+    elif L is not None and graph > 0.0:
         M = A.T @ (Jm * A + graph * (L @ A))
         M = 0.5 * (M + M.T)
     else:  # AᵀJA by syrk (lower triangle), mirrored
@@ -188,7 +206,7 @@ def stationary_system(
         LA = (L @ A) if L is not None and graph > 0.0 else np.zeros_like(A)
         M[n:, :n] = Psi.T @ (JA[:, :n] - graph * LA[:, :n])
         M[n:, n:] = Psi.T @ Psi - graph * (Psi.T @ LA[:, n:])
-        r[n:] = Psi.T @ np.where(labeled[:, None], Y, 0.0)
+        r[n:] = Psi.T @ (Jm * Y)
     return M, r
 
 
@@ -250,6 +268,7 @@ def solve_reduced(
     L: sp.spmatrix | None = None,
     graph: float = 0.0,
     rcond: float = RCOND,
+    weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Solve the system of :func:`stationary_system` with β eliminated first: one n × n
     symmetric system for α, by :func:`solve_stationary` (Cholesky, or its minimum-norm
@@ -267,7 +286,14 @@ def solve_reduced(
     With a graph, K(G_β K) is one product. When the α system is singular (γ = 0 with a
     singular K, duplicated rows) α is its minimum-norm solution and β follows exactly,
     so a target in the span of Ψ (e.g. a constant) is fitted exactly for every γ.
+
+    Sample weights (``weights``, (n,)): J becomes W = diag(w) on the labeled rows
+    (:func:`loss_weights`), every formula above with J → W; JY → WY, and without a graph
+    R = W^½(K - Ψ S⁻¹ΨᵀWK) on the rows of positive weight, so RᵀR = K W_β K.
     """
+    if weights is not None:
+        w = loss_weights(labeled, weights)
+        return _solve_reduced_weighted(K, P, Psi, w[:, None] * Y, w, ridge, L, graph, rcond)
     with_graph = L is not None and graph > 0.0
     if with_graph:
         h = graph * (L @ Psi)
@@ -292,6 +318,29 @@ def solve_reduced(
     return np.vstack([alpha, coef_Y - coef_K @ alpha]), {**how, "rank": how["rank"] + Psi.shape[1]}
 
 
+def _solve_reduced_weighted(
+    K: np.ndarray, P: np.ndarray, Psi: np.ndarray, WY: np.ndarray, w: np.ndarray, ridge: float,
+    L: sp.spmatrix | None, graph: float, rcond: float,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """:func:`solve_reduced` with J = diag(w) (w ≥ 0; WY = w·Y)."""
+    with_graph = L is not None and graph > 0.0
+    h = graph * (L @ Psi) + w[:, None] * Psi if with_graph else w[:, None] * Psi
+    S = Psi.T @ h
+    coef_K = _unpenalized_fit(S, h.T @ K)
+    coef_Y = _unpenalized_fit(S, Psi.T @ WY)
+    if with_graph:
+        GK = graph * (L @ K) + w[:, None] * K - h @ coef_K
+        M = (GK.T @ K).T  # K(G_β K), Fortran-ordered
+    else:
+        rows = w > 0.0
+        R = K[rows] - Psi[rows] @ coef_K if Psi.shape[1] else K[rows]
+        R = np.sqrt(w[rows])[:, None] * R
+        M = dsyrk(1.0, R.T, lower=1)
+    M += ridge * P.T
+    alpha, how = solve_stationary(M, K @ (WY - h @ coef_Y), rcond)
+    return np.vstack([alpha, coef_Y - coef_K @ alpha]), {**how, "rank": how["rank"] + Psi.shape[1]}
+
+
 def solve_belkin(
     K: np.ndarray,
     Psi: np.ndarray,
@@ -301,6 +350,7 @@ def solve_belkin(
     L: sp.spmatrix | None = None,
     graph: float = 0.0,
     rcond: float = RCOND,
+    weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]] | None:
     """P = K (LapRLS): Belkin et al.'s ``(GK + λ₁I)α + GΨβ = JY`` with ``Ψᵀα = 0``
     (G = J + λ₂L; Y: 0 on unlabeled rows), one LU for all columns (L sparse: LK is cheap).
@@ -312,14 +362,23 @@ def solve_belkin(
     another solution of the symmetric system by a null vector v of K, whose function
     Σ v_i K(x_i, ·) is 0: the same f. Returns None for λ₁ = 0 or a pivot of U below
     ``rcond`` times the largest (then take the symmetric route).
+
+    Sample weights (``weights``): J → W = diag(w) (:func:`loss_weights`), G = W + λ₂L,
+    right-hand side WY; the argument above holds for any diagonal W ⪰ 0.
     """
     if ridge <= 0.0:
         return None
     n, o = K.shape[0], Psi.shape[1]
     Z = np.zeros((n + o, n + o))
     top = Z[:n, :n]
-    top[labeled] = K[labeled]
-    h = np.where(labeled[:, None], Psi, 0.0)
+    if weights is None:
+        top[labeled] = K[labeled]
+        h = np.where(labeled[:, None], Psi, 0.0)
+    else:
+        w = loss_weights(labeled, weights)
+        top += w[:, None] * K
+        h = w[:, None] * Psi
+        Y = w[:, None] * Y
     if L is not None and graph > 0.0:
         top += graph * (L @ K)
         h += graph * (L @ Psi)
@@ -380,7 +439,17 @@ class _ManifoldFit:
     #: Whether unlabeled rows join the kernel expansion and the graph (not for PRLS).
     _uses_unlabeled = True
 
+    def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
+        tags.input_tags.sparse = True  # densified once (:func:`densify`)
+        return tags
+
     # ------------------------------------------------------------------ inputs
+    def _validate_query(self, X: Any) -> np.ndarray:
+        """Query rows as :meth:`LocalKernelClassifier._validate_query`, scipy sparse input
+        densified first (:func:`densify`)."""
+        return LocalKernelClassifier._validate_query(self, densify(X))
+
     def _unlabeled_mask(self, y: np.ndarray, unlabeled: Any, need: str) -> np.ndarray:
         """The unlabeled rows (``unlabeled``, else ``y == unlabeled_label``); sets ``_rule``.
         Raises when every row is unlabeled (``need`` says what is needed)."""
@@ -404,9 +473,17 @@ class _ManifoldFit:
             else:
                 mask = np.zeros(y.shape, dtype=bool)
         if mask.all():
-            raise ValueError(f"{type(self).__name__}: all {y.size} points are unlabeled ({rule}); give {need}")
+            raise ValueError(f"{type(self).__name__}: all {y.size} points are unlabeled ({rule}); give {need}"
+                             + (self._label_hint() if rule.startswith("y ==") else ""))
         self._rule = rule
         return mask
+
+    def _label_hint(self) -> str:
+        """The way out when ``unlabeled_label`` took labeled rows for unlabeled ones."""
+        return (f"; unlabeled_label={self.unlabeled_label!r} reads y == {self.unlabeled_label!r} as unlabeled "
+                f"(the semi-supervised convention): for labels that include {self.unlabeled_label!r} (e.g. ±1) "
+                "pass unlabeled_label=None, or fit(X, y, unlabeled=mask) with a boolean mask of the "
+                "unlabeled rows")
 
     def _kernel_spec(self, X: np.ndarray) -> dict[str, Any]:
         """The kernel in use (recorded in ``info_``): k_t's t (σ²/2 for the Gaussian, whose
@@ -428,20 +505,38 @@ class _ManifoldFit:
     def _fit_system(
         self, X: np.ndarray, labeled: np.ndarray, labels: np.ndarray, cache: DistanceCache | None,
         *, gamma: float, bracket: bool, null_space: str, gamma_I: float = 0.0, printed: bool = False,
-    ) -> None:
+        sample_weight: np.ndarray | None = None,
+    ) -> np.ndarray:
         """Fit ``f = k(·, X_fit) a + Ψβ`` at the stationary point (or the printed system);
-        ``labels``: the targets of the labeled rows, (l,) or (l, tasks)."""
+        ``labels``: the targets of the labeled rows, (l,) or (l, tasks).
+
+        ``sample_weight`` (n,): the weighted loss ``(1/Σw) Σ_{labeled} w_i (y_i - f(x_i))²``
+        (Σw over the labeled rows; w ≡ 1 gives eq. (10)/(12)'s 1/l). Multiplying the
+        objective by Σw/2 gives the stationarity system of :func:`stationary_system` with
+        J = diag(w) and λ₁ = γ_A·Σw, λ₂ = γ_I·Σw/n²; an integer weight m equals the row
+        repeated m times when there is no graph (γ_I = 0). A zero weight removes the row
+        from PRLS (whose expansion is over the points of the loss, like an unlabeled row;
+        the bracket penalty has no representer theorem, so expansion points matter) and
+        makes it an unlabeled row of LapRLS/PLapRLS (kept in the expansion and the graph).
+        Returns f at the rows of X_fit_."""
         if bracket and self.kernel == "poly":
             raise ValueError(f"{type(self).__name__}: the penalty K - 2K' + K'' (eqs. (9), (16)) is defined only "
                              "for the heat/Gaussian kernel (K' = K_2t by the semigroup property), not kernel='poly'; "
                              "use LapRLS(kernel='poly', gamma_I=0, null_space='constant') for RLS with an "
                              "unpenalized constant")
         n_unlabeled = int((~labeled).sum())
-        if not self._uses_unlabeled and n_unlabeled:
-            X = X[labeled]
-            labeled = np.ones(X.shape[0], dtype=bool)
+        if not self._uses_unlabeled:  # PRLS: the expansion is over the points of the loss only
+            keep = labeled if sample_weight is None else labeled & (sample_weight > 0.0)
+            if not keep.all():
+                X = X[keep]
+                labels = labels[keep[labeled]]
+                sample_weight = None if sample_weight is None else sample_weight[keep]
+                labeled = np.ones(X.shape[0], dtype=bool)
         n, d = X.shape
         n_lab = int(labeled.sum())
+        loss_total = float(n_lab) if sample_weight is None else float(loss_weights(labeled, sample_weight).sum())
+        if not loss_total > 0.0:
+            raise ValueError(f"{type(self).__name__}: sample_weight is 0 on every labeled point; the loss is undefined")
         kernel = self._kernel_spec(X)
         t = kernel.get("t")
         D = sq_dists(X, X, cache) if t is not None or gamma_I > 0.0 else None
@@ -456,19 +551,19 @@ class _ManifoldFit:
                                  bool(self.normalized_laplacian)),
                          lambda: knn_laplacian(D, self.graph_k, self.graph_weights, graph_t,
                                                self.normalized_laplacian), X)
-            lam2 = gamma_I * n_lab / float(n * n)
+            lam2 = gamma_I * loss_total / float(n * n)
         K = manifold_gram(kernel, X, X, D=D)
         P = penalty_bracket(D, t, d, K) if bracket else K
         Psi = np.ones((n, 1)) if null_space == "constant" else np.zeros((n, 0))
         Y = np.zeros((n, labels.shape[1] if labels.ndim == 2 else 1))
         Y[labeled] = labels.reshape(n_lab, -1)
-        lam1 = self._penalty_weight(gamma, d, t) * n_lab
+        lam1 = self._penalty_weight(gamma, d, t) * loss_total
         symmetric = not (printed and Psi.shape[1])  # printed == derived without Ψ
         if symmetric:
-            solved = None if bracket else solve_belkin(K, Psi, Y, labeled, lam1, L, lam2, self.rcond)
-            x, how = solved or solve_reduced(K, P, Psi, Y, labeled, lam1, L, lam2, self.rcond)
+            solved = None if bracket else solve_belkin(K, Psi, Y, labeled, lam1, L, lam2, self.rcond, sample_weight)
+            x, how = solved or solve_reduced(K, P, Psi, Y, labeled, lam1, L, lam2, self.rcond, sample_weight)
         else:
-            M, r = stationary_system(K, P, Psi, Y, labeled, lam1, L, lam2, printed)
+            M, r = stationary_system(K, P, Psi, Y, labeled, lam1, L, lam2, printed, sample_weight)
             x, how = solve_stationary(M, r, self.rcond, symmetric=False)
         self.X_fit_ = X
         if labels.ndim == 1:  # two classes or one regression target: one column, stored 1-D
@@ -479,7 +574,7 @@ class _ManifoldFit:
             "n_labeled": n_lab, "n_unlabeled": n_unlabeled, "unlabeled_rule": self._rule, **kernel,
             "penalty": "K-2K'+K''" if bracket else "K", "null_space_dim": int(Psi.shape[1]),
             "lambda_1": lam1, "lambda_2": lam2, "system": "derived" if symmetric else "printed eq. (14)",
-            **how,
+            **how, **({"sample_weight": True} if sample_weight is not None else {}),
         }
         if bracket:
             w2, w3 = semigroup_weights(d)
@@ -491,6 +586,7 @@ class _ManifoldFit:
             self.laplacian_ = L
         else:
             self.__dict__.pop("laplacian_", None)  # no graph in this fit (gamma_I = 0)
+        return K @ self.dual_coef_ + self.intercept_
 
     def _expansion(self, X: np.ndarray, cache: DistanceCache | None) -> np.ndarray:
         """``f(x) = Σ a_i k(x, x_i) + β`` at validated query rows."""
@@ -503,23 +599,36 @@ class _ManifoldBase(_ManifoldFit, LocalKernelClassifier):
     def _options(self) -> dict[str, Any]:
         raise NotImplementedError
 
-    def fit(self, X: Any, y: Any, unlabeled: Any = None, cache: DistanceCache | None = None) -> Self:
+    def fit(self, X: Any, y: Any, unlabeled: Any = None, cache: DistanceCache | None = None,
+            sample_weight: Any = None) -> Self:
         """Fit (``unlabeled``: optional boolean mask of unlabeled rows, which wins over
         ``unlabeled_label``; PRLS ignores those rows, LapRLS and PLapRLS put them in the
-        expansion and the graph). ``classes_`` come from the labeled rows."""
+        expansion and the graph). ``classes_`` come from the labeled rows.
+        ``sample_weight``: weights of the squared loss (:meth:`_fit_system`; ignored on
+        unlabeled rows). X may be scipy sparse (densified once, :func:`densify`).
+        LapRLS and PLapRLS set ``transduction_``: the labels f assigns to every training
+        row, labeled and unlabeled (as scikit-learn's LabelSpreading)."""
         self._validate_params()
         self._reject_boolean_numbers()
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = validate_data(self, densify(X), y, dtype=np.float64)
         check_feature_scale(X, type(self).__name__)
+        weights = check_sample_weight(sample_weight, y.shape[0], type(self).__name__)
         mask = self._unlabeled_mask(y, unlabeled, "at least one labeled point of each of two classes")
         y_labeled = y[~mask]
         check_classification_targets(y_labeled)
         self.classes_, y_index = np.unique(y_labeled, return_inverse=True)
         if self.classes_.size < 2:
-            raise ValueError(f"{type(self).__name__} needs samples of at least two classes; got 1 class "
-                             f"among the {y_labeled.size} labeled points")
+            emptied = (self._rule.startswith("y ==") and mask.any()
+                       and not np.isin(y[mask], self.classes_).all())
+            raise ValueError(f"{type(self).__name__} needs samples of at least two classes; got "
+                             f"{self.classes_.size} class among the {y_labeled.size} labeled points"
+                             + (self._label_hint() if emptied else ""))
         self.class_count_ = np.bincount(y_index, minlength=self.classes_.size)
-        self._fit_system(X, ~mask, self._dummy_outputs(y_index), cache, **self._options())
+        f_train = self._fit_system(X, ~mask, self._dummy_outputs(y_index), cache, **self._options(),
+                                   sample_weight=weights)
+        if self._uses_unlabeled:
+            self.transduction_ = self._labels_from_decision(f_train)
+            self.info_.pop("tie_share", None)  # a prediction's fact, set by predict
         return self
 
     def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
@@ -535,20 +644,22 @@ class _ManifoldRegressor(_ManifoldFit, RegressorMixin, BaseEstimator):
     _reject_boolean_numbers = LocalKernelClassifier._reject_boolean_numbers
     _numerical_context = LocalKernelClassifier._numerical_context
     _check_finite = LocalKernelClassifier._check_finite
-    _validate_query = LocalKernelClassifier._validate_query
 
     def _options(self) -> dict[str, Any]:
         raise NotImplementedError
 
-    def fit(self, X: Any, y: Any, unlabeled: Any = None, cache: DistanceCache | None = None) -> Self:
+    def fit(self, X: Any, y: Any, unlabeled: Any = None, cache: DistanceCache | None = None,
+            sample_weight: Any = None) -> Self:
         """Fit on real-valued y (``unlabeled``: optional boolean mask of rows whose y is
-        unknown, which wins over ``unlabeled_label``, None by default: -1.0 is a target)."""
+        unknown, which wins over ``unlabeled_label``, None by default: -1.0 is a target;
+        ``sample_weight``: weights of the squared loss; X may be scipy sparse, densified)."""
         self._validate_params()
         self._reject_boolean_numbers()
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        X, y = validate_data(self, densify(X), y, dtype=np.float64, y_numeric=True)
         check_feature_scale(X, type(self).__name__)
+        weights = check_sample_weight(sample_weight, y.shape[0], type(self).__name__)
         mask = self._unlabeled_mask(y, unlabeled, "at least one labeled point")
-        self._fit_system(X, ~mask, y[~mask].astype(np.float64), cache, **self._options())
+        self._fit_system(X, ~mask, y[~mask].astype(np.float64), cache, **self._options(), sample_weight=weights)
         return self
 
     def predict(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
@@ -574,8 +685,11 @@ class PRLS(_ManifoldBase):
     Kernel scaling: see the module docstring (``unit_diagonal=True``, the default, is the
     numerically safe form; False means gamma multiplies the normalized heat kernel's
     penalty). ``kernel="poly"`` raises ValueError (the bracket needs the heat semigroup).
-    Unlabeled rows (``fit(X, y, unlabeled=mask)``, else ``y == unlabeled_label``, -1 by
-    default, None to disable) are ignored. Several classes: one-vs-all ±1 columns solved
+    PRLS is supervised (eq. (10) has labeled points only): any labels, ±1 included, are
+    classes by default (``unlabeled_label=None``); rows marked unlabeled
+    (``fit(X, y, unlabeled=mask)``, or ``y == unlabeled_label`` when it is set) are
+    ignored. ``fit(..., sample_weight=w)`` weighs the squared loss,
+    ``(1/Σw)Σ w_i(y_i - f(x_i))²`` (:meth:`_ManifoldFit._fit_system`). Several classes: one-vs-all ±1 columns solved
     with one factorization; predict takes the sign (two classes) or the argmax; an exact
     tie goes to the class with more labeled points, then the lower class index
     (:meth:`LocalKernelClassifier._labels_from_decision`).
@@ -598,7 +712,7 @@ class PRLS(_ManifoldBase):
         gamma: float = 0.01,
         null_space: str = "constant",
         unit_diagonal: bool = True,
-        unlabeled_label: Any = -1,
+        unlabeled_label: Any = None,
         rcond: float = RCOND,
     ) -> None:
         self.kernel = kernel
@@ -643,7 +757,11 @@ class LapRLS(_ManifoldBase):
     labels and is memoized in ``cache``. ``sigma="scale"`` is resolved from all rows
     (labeled and unlabeled). The paper's quoted "γ_A l" and "γ_I l/(u+l)²" are
     ``info_['lambda_1']`` and ``info_['lambda_2']``. Unlabeled rows:
-    ``fit(X, y, unlabeled=mask)``, else ``y == unlabeled_label`` (-1).
+    ``fit(X, y, unlabeled=mask)``, else ``y == unlabeled_label`` (-1, scikit-learn's
+    semi-supervised convention; for ±1 labels pass ``unlabeled_label=None`` or a mask —
+    the error says so when -1 empties a class). ``transduction_``: the labels f assigns
+    to the training rows, labeled and unlabeled. ``sample_weight``: weights of the
+    squared loss on the labeled rows, λ₁ = γ_A·Σw, λ₂ = γ_I·Σw/n² (see ``_fit_system``).
     """
 
     _parameter_constraints: dict = {**_SHARED_CONSTRAINTS, **_GRAPH_CONSTRAINTS}

@@ -27,6 +27,7 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -34,6 +35,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier, check_feature_scale
+from lkm.methods.risk import densify
 from lkm.methods.svm import SVMClassifier
 from lkm.numerics.kernels import DistanceCache
 from lkm.numerics.neighbors import NEIGHBOR_BACKENDS, make_neighbors, pair_sq_dists, upper_kth
@@ -356,6 +358,17 @@ def _selection_info(result: dict[str, Any], n: int, k_requested: int, method: st
     return info
 
 
+def select_rows(data: Any, indices: np.ndarray, float_array: bool = False) -> Any:
+    """Rows ``indices`` of ``data`` in its own type: ``.iloc`` for pandas (index labels and
+    columns kept), CSR rows for scipy sparse, else an array (float64 with ``float_array``)."""
+    if hasattr(data, "iloc"):
+        return data.iloc[indices]
+    if sp.issparse(data):
+        return sp.csr_matrix(data)[indices]
+    array = np.asarray(data, dtype=np.float64) if float_array else np.asarray(data)
+    return array[indices]
+
+
 class NPPS(BaseEstimator):
     """NPPS pattern selection (Shin and Cho, Sec. 2, Fig. 4) as a sampler.
 
@@ -397,10 +410,16 @@ class NPPS(BaseEstimator):
         self.search_k = search_k
         self.random_state = random_state
 
-    def fit(self, X: np.ndarray, y: np.ndarray) -> NPPS:
-        """Select the patterns; see the class doc for the fitted attributes."""
+    def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # densified once (:func:`densify`)
+        return tags
+
+    def fit(self, X: Any, y: Any) -> NPPS:
+        """Select the patterns; see the class doc for the fitted attributes. X may be
+        scipy sparse (densified once for the neighbour search, :func:`densify`)."""
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = validate_data(self, densify(X), y, dtype=np.float64)
         check_feature_scale(X, type(self).__name__)
         check_classification_targets(y)
         self.classes_, y_index = np.unique(y, return_inverse=True)
@@ -416,11 +435,13 @@ class NPPS(BaseEstimator):
         self.info_ = _selection_info(result, X.shape[0], self.k, self.method, self.neighbors)
         return self
 
-    def fit_resample(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(X_selected, y_selected)``: the rows of X and y NPPS keeps, in their order."""
+    def fit_resample(self, X: Any, y: Any) -> tuple[Any, Any]:
+        """``(X_selected, y_selected)``: the rows of X and y NPPS keeps, in their order, in
+        the input's type (imbalanced-learn's convention): a pandas DataFrame/Series keeps its
+        columns, dtypes and the selected rows' index labels, a scipy sparse matrix stays
+        sparse (CSR), anything else becomes a float64 array (X) / an array (y)."""
         self.fit(X, y)
-        X_arr = validate_data(self, X, dtype=np.float64, reset=False)
-        return X_arr[self.sample_indices_], np.asarray(y)[self.sample_indices_]
+        return select_rows(X, self.sample_indices_, float_array=True), select_rows(y, self.sample_indices_)
 
 
 class NPPSSVM(LocalKernelClassifier):

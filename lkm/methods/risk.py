@@ -14,6 +14,7 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.linalg import cho_factor, cho_solve
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -54,6 +55,30 @@ def soft_vicinity(sq_dist: np.ndarray, beta: float) -> np.ndarray:
 
 
 VICINITIES = {"hard": hard_vicinity, "soft": soft_vicinity}
+
+
+def densify(X: Any) -> Any:
+    """scipy sparse input (CSR, CSC, COO, ...) as a dense array, anything else unchanged.
+
+    The kernel methods start from squared distances and dense n × n Gram matrices, so a
+    sparse X is converted once, at validation (memory n_samples × n_features float64);
+    the results equal those of the dense input."""
+    return X.toarray() if sp.issparse(X) else X
+
+
+def check_sample_weight(sample_weight: Any, n: int, owner: str) -> np.ndarray | None:
+    """``sample_weight`` as (n,) finite non-negative float64 with a positive sum (a scalar is
+    broadcast; None stays None); ValueError naming ``owner`` otherwise."""
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    w = np.full(n, float(w)) if w.ndim == 0 else w
+    if w.shape != (n,) or not np.all(np.isfinite(w)) or (w < 0.0).any():
+        raise ValueError(f"{owner}: sample_weight must be {n} finite non-negative numbers; got shape {w.shape}"
+                         + (", negative or non-finite values" if w.shape == (n,) else ""))
+    if not w.sum() > 0.0:
+        raise ValueError(f"{owner}: all sample weights are zero; the weighted loss is undefined")
+    return w
 
 
 def solve_local_risk(
@@ -116,6 +141,18 @@ class _KernelRidgeBase(LocalKernelClassifier):
     #: sigma is the Gaussian kernel's width; t and unit_diagonal belong to the heat kernel.
     conditional_params = {"sigma": ("kernel", ("gaussian",)), "t": ("kernel", ("heat",)),
                           "unit_diagonal": ("kernel", ("heat",))}
+
+    def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # densified once (:func:`densify`)
+        return tags
+
+    def _validate_training(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+        """As :class:`LocalKernelClassifier`'s, scipy sparse X densified first (:func:`densify`)."""
+        return super()._validate_training(densify(X), y)
+
+    def _validate_query(self, X: Any) -> np.ndarray:
+        return super()._validate_query(densify(X))
 
     def _gram(self, A: np.ndarray, B: np.ndarray, cache: DistanceCache | None) -> np.ndarray:
         if self.kernel == "gaussian":
@@ -190,7 +227,15 @@ class RegularizedLeastSquares(_KernelRidgeBase):
     (:func:`lkm.methods.base.scaled_sigma`), kept in ``sigma_``. Several classes:
     one-vs-rest ±1 columns.
 
-    ``info_``: n_train, kernel, lam, ridge (= lam·ℓ), t and unit_diagonal or sigma.
+    ``fit(X, y, sample_weight=w)`` minimizes the weighted risk
+    ``(1/Σw) Σ_i w_i (y_i - f(x_i))² + lam ||f||²_K`` (Σw = ℓ for w ≡ 1: eq. (3.1)); its
+    stationarity condition ``K[W(Kα - y)/Σw + lam α] = 0`` holds at the solution of
+    ``(WK + lam·Σw·I) α = Wy`` (W = diag(w)), solved in SPD form by
+    :func:`solve_local_risk` (the weights normalized to mean 1: Σw = ℓ𝒦). An integer
+    weight m equals the row repeated m times.
+
+    ``info_``: n_train, kernel, lam, ridge (= lam·ℓ, or lam·Σw with weights), t and
+    unit_diagonal or sigma.
     """
 
     _parameter_constraints: dict = dict(_KERNEL_CONSTRAINTS)
@@ -210,15 +255,19 @@ class RegularizedLeastSquares(_KernelRidgeBase):
         self.unit_diagonal = unit_diagonal
 
     def fit(
-        self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None
+        self, X: Any, y: Any, cache: DistanceCache | None = None, sample_weight: Any = None
     ) -> RegularizedLeastSquares:
+        """Fit eq. (3.1) (weighted by ``sample_weight`` if given; X may be scipy sparse)."""
         X, y_index = self._validate_training(X, y)
+        weights = check_sample_weight(sample_weight, X.shape[0], type(self).__name__)
         Y = self._dummy_outputs(y_index)
         K = self._gram(X, X, cache)
-        self.dual_coef_, _ = solve_local_risk(K, Y, self.lam)
+        self.dual_coef_, normalizer = solve_local_risk(K, Y, self.lam, weights)
         self.X_fit_ = X
         self.info_ = self._kernel_info(X.shape[0])
-        self.info_["ridge"] = float(self.lam) * X.shape[0]
+        self.info_["ridge"] = float(self.lam) * X.shape[0] * normalizer
+        if weights is not None:
+            self.info_["sample_weight_sum"] = float(weights.sum())
         return self
 
 
@@ -255,6 +304,12 @@ class LocalRiskRegularization(_KernelRidgeBase):
     drawn with ``random_state`` (the paper's LRR¹ / LRR²; the label is matched against
     ``str()`` of the classes). A hard vicinity without any training point raises
     ValueError (naming beta and x0), as does a soft one whose weights all underflow.
+
+    ``fit(X, y, sample_weight=s)``: each sample's loss weighed by s_i as well, i.e. the
+    local risk of the sample in which row i appears s_i times: ``ℓ𝒦`` becomes
+    ``Σ s_i k(x_i, x0)`` and the loss weights ``w_i = s_i k(x_i, x0; β)``, so the
+    stationarity system is ``(WK + lam·Σ_i w_i·I) α = W y`` with W = diag(s·k)
+    (:func:`solve_local_risk`); ``normalizer`` is then 𝒦 = Σ s_i k_i / Σ s_i.
 
     Kernels and ``unit_diagonal`` as in :class:`RegularizedLeastSquares`. ``info_``:
     n_train, kernel, lam, t/unit_diagonal or sigma, x0 (index or point as a list),
@@ -318,14 +373,24 @@ class LocalRiskRegularization(_KernelRidgeBase):
         return None, point
 
     def fit(
-        self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None
+        self, X: Any, y: Any, cache: DistanceCache | None = None, sample_weight: Any = None
     ) -> LocalRiskRegularization:
+        """Fit eq. (2.2)–(2.4) (each loss also weighed by ``sample_weight``; X may be scipy sparse)."""
         X, y_index = self._validate_training(X, y)
+        sample = check_sample_weight(sample_weight, X.shape[0], type(self).__name__)
         Y = self._dummy_outputs(y_index)
         index, point = self._resolve_x0(X, y_index)
         weights = self._vicinity_weights(X, point, index if index is not None else point.tolist())
         K = self._gram(X, X, cache)
-        self.dual_coef_, normalizer = solve_local_risk(K, Y, self.lam, weights)
+        if sample is None:
+            self.dual_coef_, normalizer = solve_local_risk(K, Y, self.lam, weights)
+        else:
+            loss = sample * weights
+            if not loss.sum() > 0.0:
+                raise ValueError(f"LocalRiskRegularization: sample_weight is 0 on every point of the {self.vicinity} "
+                                 f"vicinity of x0 (beta={self.beta}); the local risk is undefined")
+            self.dual_coef_, _ = solve_local_risk(K, Y, self.lam, loss)
+            normalizer = float(loss.sum() / sample.sum())
         self.X_fit_ = X
         self.vicinity_weights_ = weights
         self.info_ = self._kernel_info(X.shape[0])
