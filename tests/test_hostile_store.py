@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from processes import CEILING
 from typer.testing import CliRunner
 
 import lkm.engine.store
@@ -75,7 +76,7 @@ def run_dir(spec: Path, tmp_path: Path) -> Path:
     return out
 
 
-def hold_lock(folder: Path, seconds: float = 30) -> subprocess.Popen:
+def hold_lock(folder: Path, seconds: float = CEILING) -> subprocess.Popen:
     """A separate process holding ``folder``'s lock (started and locked when this returns)."""
     proc = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(folder), str(seconds)],
                             stdout=subprocess.PIPE, text=True)
@@ -157,14 +158,14 @@ def test_a_second_run_on_a_locked_folder_exits_2_naming_the_holder(run_dir, spec
         assert res.exit_code == 2 and f"pid {proc.pid}" in error_line(res)
     finally:
         proc.kill()
-        proc.wait(timeout=10)
+        proc.wait(timeout=CEILING)
 
 
 def test_a_lock_left_by_a_killed_process_does_not_block(run_dir, spec):
     """Case: kill -9 of the writing process; its lock file stays but the lock is gone."""
     proc = hold_lock(run_dir)
     os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
+    proc.wait(timeout=CEILING)
     assert str(proc.pid) in (run_dir / lkm.engine.store.LOCK_FILE).read_text()  # the stale file is there
     res = invoke("run", str(spec), "--out", str(run_dir), "--no-progress")
     assert res.exit_code == 0, res.stderr
