@@ -15,6 +15,7 @@ import scipy.sparse as sp
 
 from lkm.methods import (
     NPPS,
+    NPPSSVM,
     PRLS,
     REGRESSOR_PATHS,
     LapRLS,
@@ -224,6 +225,7 @@ SPARSE = [
     lambda: PLapRLS(kernel="gaussian", unlabeled_label=None),
     lambda: PRLSRegressor(kernel="gaussian"),
     lambda: LapRLSRegressor(kernel="gaussian"),
+    lambda: NPPSSVM(k=3, method="naive", sigma=1.0),
 ]
 
 

@@ -514,6 +514,18 @@ class NPPSSVM(LocalKernelClassifier):
         params = tuple(getattr(self, p) for p in _NPPS_CONSTRAINTS)
         return ("npps_selection", *params)
 
+    def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # densified once here (:func:`densify`): the SVM sees dense rows
+        return tags
+
+    def _validate_training(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+        """As :class:`LocalKernelClassifier`'s, scipy sparse X densified first (:func:`densify`)."""
+        return super()._validate_training(densify(X), y)
+
+    def _validate_query(self, X: Any) -> np.ndarray:
+        return super()._validate_query(densify(X))
+
     def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None) -> NPPSSVM:
         X, y_index = self._validate_training(X, y)
         n_classes = self.classes_.size
