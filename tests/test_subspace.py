@@ -202,17 +202,39 @@ def test_sklearn_estimator_checks(estimator, check) -> None:
     check(estimator)
 
 
-def test_hulls_filling_the_space_tie_exactly() -> None:
-    """K > d + 1: every class's hull is the whole plane, every distance exactly 0, and the
-    base tie rule (equal priors: the nearest sample's class) makes HKNN a 1-NN."""
+def test_hulls_that_would_fill_the_space_fall_back_to_k_equal_d() -> None:
+    """K > d + 1 (K - 1 >= d): every hull would be the whole plane and every distance 0;
+    HKNN warns and uses K = d = 2, exactly HKNN(n_neighbors=2), with no tie left."""
     rng = np.random.default_rng(8)
     X = rng.normal(size=(60, 2))
     y = np.repeat(np.arange(3), 20)
     Xq = rng.normal(size=(30, 2))
-    model = HKNN(n_neighbors=5).fit(X, y)
-    assert np.all(model.class_distances(Xq) == 0.0)
-    np.testing.assert_array_equal(model.predict(Xq), KNeighborsClassifier(1).fit(X, y).predict(Xq))
-    assert model.info_["tie_share"] == 1.0
+    with pytest.warns(UserWarning, match=r"HKNN: n_neighbors K=5 with d=2 features.*using K=2"):
+        model = HKNN(n_neighbors=5).fit(X, y)
+    assert model.info_["k_effective"] == 2
+    reference = HKNN(n_neighbors=2).fit(X, y)
+    np.testing.assert_array_equal(model.class_distances(Xq), reference.class_distances(Xq))
+    np.testing.assert_array_equal(model.predict(Xq), reference.predict(Xq))
+    assert np.all(model.class_distances(Xq) > 0.0) and model.info_["tie_share"] == 0.0
+
+
+def test_exact_ties_decide_predict_and_decision_function_alike() -> None:
+    """A query on all three classes' lines (every distance exactly 0, equal priors): the
+    tie rule gives the class of the nearest sample, whatever the label order, and
+    argmax(decision_function) agrees with predict (the winner raised by one ulp)."""
+    X = np.array([[2.0, 2.0], [3.0, 3.0], [1.0, 0.0], [-1.5, 0.0], [0.0, 0.5], [0.0, -1.0]])
+    q = np.array([[0.0, 0.0]])
+    for labels in ([0, 0, 1, 1, 2, 2], [2, 2, 0, 0, 1, 1], [1, 1, 2, 2, 0, 0]):
+        y = np.array(labels)
+        model = HKNN(n_neighbors=2).fit(X, y)
+        assert np.all(model.class_distances(q) == 0.0)
+        assert model.predict(q)[0] == y[4]  # (0, 0.5) is the nearest sample
+        assert model.info_["tie_share"] == 1.0
+        decision = model.decision_function(q)
+        assert model.classes_[np.argmax(decision, axis=1)][0] == y[4]
+        assert np.sort(decision[0])[-1] == np.nextafter(0.0, 1.0) and np.sort(decision[0])[-2] == 0.0
+    binary = HKNN(n_neighbors=2).fit(X[2:], np.array([0, 0, 1, 1]))  # two lines through q
+    assert binary.predict(q)[0] == 1 and binary.decision_function(q)[0] > 0.0
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -239,19 +239,23 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
         Y[np.arange(y_index.size), y_index] = 1.0
         return Y
 
-    def _labels_from_decision(
+    def _break_ties(
         self, decision: np.ndarray, nearest_class: np.ndarray | None = None
-    ) -> np.ndarray:
-        """Labels from decision values, with one explicit rule for exact ties.
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Decision values with exact ties broken by one explicit rule, the winning class
+        indices, and which rows were tied.
 
         Two classes: the sign of f; more: the largest output. Where f is exactly 0 (or the
         largest output is shared), the tied class with the larger training prior wins;
         between equally frequent classes, the class of the nearest training pattern
         (``nearest_class``, class indices, when the method knows it); only then the lower
         class index. No rule depends on the order of the labels unless all of these tie.
-        ``info_['tie_share']`` receives the share of such points.
+        The returned values raise each tied winner by one ulp (``np.nextafter``; f = ±5e-324
+        for two classes), so their sign / argmax is the label: a ``decision_function``
+        that returns them agrees with :meth:`predict` everywhere.
         """
-        scores = np.column_stack([-decision, decision]) if decision.ndim == 1 else decision
+        binary = decision.ndim == 1
+        scores = np.column_stack([-decision, decision]) if binary else decision
         top = scores.max(axis=1, keepdims=True)
         tied = scores == top
         ties = tied.sum(axis=1) > 1
@@ -263,6 +267,21 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
                 preference[np.arange(tied.shape[0]), nearest_class] += 1.0
             preference[~tied] = -np.inf
             choice[ties] = np.argmax(preference[ties], axis=1)
+            rows = np.flatnonzero(ties)
+            if binary:
+                decision = decision.copy()
+                decision[rows] = np.where(choice[rows] == 1, 1.0, -1.0) * np.nextafter(0.0, 1.0)
+            else:
+                decision = decision.copy()
+                decision[rows, choice[rows]] = np.nextafter(top[rows, 0], np.inf)
+        return decision, choice, ties
+
+    def _labels_from_decision(
+        self, decision: np.ndarray, nearest_class: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Labels from decision values, exact ties by the rule of :meth:`_break_ties`.
+        ``info_['tie_share']`` receives the share of tied points."""
+        _, choice, ties = self._break_ties(decision, nearest_class)
         if isinstance(getattr(self, "info_", None), dict):
             self.info_["tie_share"] = float(ties.mean()) if ties.size else 0.0
         return self.classes_[choice]

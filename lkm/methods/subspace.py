@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 from typing import Any
@@ -114,9 +115,11 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
     negative distances with three or more classes; with two classes the (n,) vector
     ``d_0 - d_1`` (the difference of the two negative distances, positive when the
     query is nearer ``classes_[1]``'s model). :meth:`class_distances` always returns the
-    (n, n_classes) distances. Exact ties (e.g. every distance 0) follow the base rule:
-    larger training prior, then the class of the nearest training sample, then the
-    lower class index — not the label order alone.
+    (n, n_classes) distances. Exact ties (e.g. two hulls through the query) follow the
+    base rule (:meth:`LocalKernelClassifier._break_ties`): larger training prior, then the
+    class of the nearest training sample, then the lower class index — not the label
+    order alone; ``decision_function`` raises the tied winner by one ulp, so
+    ``argmax(decision_function) == predict`` (sign for two classes) everywhere.
     """
 
     _numerical_params: tuple[str, ...] = ("n_neighbors",)
@@ -220,8 +223,10 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
         return dist[:, 0] - dist[:, 1] if dist.shape[1] == 2 else -dist
 
     def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
-        """Negative class distances (n, n_classes); ``d_0 - d_1`` (n,) for two classes."""
-        return self._to_decision(self.class_distances(X, cache))
+        """Negative class distances (n, n_classes); ``d_0 - d_1`` (n,) for two classes;
+        exact ties broken as :meth:`predict` breaks them (one ulp, see the class doc)."""
+        decision, nearest = self._scaled_decision(X, cache)
+        return self._break_ties(decision, nearest)[0]
 
     def _scaled_decision(
         self, X: np.ndarray, cache: DistanceCache | None = None
@@ -395,9 +400,14 @@ class HKNN(_LocalSubspaceClassifier):
     from a rank-revealing SVD (:func:`_residual_norms`); the paper's inv(ZᵀZ) of eq. (4)
     is never used where it does not exist. K above a
     class's training count uses all of that class (``info_['k_clipped']``: class -> K used).
-    With K > d + 1 hulls can fill the space; every distance is then 0 and the tie rule of
-    the base class decides (larger training prior, then the nearest sample's class: 1-NN
-    when the classes are equally frequent).
+
+    Low-dimensional data (fallback, not in the paper): the affine hull of K ≥ d + 1
+    neighbours in general position is all of R^d, so every distance would be 0 and the
+    tie rule alone would predict (e.g. the larger class everywhere). When some class's
+    K_i - 1 ≥ d, :meth:`fit` warns (naming K and d) and uses K_i = min(K_i, d): hulls of
+    dimension d - 1 at most (d = 1: the nearest sample of each class, i.e. 1-NN).
+    ``info_['k_effective']`` is the largest K_i used. The paper's settings (USPS d = 256,
+    K = 10; image segmentation d = 19, K ≤ 15) never reach it.
     """
 
     _parameter_constraints: dict = {
@@ -410,6 +420,17 @@ class HKNN(_LocalSubspaceClassifier):
         self.n_neighbors = n_neighbors
         self.metric = metric
         self.rcond = rcond
+
+    def _fit_extra(self, X: np.ndarray) -> None:
+        d = X.shape[1]
+        if (self.k_per_class_ > d).any():  # K_i - 1 >= d: the hull can fill R^d
+            warnings.warn(
+                f"HKNN: n_neighbors K={self.n_neighbors} with d={d} features: affine hulls of K >= d + 1 "
+                f"neighbours fill the space (every distance 0); using K={d} (hulls of dimension {d - 1})",
+                UserWarning, stacklevel=3,
+            )
+            self.k_per_class_ = np.minimum(self.k_per_class_, d)
+        self.info_["k_effective"] = int(self.k_per_class_.max())
 
     def _distances(self, Xq: np.ndarray, cache: DistanceCache | None) -> tuple[np.ndarray, np.ndarray]:
         idx, _, nearest = self._neighbors(Xq, cache)
@@ -448,7 +469,14 @@ class LDCV(_LocalSubspaceClassifier):
     ``Σ_i (K_i - 1) ≥ d`` (K·C - C ≥ d with no clipped class). Then every distance is 0 and
     the method is undefined, so :meth:`fit` raises a one-line
     :class:`~lkm.errors.NotApplicable` naming K, C and d (image segmentation, d = 19, C = 7,
-    allows K ≤ 3) instead of returning tie-broken guesses.
+    allows K ≤ 3; the paper's K sweep shows "n/a" there) instead of returning tie-broken
+    guesses.
+
+    Fallback when no K ≥ 2 is admissible (C ≥ d with two or more samples per class, e.g.
+    two classes in the plane; not in the paper): there is no K to ask for, so instead of
+    refusing :meth:`fit` warns (naming K, C and d) and uses K = 1, where N(S_W) is all of
+    R^d and the class distance is the distance to the class's nearest sample (1-NN).
+    ``info_['k_effective']`` is the K used.
     """
 
     _parameter_constraints: dict = HKNN._parameter_constraints
@@ -461,6 +489,16 @@ class LDCV(_LocalSubspaceClassifier):
     def _fit_extra(self, X: np.ndarray) -> None:
         pooled = int((self.k_per_class_ - 1).sum())
         C, d = self.classes_.size, X.shape[1]
+        if pooled >= d and int((np.minimum(self.k_per_class_, 2) - 1).sum()) >= d:
+            warnings.warn(
+                f"LDCV: n_neighbors K={self.n_neighbors} with C={C} classes and d={d} features: no K >= 2 "
+                "leaves a within-class null space (eq. (23) needs C·(K-1) < d); using K=1 "
+                "(each class's nearest sample: 1-NN)",
+                UserWarning, stacklevel=3,
+            )
+            self.k_per_class_ = np.ones_like(self.k_per_class_)
+            pooled = 0
+        self.info_["k_effective"] = int(self.k_per_class_.max())
         if pooled >= d:
             raise NotApplicable(
                 f"LDCV: n_neighbors K={self.n_neighbors} with C={C} classes gives {pooled} pooled "
