@@ -333,6 +333,12 @@ def test_hostile_text_is_escaped_and_no_link_leaves_the_folder(tmp_path: Path) -
     assert "onerror" not in "".join(k for el in doc.iter() for k in el.attrib)
     text = ET.tostring(doc, encoding="unicode", method="text")
     assert "<script>alert(1)</script>" in text and "click" in text and "see" in text
+    # the Markdown twins: shown as text by any viewer, run by none
+    for md in [tmp_path / "report" / "report.md", tmp_path / "cross_paper_summary" / "ranking.md",
+               tmp_path / "lpl_claims" / "claims.md"]:
+        body = md.read_text(encoding="utf-8")
+        assert "&lt;script>alert(1)&lt;/script>" in body and "&lt;img src=x" in body, md
+        assert "<script" not in body and "<img" not in body, md
 
 
 def test_a_folder_written_by_an_older_lkm_is_named_not_fatal(tmp_path: Path) -> None:

@@ -390,11 +390,25 @@ def same_value(a: Any, b: Any) -> bool:
     return str(a) == str(b)
 
 
-def markdown_table(df: pd.DataFrame) -> str:
+#: What would open raw HTML in Markdown (CommonMark: "<" then a tag name, "/", "!" or "?").
+_RAW_HTML = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def markdown_text(text: Any) -> str:
+    """``text`` safe to put in Markdown: a ``<`` that would open raw HTML (``<script>``,
+    ``</b>``, ``<!--``) is written ``&lt;``, which every viewer shows as "<" and none runs;
+    "< 0.001" is left as it is."""
+    return _RAW_HTML.sub("&lt;", str(text))
+
+
+def markdown_table(df: pd.DataFrame, raw_html: bool = False) -> str:
     """``df`` as a GitHub Markdown table: the one Markdown writer of tables/*.md and of the
     generated blocks in README.md and docs/. Strings are kept as written (so "70.00" stays
     "70.00"; tabulate would otherwise parse and reformat it), floats are shown with ``g``,
-    numeric columns right-aligned, and ``|`` inside cells escaped."""
+    numeric columns right-aligned, ``|`` inside cells escaped and, unless ``raw_html``
+    (cells lkm itself wrote HTML into), text that would open raw HTML escaped
+    (:func:`markdown_text`)."""
+    text = (lambda v: str(v)) if raw_html else markdown_text
     cells = pd.DataFrame(index=df.index)
     align = []
     for col in df.columns:
@@ -402,7 +416,7 @@ def markdown_table(df: pd.DataFrame) -> str:
         numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
         if pd.api.types.is_float_dtype(values):
             values = values.map(lambda v: f"{v:g}")
-        cells[str(col).replace("|", "\\|")] = values.map(lambda v: "" if v is None else str(v).replace("|", "\\|"))
+        cells[text(col).replace("|", "\\|")] = values.map(lambda v: "" if v is None else text(v).replace("|", "\\|"))
         align.append("right" if numeric else "left")
     return cells.to_markdown(index=False, disable_numparse=True, colalign=align)
 
@@ -752,7 +766,7 @@ def write_table(df: pd.DataFrame, base: Path, caption: str, notes: list[str] | t
 
     md, csv, tex, js = (base.with_suffix(s) for s in (".md", ".csv", ".tex", ".json"))
     below = "".join(f"\n{n}\n" for n in notes)
-    atomic_write(md, f"**{caption}**\n\n" + markdown_table(df) + "\n" + below)
+    atomic_write(md, f"**{markdown_text(caption)}**\n\n" + markdown_table(df) + "\n" + markdown_text(below))
     data = csv_frame(df)
     atomic_save(csv, lambda tmp: data.to_csv(tmp, index=False))
     atomic_write(tex, latex_table(df, caption, notes))

@@ -1,5 +1,9 @@
 """The report as Markdown (:func:`render_markdown`): ``report.md``, the same content as the
-HTML page, from the template ``templates/report.md.j2`` (no autoescaping: Markdown)."""
+HTML page, from the template ``templates/report.md.j2``. Every value the template prints
+passes :func:`lkm.report.core.markdown_text` (text that would open raw HTML, such as a
+hostile ``<script>`` in a dataset name, is escaped), except the blocks this module built
+and marked as Markdown already (:class:`markupsafe.Markup`: tables, whose cells the table
+writer escaped)."""
 
 from __future__ import annotations
 
@@ -7,7 +11,9 @@ import re
 from functools import cache
 from typing import Any
 
-from lkm.report.core import markdown_table
+from markupsafe import Markup
+
+from lkm.report.core import markdown_table, markdown_text
 from lkm.reproduction.claims import EFFECT_COLUMNS
 from lkm.reproduction.claims import SMOKE_LABEL as SMOKE_PREFIX
 from lkm.reproduction.site.shared import (
@@ -23,12 +29,13 @@ from lkm.reproduction.site.tables import DASH, FLAG_COLUMN, Table
 from lkm.reproduction.site.views import PaperView, Site, counts_line, differing_line
 
 
-def md_table(columns: list[str], rows: list[list[str]]) -> str:
-    """Cells as one-line text through the project's one Markdown table writer."""
+def md_table(columns: list[str], rows: list[list[str]], raw_html: bool = False) -> Markup:
+    """Cells as one-line text through the project's one Markdown table writer (cells
+    escaped unless ``raw_html``: cells this module escaped itself)."""
     import pandas as pd
 
-    return markdown_table(pd.DataFrame([[" ".join(str(v).split()) for v in row] for row in rows],
-                                       columns=[" ".join(str(c).split()) for c in columns]))
+    return Markup(markdown_table(pd.DataFrame([[" ".join(str(v).split()) for v in row] for row in rows],
+                                              columns=[" ".join(str(c).split()) for c in columns]), raw_html=raw_html))
 
 
 def table_md(t: Table) -> str:
@@ -38,9 +45,9 @@ def table_md(t: Table) -> str:
         columns.append(FLAG_COLUMN)
         for row, flag in zip(rows, t.flags, strict=True):
             row.append(f"{flag} ([where we differ](#{t.link}))" if flag and t.link else flag)
-    out = [f"**{t.caption}**", "", md_table(columns, rows)] if t.caption else [md_table(columns, rows)]
-    out += [f"\n{strip_links(n)}" for n in t.notes]
-    return "\n".join(out) + "\n"
+    out = [f"**{markdown_text(t.caption)}**", "", md_table(columns, rows)] if t.caption else [md_table(columns, rows)]
+    out += [f"\n{markdown_text(strip_links(n))}" for n in t.notes]
+    return Markup("\n".join(out) + "\n")
 
 
 def claims_summary(site: Site) -> str:
@@ -53,9 +60,9 @@ def claims_summary(site: Site) -> str:
 def claims_table(paper: PaperView) -> str:
     """A paper's claims table, each row carrying its claim's anchor."""
     first, *rest = paper.claims_columns
-    rows = [[f'<a id="{c.anchor}"></a>{c.cells.get(first, "")}', *(c.cells.get(col, "") for col in rest)]
-            for c in paper.claims]
-    return md_table(paper.claims_columns, rows)
+    rows = [[f'<a id="{c.anchor}"></a>{markdown_text(c.cells.get(first, ""))}',
+             *(markdown_text(c.cells.get(col, "")) for col in rest)] for c in paper.claims]
+    return md_table([markdown_text(c) for c in paper.claims_columns], rows, raw_html=True)
 
 
 def demote(text: str) -> str:
@@ -63,12 +70,19 @@ def demote(text: str) -> str:
     return re.sub(r"^(#+)", r"\1##", text, flags=re.M)
 
 
+def _escaped(value: Any) -> Any:
+    """What the template prints: Markdown built here as it is, any other text escaped."""
+    if isinstance(value, Markup) or not isinstance(value, str):
+        return value
+    return markdown_text(value)
+
+
 @cache
 def _environment() -> Any:
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=False, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, finalize=_escaped)
     env.filters.update(strip_links=strip_links, demote=demote)
     env.globals.update(table=table_md, md_table=md_table, claims_table=claims_table, settings_pairs=settings_pairs,
                        datasets_table=datasets_table, friedman_pairs=friedman_pairs)
@@ -79,5 +93,5 @@ def render_markdown(site: Site) -> str:
     """The text of ``report.md``."""
     text = _environment().get_template("report.md.j2").render(
         site=site, title=TITLE, smoke_prefix=SMOKE_PREFIX, counts=counts_line(site), differing=differing_line(site),
-        claims_summary=claims_summary(site), environment=environment_rows(site))
+        claims_summary=Markup(claims_summary(site)), environment=environment_rows(site))
     return text.rstrip() + "\n"
