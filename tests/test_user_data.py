@@ -364,3 +364,32 @@ def test_an_openml_cache_is_read_offline(tmp_path):
     assert ds.X.shape == (150, 4) and len(ds.classes) == 3
     with pytest.raises(DataError, match=r"OpenML dataset 'wine' is not in this fetch_openml cache"):
         load_dataset(user_dataset("wine", home, fmt="openml"))
+
+
+@pytest.mark.parametrize("case", ["huge", "duplicate", "continuous", "ambiguous", "slash", "dots"])
+def test_datasets_add_refuses_data_every_fit_would_trip_on_in_one_line(tmp_path, case):
+    """Hostile files: features near 1e300 (squared distances overflow), a header naming a
+    column twice, a continuous or ambiguously written target, a name with path parts."""
+    rng = np.random.default_rng(0)
+    rows = [f"{a:.4f},{b:.4f},{'yes' if i % 2 else 'no'}" for i, (a, b) in enumerate(rng.normal(size=(30, 2)))]
+    header, name, expected = "a,b,label", [], ""
+    if case == "huge":
+        rows[4] = "1e300,0.5,no"
+        expected = "row 6, column 'a': 1e+300 is beyond"
+    elif case == "duplicate":
+        header, expected = "a,a,label", "names the column 'a' 2 times"
+    elif case == "continuous":
+        rows = [f"{a:.4f},{b:.4f},{c:.3f}" for a, b, c in rng.normal(size=(30, 3))]
+        expected = "a continuous target"
+    elif case == "ambiguous":
+        rows = [f"{a:.4f},{b:.4f},{['1', '1.0', '2'][i % 3]}" for i, (a, b) in enumerate(rng.normal(size=(30, 2)))]
+        expected = "the same number written differently"
+    else:
+        name = ["--name", "../evil" if case == "dots" else "a/b"]
+        expected = "use letters, digits"
+    csv = tmp_path / "data.csv"
+    csv.write_text("\n".join([header, *rows]) + "\n")
+    res = invoke("datasets", "add", str(csv), "--target", "label", *name)
+    assert res.exit_code == 2
+    assert expected in error_line(res)
+    assert not (tmp_path / "user-registry.yaml").exists()

@@ -158,10 +158,44 @@ def _impute(X: np.ndarray, y: np.ndarray, missing: np.ndarray, how: str, path: P
     return X, y
 
 
+#: The largest feature magnitude a user's file may hold: squared distances of larger
+#: values overflow float64 (1.8e308), and every fit would fail on infinities.
+LARGEST_FEATURE = 1e150
+#: More distinct non-integer labels than this: a continuous target, not classes.
+MAX_FRACTIONAL_CLASSES = 20
+
+
+def _check_labels(y: np.ndarray, path: Path) -> None:
+    """Refuse labels that are not classes: a continuous target (many distinct non-integer
+    numbers) or one class written two ways ("1" and "1.0")."""
+    if y.dtype.kind in "fiub":
+        values = np.unique(y.astype(np.float64))
+    else:
+        text = np.unique(np.char.strip(y.astype(str)))
+        try:
+            numbers = text.astype(np.float64)
+        except ValueError:
+            return  # names, not numbers: any distinct strings are distinct classes
+        _, first, counts = np.unique(numbers, return_index=True, return_counts=True)
+        if (counts > 1).any():
+            same = text[numbers == numbers[first[counts > 1][0]]]
+            raise ParseError(f"{display_path(path)}: the labels {', '.join(repr(str(v)) for v in same)} are the same "
+                             "number written differently; write each class one way")
+        values = np.unique(numbers)
+    fractional = values[values != np.round(values)]
+    if fractional.size and values.size > MAX_FRACTIONAL_CLASSES:
+        shown = ", ".join(f"{v:g}" for v in values[:3])
+        raise ParseError(f"{display_path(path)}: the target holds {values.size} distinct numbers, not all whole "
+                         f"({shown}, …): a continuous target, and lkm's methods are classifiers; give the class "
+                         "column as target, or bin the values into classes first")
+
+
 def _user_table(X: np.ndarray, y: np.ndarray, path: Path, names: Sequence[str] | None,
                 rows: np.ndarray | None, impute: str | None) -> Table:
     """:func:`_table` for a user's file: a NaN or infinite feature value is refused with
-    its row and column unless ``impute`` (one of :data:`IMPUTE`) says what to do."""
+    its row and column unless ``impute`` (one of :data:`IMPUTE`) says what to do; a value
+    beyond :data:`LARGEST_FEATURE` in magnitude, and labels that are not classes
+    (:func:`_check_labels`), are refused."""
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y).ravel()
     if impute is not None and impute not in IMPUTE:
@@ -174,6 +208,12 @@ def _user_table(X: np.ndarray, y: np.ndarray, path: Path, names: Sequence[str] |
                 value = "NaN (a missing value)" if np.isnan(X[r, c]) else f"{X[r, c]} (infinite)"
                 raise ParseError(f"{_cell_where(path, r, c, names, rows)}: {value}; {_IMPUTE_HINT}")
             X, y = _impute(X, y, missing, impute, path, names)
+        huge = np.abs(X) > LARGEST_FEATURE
+        if huge.any():
+            r, c = (int(i[0]) for i in np.nonzero(huge))
+            raise ParseError(f"{_cell_where(path, r, c, names, rows)}: {X[r, c]:g} is beyond ±{LARGEST_FEATURE:g}: "
+                             "squared distances would overflow; rescale the column before adding the file")
+    _check_labels(y, path)
     return _table(X, y, path, list(names) if names is not None else None)
 
 
@@ -261,6 +301,10 @@ def csv(
             n_columns = cells.shape[1]
             if target is not None:
                 assert header is not None
+                twice = sorted({cell for cell in header if header.count(cell) > 1})
+                if twice:
+                    raise ParseError(f"{display_path(path)}: the header names the column {twice[0]!r} "
+                                     f"{header.count(twice[0])} times; give each column its own name")
                 if target not in header:
                     raise ParseError(
                         f"{display_path(path)}: no column {target!r} in the header{did_you_mean(target, header)}"

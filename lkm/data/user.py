@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,10 @@ SUFFIXES = {
 #: labels in the first field and take no ``target``.
 NEEDS_TARGET = ("csv", "tsv")
 _REGISTRY_KEYS = ("name", "path", "format", "target", "impute", "sha256", "size", "rows", "features", "class_counts")
+
+
+#: A user dataset's name: it names files and folders (cache, results), so no path parts.
+USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def user_registry_path() -> Path:
@@ -92,6 +97,7 @@ def user_dataset(
 
     path = Path(path).expanduser().absolute()
     fmt = format_of(path, fmt)
+
     if impute is not None and impute not in IMPUTE:
         raise DataError(f"{path}: impute must be one of {', '.join(IMPUTE)}, got {impute!r}")
     if fmt in NEEDS_TARGET and not target:
@@ -191,6 +197,9 @@ def _write_user_registry(infos: list[DatasetInfo], path: Path) -> None:
 def add_user_dataset(info: DatasetInfo, *, replace: bool = False) -> Path:
     """Register ``info`` in the user registry; return the registry's path. A packaged
     name or alias, or (unless ``replace``) a name already registered, is refused."""
+    if not USER_NAME.fullmatch(info.name) or ".." in info.name:
+        raise DataError(f"dataset name {info.name!r}: use letters, digits, '.', '_' and '-' (starting with a letter "
+                        "or digit, no '..'): the name names files and folders; choose one with --name")
     owner = packaged_owner(info.name)
     if owner is not None:
         raise DataError(f"dataset name {info.name!r} is taken by the packaged dataset {owner!r}; choose another with --name")
