@@ -324,3 +324,16 @@ def _expected_failed_checks(estimator) -> dict[str, str]:
 @parametrize_with_checks([NPPSSVM(k=3, sigma=1.0)], expected_failed_checks=_expected_failed_checks)
 def test_sklearn_estimator_checks(estimator, check) -> None:
     check(estimator)
+
+
+def test_table2_setting_cell_breaks_ties_by_value_not_by_record_order() -> None:
+    """Two splits chose C=1, two C=10: the cell is the same whatever order the record
+    files (named by worker PIDs) are read in."""
+    import pandas as pd
+
+    from lkm.papers.npps.selection import setting
+
+    recs = pd.DataFrame({"params": [{"sigma": 1.0}] * 4,
+                         "info": [{"tuned_params": {"C": c}} for c in (10, 1, 10, 1)]})
+    cells = {setting(recs.iloc[order].reset_index(drop=True)) for order in ([0, 1, 2, 3], [1, 0, 3, 2], [3, 2, 1, 0])}
+    assert len(cells) == 1, cells

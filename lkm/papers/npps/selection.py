@@ -48,6 +48,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -122,9 +123,10 @@ def setting(recs: pd.DataFrame, keys: tuple[str, ...] = ("C", "sigma", "k")) -> 
         if all(v is None for v in values):
             continue
         name = _SYMBOLS.get(key, key)
-        if any(key in t for t in tuned):
-            counts = pd.Series([format_value(v) for v in values]).value_counts(sort=True)
-            parts.append(f"{name}={counts.index[0]} ({counts.iloc[0]}/{n})")
+        if any(key in t for t in tuned):  # ties by the value's text, never by the order of the records
+            counts = Counter(format_value(v) for v in values)
+            top, chosen = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+            parts.append(f"{name}={top} ({chosen}/{n})")
         else:
             parts.append(f"{name}={format_value(values[0])}")
     return ", ".join(parts) or "–"
