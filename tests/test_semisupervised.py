@@ -27,23 +27,25 @@ def _dataset() -> Dataset:
 
 def test_draws_are_seeded_disjoint_and_cover_the_pool():
     data = _dataset()
-    proto = SemiSupervisedProtocol(pool=100, labeled_per_class=2, repeats=3, seed=5)
+    proto = SemiSupervisedProtocol(pool=120, labeled_per_class=2, repeats=3, seed=5)
     a, b = proto.splits(data), proto.splits(data)
     for s, t in zip(a, b, strict=True):
         np.testing.assert_array_equal(s.unlabeled, t.unlabeled)  # same seed, same draws
         labeled = np.setdiff1d(s.train, s.unlabeled)
-        assert len(labeled) == 2 * len(np.unique(data.y[:100]))
-        assert all((data.y[labeled] == c).sum() == 2 for c in np.unique(data.y[:100]))
-        np.testing.assert_array_equal(s.train, np.arange(100))
-        np.testing.assert_array_equal(s.test, np.arange(100, 150))
+        assert len(labeled) == 2 * len(np.unique(data.y[:120]))
+        assert all((data.y[labeled] == c).sum() == 2 for c in np.unique(data.y[:120]))
+        np.testing.assert_array_equal(s.train, np.arange(120))
+        np.testing.assert_array_equal(s.test, np.arange(120, 150))
     assert not np.array_equal(a[0].unlabeled, a[1].unlabeled)  # realizations differ
 
 
 @pytest.mark.parametrize("kwargs, words", [
-    ({"pool": 100, "labeled_per_class": 60}, "labeled_per_class: 60"),
-    ({"pool": 100, "labeled": 100}, "leaves none unlabeled"),
+    ({"pool": 120, "labeled_per_class": 60}, "labeled_per_class: 60"),
+    ({"pool": 120, "labeled": 120}, "leaves none unlabeled"),
     ({"pool": 150, "labeled": 3}, "nothing left to test on"),
     ({"pool": "predefined", "labeled": 3}, "no official train/test split"),
+    # iris is sorted by class: its first 100 rows never show the class all 50 test rows have
+    ({"pool": 100, "labeled": 3}, "hold no row of class 2"),
 ])
 def test_impossible_draws_are_one_line_spec_errors(kwargs, words):
     with pytest.raises(SpecError, match=words) as err:
@@ -193,7 +195,7 @@ def test_labeled_group_makes_one_realization_per_speaker(data_dir):
         assert len(labeled) == 52 and len(np.unique(isolet.row_groups["speaker"][labeled])) == 1
         assert len(split.unlabeled) == 1508 and len(split.test) == 1559
     with pytest.raises(SpecError, match="has no row group 'session'"):
-        SemiSupervisedProtocol(pool=100, labeled_group="session").splits(_dataset())
+        SemiSupervisedProtocol(pool=120, labeled_group="session").splits(_dataset())
     with pytest.raises(ValueError, match="repeats"):
         SemiSupervisedProtocol(pool=1560, labeled_group="speaker", repeats=3)
 

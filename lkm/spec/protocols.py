@@ -353,8 +353,14 @@ class SemiSupervisedProtocol(_Protocol):
             test = np.asarray(parts["test"])
             if np.isin(test, pool).any():
                 raise SpecError(f"protocol.pool: the first {self.pool} rows of '{dataset.name}' reach into its official test part")
-            return pool, test
-        return pool, np.arange(self.pool, n)
+        else:
+            test = np.arange(self.pool, n)
+        unseen = np.setdiff1d(np.unique(dataset.y[test]), np.unique(dataset.y[pool]))
+        if unseen.size:  # e.g. a file sorted by class: the test would score a class no fit can predict
+            raise SpecError(f"protocol.pool: the first {self.pool} rows of '{dataset.name}' hold no row of class "
+                            f"{unseen[0].item()!r} ({unseen.size} class(es) in all), which its test rows have; shuffle the "
+                            "rows, or use a dataset with an official train/test split (pool: predefined)")
+        return pool, test
 
     def _group_splits(self, dataset: Dataset, pool: np.ndarray, test: np.ndarray) -> list[Split]:
         name = self.labeled_group
