@@ -193,7 +193,6 @@ KILL_POINTS = (10, 45, 80)
 
 
 @linux_only
-@pytest.mark.slow  # 77 s on 2 cores at load 8 (six `lkm run` starts, 240 fits)
 def test_resume_after_kill_9_at_several_points_loses_nothing_and_duplicates_nothing(tmp_path: Path) -> None:
     """Signals: `lkm run --jobs 2` killed with kill -9 at three points of its records (each
     time resumed by the same command), then run to the end: every planned task is
