@@ -150,3 +150,26 @@ def test_load_dataset_through_the_download_cache(serve, data_dir, tmp_path, monk
     assert (
         ds.X.shape == (345, 6) and (tmp_path / "cache" / "liver-disorders" / "bupa.data").is_file()
     )
+
+
+def test_a_refusing_url_falls_back_to_the_mirrors_in_order(serve, data_dir, tmp_path):
+    """MNIST's canonical server refuses requests: the registry's mirrors of the same bytes
+    are tried in order, and a file none of them serves names every URL tried."""
+    (tmp_path / "empty").mkdir()
+    dead, empty, good = serve(tmp_path / "empty"), serve(tmp_path / "empty"), serve(data_dir)
+    dead.stop()
+    entry = dataclasses.replace(_entry_at(dead.url), mirrors=(f"{empty.url}/x/{SMALL_DATASET}",
+                                                            f"{good.url}/{_entry_at('').relpath}"))
+    path = fetch_file(entry, None, tmp_path / "cache")
+    assert file_sha256(path) == entry.sha256
+    lost = dataclasses.replace(entry, mirrors=entry.mirrors[:1])
+    with pytest.raises(DatasetUnavailable) as err:
+        fetch_file(lost, None, tmp_path / "cache2", dataset=SMALL_DATASET)
+    message = str(err.value)
+    assert "\n" not in message and "2 URLs tried" in message and "404" in message and "its 1 mirror(s)" in message
+
+
+def test_mnist_lists_mirrors_of_its_refusing_canonical_url():
+    for entry in dataset_info("mnist").files:
+        assert entry.url.startswith("http://yann.lecun.com/") and len(entry.mirrors) == 2
+        assert all(m.endswith("/" + entry.name) for m in entry.mirrors)

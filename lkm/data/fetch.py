@@ -85,7 +85,9 @@ def _unavailable(
         looked, mirror_hint = f"not in LKM_DATA_DIR ({data_dir / entry.dir}/)", "it"
     else:
         looked, mirror_hint = f"not in the download cache ({cache / entry.dir}/)", entry.relpath
-    if entry.url:
+    if entry.url and entry.mirrors:
+        source, verb = f"could not be downloaded from {entry.url} or its {len(entry.mirrors)} mirror(s) ({reason})", "download"
+    elif entry.url:
         source, verb = f"could not be downloaded from {entry.url} ({reason})", "download"
     else:
         source, verb = f"has no direct download URL (origin: {entry.origin or 'unknown'})", "obtain"
@@ -136,28 +138,36 @@ def fetch_file(
     import pooch  # with requests, pooch's own dependency: imported late, only when downloading
     import requests
 
-    try:
-        path = pooch.retrieve(
-            entry.url,
-            known_hash=f"sha256:{entry.sha256}",
-            fname=entry.name,
-            path=cache / entry.dir,
-            downloader=pooch.HTTPDownloader(progressbar=False, timeout=DOWNLOAD_TIMEOUT),
-            progressbar=False,
-        )
-    except ValueError as exc:
-        match = re.search(r"but got ([0-9a-fA-F]{64})", str(exc))
-        if match is None:  # not a hash mismatch: an unsupported URL or similar
-            raise _unavailable(entry, dataset, data_root, cache, _one_line(exc)) from None
-        raise ChecksumError(
-            f"{_where(dataset, entry)}: the download from {entry.url} has sha256 "
-            f"{match.group(1).lower()} but the registry expects {entry.sha256}; it was "
-            f"discarded (the server may serve a different version); obtain the right file "
-            f"and place it at {(data_root or cache) / entry.relpath}"
-        ) from None
-    except (requests.RequestException, OSError) as exc:
-        raise _unavailable(entry, dataset, data_root, cache, _one_line(exc)) from None
-    return Path(path)
+    failures: list[str] = []
+    mismatch: ChecksumError | None = None
+    for url in entry.urls:  # the canonical URL, then each mirror of the same bytes
+        try:
+            path = pooch.retrieve(
+                url,
+                known_hash=f"sha256:{entry.sha256}",
+                fname=entry.name,
+                path=cache / entry.dir,
+                downloader=pooch.HTTPDownloader(progressbar=False, timeout=DOWNLOAD_TIMEOUT),
+                progressbar=False,
+            )
+            return Path(path)
+        except ValueError as exc:
+            match = re.search(r"but got ([0-9a-fA-F]{64})", str(exc))
+            if match is None:  # not a hash mismatch: an unsupported URL or similar
+                failures.append(f"{url}: {_one_line(exc)}")
+                continue
+            mismatch = mismatch or ChecksumError(
+                f"{_where(dataset, entry)}: the download from {url} has sha256 "
+                f"{match.group(1).lower()} but the registry expects {entry.sha256}; it was "
+                f"discarded (the server may serve a different version); obtain the right file "
+                f"and place it at {(data_root or cache) / entry.relpath}"
+            )
+        except (requests.RequestException, OSError) as exc:
+            failures.append(f"{url}: {_one_line(exc)}")
+    if mismatch is not None:
+        raise mismatch from None
+    reason = failures[0] if len(failures) == 1 else f"{len(failures)} URLs tried: " + "; ".join(failures)
+    raise _unavailable(entry, dataset, data_root, cache, reason)
 
 
 def fetch_dataset_files(info: DatasetInfo, data_dir: str | Path | None = None) -> dict[str, Path]:

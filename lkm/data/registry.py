@@ -3,7 +3,8 @@
 The YAML ships inside the package through the ``lkm/data/registry.yaml`` symlink. Each
 entry names one dataset and says where its rows come from:
 
-- ``source: file`` — ``files`` (name, dir, url, sha256, size, optional ``alternatives``:
+- ``source: file`` — ``files`` (name, dir, url, sha256, size, optional ``mirrors``: more
+  URLs of the same bytes, tried in order when ``url`` fails; optional ``alternatives``:
   other forms of the same content, each with its own name, sha256 and size, accepted
   in the mirror or cache instead of the canonical file) read by ``parser`` (a function
   of :mod:`lkm.data.parsers`) with ``options``;
@@ -53,7 +54,7 @@ _ENTRY_KEYS = {
     "row_groups",
     "meta",
 }
-_FILE_KEYS = {"name", "dir", "url", "sha256", "size", "origin", "alternatives"}
+_FILE_KEYS = {"name", "dir", "url", "mirrors", "sha256", "size", "origin", "alternatives"}
 _ALTERNATIVE_KEYS = {"name", "sha256", "size", "note"}
 
 
@@ -84,6 +85,12 @@ class FileEntry:
     dir: str
     origin: str = ""
     alternatives: tuple[AlternativeFile, ...] = ()
+    mirrors: tuple[str, ...] = ()  # more URLs of the same bytes, tried in order after ``url``
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """Every download URL, ``url`` first."""
+        return ((self.url,) if self.url else ()) + self.mirrors
 
     @property
     def relpath(self) -> str:
@@ -165,7 +172,17 @@ def _file_entry(raw: Any, index: int, name: str) -> FileEntry:
         dir=str(raw["dir"]),
         origin=str(raw.get("origin") or ""),
         alternatives=alternatives,
+        mirrors=_mirrors(raw, index, name),
     )
+
+
+def _mirrors(raw: dict, index: int, name: str) -> tuple[str, ...]:
+    mirrors = raw.get("mirrors") or []
+    if not isinstance(mirrors, list) or not all(isinstance(u, str) and "://" in u for u in mirrors):
+        raise _entry_error(index, name, f"file {raw['name']}: mirrors must be a list of URLs")
+    if mirrors and not raw.get("url"):
+        raise _entry_error(index, name, f"file {raw['name']}: mirrors need a url (the canonical one) first")
+    return tuple(mirrors)
 
 
 def _dataset_info(raw: Any, index: int) -> DatasetInfo:
