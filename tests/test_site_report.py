@@ -361,6 +361,29 @@ def test_a_folder_written_by_an_older_lkm_is_named_not_fatal(tmp_path: Path) -> 
     assert files.claims == 0 and "chi2" in text
 
 
+def test_missing_or_corrupt_inputs_are_named_and_never_counted_as_agreement(tmp_path: Path) -> None:
+    """Deleted tables, a deleted figure, a corrupt claims.json and a corrupt provenance.json:
+    each named with its file in "Still missing", and the headline says some runs are not
+    counted instead of reporting agreement it cannot see."""
+    tiny_results(tmp_path)
+    (tmp_path / "lpl_claims" / "claims.json").write_text("{not json", encoding="utf-8")
+    run = tmp_path / "lpl_vs_svm"
+    (run / "records").mkdir(parents=True)
+    (run / "records" / "part-1.jsonl").write_text("{}\n", encoding="utf-8")
+    (run / "spec.yaml").write_text("name: lpl_vs_svm\n", encoding="utf-8")
+    (run / "provenance.json").write_text("{\"lkm_version\": ", encoding="utf-8")
+    (run / "figures").mkdir()
+    (run / "figures" / ".inputs.json").write_text(json.dumps({"best": {"digest": "x", "files": ["figures/best.png"]}}),
+                                                  encoding="utf-8")
+    files = build_site(tmp_path, PAPERS, CROSS_SPEC)
+    missing = " | ".join(files.missing)
+    assert f"no tables in {run / 'tables'}/" in missing
+    assert "figure figures/best.png is gone" in missing
+    assert f"{run / 'provenance.json'}: unreadable" in missing and "did not finish" not in missing
+    assert "claims.json could not be read" in missing
+    assert "not fully counted" in files.differing
+
+
 def test_the_cross_paper_ranking_is_shown_when_written(data_dir: Path, tmp_path: Path, monkeypatch) -> None:
     """The smoke cross-paper run and lkm.report.ranking's ranking: the report's cross-paper
     section shows the ranking table, the Friedman test and the critical-difference figure."""

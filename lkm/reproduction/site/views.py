@@ -95,6 +95,7 @@ class RunView:
     perturbed: dict[str, Any] | None = None  # {"name", "exists", "seconds"} of its fragility rerun
     reading: bool = False  # a variant run of one of the paper's readings (its rows are not flagged)
     older: bool = False  # its tables were written by an older lkm (no tables/*.json): `lkm report <folder>`
+    problems: list[str] = field(default_factory=list)  # inputs missing or corrupt: named in "Still missing"
 
     @property
     def anchor(self) -> str:
@@ -190,10 +191,14 @@ def differing_line(site: Site) -> str:
     """"12 table rows differ from the paper beyond our 95 % interval: 3 reproduced under a reading, …"."""
     c = site.flagged_rows()
     flagged = c["reproduced"] + c["not reached"] + c["no reading tried"]
-    return (f"{flagged} table rows differ from the paper (its number outside our 95% interval): "
+    unseen = sum(1 for p in site.papers for r in p.runs if r.exists and (r.older or r.problems))
+    line = (f"{flagged} table rows differ from the paper (its number outside our 95% interval): "
             f"{c['reproduced']} reproduced under a documented reading, {c['not reached']} not reached under "
             f"the readings tried, {c['no reading tried']} with no reading tried yet; {c['margin only']} more "
             f"differ by over {DIFF_POINTS:g} points but hold the paper's number inside our interval")
+    if unseen:  # never claim agreement the report cannot see
+        line += f"; {unseen} run(s) with missing or unreadable tables, figures or provenance are not fully counted (see Still missing)"
+    return line
 
 
 def slug(text: str) -> str:
@@ -201,11 +206,21 @@ def slug(text: str) -> str:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    return read_json_file(path)[0]
+
+
+def read_json_file(path: Path) -> tuple[dict[str, Any], str | None]:
+    """``(content, None)`` of a JSON object file; ``({}, None)`` when it does not exist;
+    ``({}, "<path>: unreadable (<why>)")`` when it exists but is corrupt or not an object."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    except FileNotFoundError:
+        return {}, None
+    except (OSError, ValueError) as exc:
+        return {}, f"{path}: unreadable ({' '.join(str(exc).split())[:120]})"
+    if not isinstance(data, dict):
+        return {}, f"{path}: unreadable (not a JSON object)"
+    return data, None
 
 
 def _spec_file(path: str) -> Path | None:
@@ -226,6 +241,14 @@ def _load_spec(path: str, smoke: bool):
         return load_spec(found, smoke=smoke, max_fits=1 << 62)
     except LkmError:
         return None
+
+
+def _lost_figures(folder: Path) -> list[str]:
+    """Figure files the run's last report drew (``figures/.inputs.json``) that are gone."""
+    drawn = _read_json(folder / "figures" / ".inputs.json")
+    files = [f for entry in drawn.values() if isinstance(entry, dict) for f in entry.get("files") or []
+             if isinstance(f, str) and f.endswith(".png")]
+    return [f for f in files if not (folder / f).is_file()]
 
 
 def _figures(folder: Path, sub: str = "figures") -> list[tuple[str, Path, str]]:
@@ -283,8 +306,15 @@ def _run_view(results: Path, spec_path: str, smoke: bool, make: str, perturbed_n
         return view
     order = list(spec.outputs.tables) if spec is not None else []
     view.tables, view.older = _tables(folder / "tables", name, order)
+    view.problems += [f"{name}: {t.notes[0]}" for t in view.tables if not t.columns and t.notes]
+    if not view.tables and not view.older and any((folder / "records").glob("part-*")):
+        view.problems.append(f"{name}: no tables in {folder / 'tables'}/ (deleted?): `lkm report {folder}` writes them")
     view.figures = _figures(folder)
-    view.provenance = _read_json(folder / "provenance.json")
+    view.problems += [f"{name}: figure {f} is gone (deleted?): `lkm report {folder}` draws it again"
+                      for f in _lost_figures(folder)]
+    view.provenance, corrupt = read_json_file(folder / "provenance.json")
+    if corrupt:
+        view.problems.append(f"{name}: {corrupt}; its settings, data versions and time are not shown")
     plan = _read_json(folder / "plan.json")
     view.unavailable = {str(k): str(v) for k, v in (plan.get("unavailable") or {}).items()}
     for ds, info in (view.provenance.get("datasets") or {}).items():
@@ -352,6 +382,8 @@ def _paper_view(results: Path, key: str, module: Any, smoke: bool) -> PaperView:
             v = cells.get("verdict", "")
             vclass, is_smoke = verdict_class(v)
             claims.append(Claim(key, cells.get("#", ""), cells.get(claim_col, ""), v, vclass, is_smoke or smoke, cells))
+    elif claims_table is not None and claims_table.notes:  # claims.json exists but cannot be read
+        missing.append(f"claims table {folder.name}/claims: {claims_table.notes[0]}: `{make}` rewrites it")
     elif older or (folder / "claims.md").is_file():
         missing.append(f"claims table {folder.name}/claims: {OLDER_TABLES}: `{make}` rewrites it")
     else:
@@ -372,7 +404,8 @@ def _paper_view(results: Path, key: str, module: Any, smoke: bool) -> PaperView:
         tasks = run.provenance.get("tasks") or {}
         if isinstance(tasks, dict) and tasks.get("failed"):
             missing.append(f"{run.name}: {tasks['failed']} fit(s) failed (see its records)")
-        if not run.provenance:
+        missing += run.problems
+        if not run.provenance and not (run.folder / "provenance.json").is_file():
             missing.append(f"{run.name}: no provenance.json (the run did not finish): `{make}`")
         if run.perturbed is not None and not run.perturbed["exists"]:
             missing.append(f"fragility rerun {run.perturbed['name']}/ not run yet: `{make}`")
