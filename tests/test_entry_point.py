@@ -9,11 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from processes import CEILING
+
 LKM = [sys.executable, "-m", "lkm.cli"]
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*LKM, *args], cwd=cwd, capture_output=True, text=True, timeout=120,
+    return subprocess.run([*LKM, *args], cwd=cwd, capture_output=True, text=True, timeout=CEILING,
                           env={**os.environ, "LKM_PROGRESS_SECONDS": "0"})
 
 

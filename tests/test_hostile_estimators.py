@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from processes import patience
 from typer.testing import CliRunner
 
 from lkm.cli import app
@@ -208,7 +209,7 @@ def test_lpl_k_above_training_size_warns_once_records_k_and_is_fast() -> None:
         model = LocalizedProjectionLearning(k=500, sigma=2.0).fit(X, y)
         predicted = model.predict(Q)
         model.decision_function(Q)
-    assert time.perf_counter() - t0 < 5.0
+    assert time.perf_counter() - t0 < 5.0 * patience()  # a bound, scaled by the machine's load
     messages = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
     assert messages == ["LPL: k=500 > 341 training rows; using k=341"]
     assert model.k_ == model.info_["k"] == 341

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import patience
 from typer.testing import CliRunner
 
 from lkm.cli import app
@@ -108,7 +109,7 @@ def test_oversized_spec_is_refused_before_parsing(tmp_path):
     p = write(tmp_path, "name: x\n" + "#" * MAX_SPEC_BYTES)
     t0 = time.perf_counter()
     msg = spec_error(load_spec, p)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 1.0 * patience()  # a bound, scaled by the machine's load
     assert msg.startswith(f"{p}: larger than {MAX_SPEC_BYTES} bytes")
 
 
@@ -139,7 +140,7 @@ def test_alias_bomb_under_smoke_fails_fast(tmp_path):
     p = write(tmp_path, "name: b\n" + BASE + "smoke:\n" + billion_laughs())
     t0 = time.perf_counter()
     msg = spec_error(load_spec, p, smoke=True)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 1.0 * patience()  # a bound, scaled by the machine's load
     assert msg.startswith(f"{p}: line ") and "expands to more than" in msg
 
 
@@ -272,7 +273,7 @@ def test_log_spaced_count_is_bounded_before_allocating():
     t0 = time.perf_counter()
     with pytest.raises(ValueError, match=f"has 1000000000 values \\(at most {MAX_GRID_VALUES} per grid\\)"):
         parse_grid("0.01:100:1000000000")
-    assert time.perf_counter() - t0 < 0.1
+    assert time.perf_counter() - t0 < 0.1 * patience()  # a bound, scaled by the machine's load
     with pytest.raises(ValueError, match="per grid"):
         parse_grid(list(range(MAX_GRID_VALUES + 1)))
 
@@ -290,7 +291,7 @@ def test_plan_over_the_limit_fails_fast_with_the_override_named():
     """Case: 3,000,000 fits were planned with no limit or warning."""
     t0 = time.perf_counter()
     msg = spec_error(spec_from_dict, base(sweep={"sigma": "0.01:100:10000", "k": "1:1000:10000"}), "s.yaml")
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 1.0 * patience()  # a bound, scaled by the machine's load
     n = 3 * (10_000 + 10_000 * 10_000)  # PL: sigma only; LPL: sigma x k
     assert msg == f"s.yaml: plan has {n} fits (> limit {MAX_FITS}): narrow the grids or pass --max-fits {n}"
 
@@ -317,7 +318,7 @@ def test_tuning_grid_size_is_bounded():
     data = base(sweep={}, methods=[{"name": "R", "estimator": "rls", "tune": {"grid": {"t": "1:10:1000", "lam": "1:10:1000"}}}])
     t0 = time.perf_counter()
     msg = spec_error(spec_from_dict, data, "s.yaml")
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 1.0 * patience()  # a bound, scaled by the machine's load
     assert msg.startswith("s.yaml: methods[0] (R): 1000000 parameter settings with its tune.grid")
 
 
@@ -361,7 +362,7 @@ def cli_error(workdir: Path, spec: Path, *args: str) -> str:
     before = {str(p.relative_to(workdir)) for p in workdir.rglob("*")}
     t0 = time.perf_counter()
     res = runner.invoke(app, ["run", spec.name, *args], catch_exceptions=False)
-    assert time.perf_counter() - t0 < 5.0
+    assert time.perf_counter() - t0 < 5.0 * patience()  # a bound, scaled by the machine's load
     assert res.exit_code == 2, res.output
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr

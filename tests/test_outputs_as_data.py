@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from processes import CEILING
 from tiny_runs import TINY, run_tiny
 
 from lkm.engine.store import json_default
@@ -189,7 +190,7 @@ def _compile(folder: Path, tex_files: list[Path]) -> str:
     doc.write_text(_PREAMBLE + "".join(f"\\input{{{p.as_posix()}}}\n\\clearpage\n" for p in tex_files)
                    + "\\end{document}\n", encoding="ascii")
     res = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=folder,
-                         capture_output=True, text=True, errors="replace", timeout=120)
+                         capture_output=True, text=True, errors="replace", timeout=CEILING)
     log = (folder / "all.log").read_text(errors="replace")
     errors = [line for line in log.splitlines() if line.startswith("!")]
     assert res.returncode == 0 and not errors, (errors, res.stdout[-3000:])

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
+from processes import CEILING
 
 from lkm.engine.runner import build_plan, execute, write_plan
 from lkm.engine.store import RunStore
@@ -126,40 +124,6 @@ def test_failed_tasks_are_recorded_and_retried_on_resume(tmp_path):
     assert store.completed_ids() == set()
 
 
-def test_resume_after_kill_9_loses_nothing_and_duplicates_nothing(tmp_path):
-    spec = dict(SMALL, name="killme", datasets=["sklearn-breast-cancer"], sweep={"sigma": "0.1:10:12"}, paper={},
-                protocol={"kind": "kfold", "folds": 10, "seed": 0})
-    spec_path = tmp_path / "spec.json.yaml"
-    spec_path.write_text(json.dumps(spec))  # JSON is YAML
-    out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "lkm.cli", "run", str(spec_path), "--out", str(out), "--no-progress"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.time() + 60
-    records = out / "records"
-    while time.time() < deadline:
-        n = sum(1 for p in records.glob("part-*.jsonl") for _ in open(p)) if records.exists() else 0
-        if n >= 20:
-            break
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    partial = RunStore(out).completed_ids()
-    assert 0 < len(partial)
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    store = RunStore(out)
-    plan_ids = set(json.loads((out / "plan.json").read_text())["task_ids"])
-    ids = [r["task_id"] for r in store.iter_records()]
-    assert set(ids) == plan_ids and len(ids) == len(plan_ids)
-    assert partial <= store.completed_ids()
-    # The resumed run has the same numbers as an uninterrupted one.
-    fresh = tmp_path / "fresh"
-    subprocess.run([*cmd[:-3], "--out", str(fresh), "--no-progress"], check=True, capture_output=True, timeout=300)
-    a = RunStore(out).records_frame().set_index("task_id")["accuracy"].sort_index()
-    b = RunStore(fresh).records_frame().set_index("task_id")["accuracy"].sort_index()
-    pd.testing.assert_series_equal(a, b)
-
-
 def test_end_to_end_on_real_uci_data(tmp_path, data_dir):
     spec = {
         "name": "sonar-e2e", "datasets": ["sonar"], "protocol": {"kind": "kfold", "folds": 5, "seed": 0},
@@ -171,7 +135,7 @@ def test_end_to_end_on_real_uci_data(tmp_path, data_dir):
     res = subprocess.run(
         [sys.executable, "-m", "lkm.cli", "run", str(spec_path), "--out", str(tmp_path / "run"),
          "--data-dir", str(data_dir), "--no-progress"],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True, timeout=CEILING,
     )
     assert res.returncode == 0, res.stderr
     df = pd.read_csv(tmp_path / "run" / "results.csv")

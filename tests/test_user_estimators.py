@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from processes import CEILING
 from typer.testing import CliRunner
 
 from lkm.cli import app
@@ -164,11 +165,11 @@ def test_users_own_module_runs_when_importable_and_the_spec_folder_is_not_on_sys
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     command = [sys.executable, "-m", "lkm.cli", "run", str(spec_dir / "spec.yaml"), "--out", str(tmp_path / "out"),
                "--no-progress"]
-    refused = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    refused = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=CEILING)
     assert refused.returncode == 2
     assert "methods[0].estimator: estimator 'mypkg.mymod.NearestMean': cannot import module 'mypkg.mymod'" in refused.stderr
     ran = subprocess.run(command, env={**env, "PYTHONPATH": str(spec_dir)}, cwd=tmp_path, capture_output=True,
-                         text=True, timeout=300)
+                         text=True, timeout=CEILING)
     assert ran.returncode == 0, ran.stderr
     records = _records(tmp_path / "out")
     assert len(records) == 2 * 3 and all(r["status"] == "ok" for r in records)
