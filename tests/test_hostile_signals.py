@@ -292,14 +292,17 @@ def test_threads_per_worker_share_the_cores() -> None:
 def test_worker_env_caps_threads_and_keeps_the_users_choices(monkeypatch) -> None:
     """Threads: workers start with thread counts set and passive OpenMP waiting; variables
     the user set are passed through unchanged."""
-    for var in (*workers.THREAD_VARS, "OMP_WAIT_POLICY"):
+    for var in (*workers.THREAD_VARS, "OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT"):
         monkeypatch.delenv(var, raising=False)
     env = workers.worker_env(3)
     assert all(env[v] == "3" for v in workers.THREAD_VARS) and env["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert env["OPENBLAS_THREAD_TIMEOUT"] == "4"  # idle BLAS threads sleep at once: --jobs 1 costs no extra CPU
     monkeypatch.setenv("OMP_NUM_THREADS", "7")
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "10")
     env = workers.worker_env(3)
     assert env["OMP_NUM_THREADS"] == "7" and env["OMP_WAIT_POLICY"] == "ACTIVE" and env["OPENBLAS_NUM_THREADS"] == "3"
+    assert env["OPENBLAS_THREAD_TIMEOUT"] == "10"
 
 
 def test_jobs_run_under_the_thread_cap_in_workers() -> None:
