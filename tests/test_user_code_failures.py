@@ -191,6 +191,8 @@ def test_sys_exit_in_fit_is_a_failed_fit_and_a_run_of_only_those_exits_1(tmp_pat
     results = (tmp_path / "out" / "results.csv").read_text()
     assert results.count("fit called sys.exit(0)") == 2
     assert "Exit: failed, 2 of 2 fits" in res.stdout
+    summary = (tmp_path / "out" / "tables" / "summary.md").read_text()  # the table says so too
+    assert "failed (2 of 2 fits)" in summary and "fit called sys.exit(0)" in summary
 
 
 def test_wrong_counts_and_a_users_keyboardinterrupt_are_failed_fits_and_the_run_goes_on(tmp_path: Path) -> None:

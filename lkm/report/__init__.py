@@ -70,6 +70,8 @@ def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,
     agg = aggregate(df, spec)
     written.failures += core.failure_warnings(df)
     if agg.empty and not spec.studies:
+        if written.failures and "summary" in spec.outputs.tables:  # every fit failed: say so in the table
+            written += TABLES["summary"](ReportContext(store, spec, df, agg, agg, unavailable))
         return written
     from lkm.studies import study_outputs  # without accuracy records, only the study outputs apply
 
