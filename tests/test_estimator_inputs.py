@@ -12,18 +12,28 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from sklearn.utils import get_tags
 
 from lkm.methods import (
+    HKNN,
+    LDCV,
+    NHKNN,
+    NLDCV,
     NPPS,
     NPPSSVM,
     PRLS,
     REGRESSOR_PATHS,
+    SVMKNN,
     LapRLS,
     LapRLSRegressor,
+    LocalizedProjectionLearning,
     LocalRiskRegularization,
+    NearestNeighbor,
     PLapRLS,
     PRLSRegressor,
+    ProjectionLearning,
     RegularizedLeastSquares,
+    SVMClassifier,
     describe_estimators,
 )
 from lkm.methods.manifold import penalty_bracket
@@ -239,6 +249,36 @@ def test_sparse_input_gives_the_dense_results(make, fmt: str) -> None:
     sparse = make().fit(Xs, y)
     np.testing.assert_allclose(_outputs(sparse, Xs), _outputs(dense, X), rtol=0, atol=1e-12)
     np.testing.assert_allclose(sparse.predict(Xs), dense.predict(X), rtol=0, atol=1e-12)
+
+
+# Methods that start from distances (or LIBSVM's SVM): sparse X densified once, same results.
+SPARSE_DENSIFIED = [
+    lambda: NearestNeighbor(),
+    lambda: HKNN(n_neighbors=3),
+    lambda: LDCV(n_neighbors=2),
+    lambda: NHKNN(n_neighbors=5, sigma=2.0),
+    lambda: NLDCV(n_neighbors=4, sigma=2.0),
+    lambda: ProjectionLearning(sigma=2.0),
+    lambda: LocalizedProjectionLearning(sigma=2.0, k=8),
+    lambda: SVMKNN(n_neighbors=6, sigma=2.0),
+    lambda: SVMClassifier(C=2.0, sigma=2.0),
+    lambda: SVMClassifier(kernel="linear"),
+    lambda: SVMClassifier(sigma=2.0, multiclass="ova"),
+]
+
+
+@pytest.mark.parametrize("make", SPARSE_DENSIFIED, ids=_ids(SPARSE_DENSIFIED))
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+@pytest.mark.parametrize("classes", [2, 3])
+def test_sparse_input_of_distance_methods_gives_the_dense_results(make, fmt: str, classes: int) -> None:
+    X, y = _data(16, n=36, d=4, classes=classes)
+    X[np.abs(X) < 0.5] = 0.0
+    Xs = sp.csr_matrix(X).asformat(fmt)
+    assert get_tags(make()).input_tags.sparse
+    dense = make().fit(X, y)
+    sparse = make().fit(Xs, y)
+    np.testing.assert_array_equal(sparse.predict(Xs), dense.predict(X))
+    np.testing.assert_allclose(sparse.decision_function(Xs), dense.decision_function(X), rtol=0, atol=1e-8)
 
 
 def test_npps_accepts_sparse_and_keeps_it() -> None:

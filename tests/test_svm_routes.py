@@ -150,3 +150,90 @@ def test_bench_busy_core_runs_a_burner_only_inside_the_block() -> None:
         assert len(burners) == 1 and all(p.is_alive() for p in burners)
     assert not any(p.is_alive() for p in burners)
     assert set(multiprocessing.active_children()) == before
+
+
+# ---------------------------------------------------------------- class_weight (LIBSVM's -wi)
+
+#: Decision values of SVMClassifier before class_weight existed (commit 44fd0cf) on
+#: standardized breast cancer, fit on X[::2], evaluated on X[1::40].
+_BEFORE_CLASS_WEIGHT = {
+    "gaussian": [-1.77031696, 0.20692879, 0.34555793, -2.07143266, -0.85964481, -1.72663657, 1.74879347,
+                 1.54150966, -1.48482492, 1.58414442, 1.88677479, -1.79388586, 0.9226015, -1.37455489,
+                 1.02096558],
+    "linear": [-4.75746273, 0.79071358, 0.74992968, -4.40886545, -4.73259031, -2.75512798, 4.74392442,
+               2.76917409, -5.15131222, 2.15157832, 3.98757408, -3.5395487, 1.52345132, -11.7482078,
+               5.52089237],
+}
+
+
+def _standardized_breast_cancer() -> tuple[np.ndarray, np.ndarray]:
+    X, y = load_breast_cancer(return_X_y=True)
+    return (X - X.mean(axis=0)) / X.std(axis=0), y
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "linear"])
+def test_class_weight_none_keeps_the_model(kernel: str) -> None:
+    X, y = _standardized_breast_cancer()
+    params = {"C": 2.0, "sigma": 4.0} if kernel == "gaussian" else {"C": 0.5, "kernel": "linear"}
+    model = SVMClassifier(**params, class_weight=None).fit(X[::2], y[::2])
+    np.testing.assert_allclose(model.decision_function(X[1::40]), _BEFORE_CLASS_WEIGHT[kernel], rtol=0, atol=1e-7)
+    ones = SVMClassifier(**params, class_weight={0: 1.0, 1: 1.0}).fit(X[::2], y[::2])
+    np.testing.assert_array_equal(ones.support_, model.support_)
+    np.testing.assert_allclose(ones.decision_function(X), model.decision_function(X), rtol=0, atol=1e-12)
+
+
+def test_class_weight_of_ones_equals_none_with_three_classes() -> None:
+    X_train, y_train, X_test, _ = _split(load_iris)
+    plain = SVMClassifier(C=2.0, sigma=1.0).fit(X_train, y_train)
+    ones = SVMClassifier(C=2.0, sigma=1.0, class_weight={0: 1, 1: 1, 2: 1}).fit(X_train, y_train)
+    np.testing.assert_allclose(ones.dual_coef_, plain.dual_coef_, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ones.decision_function(X_test), plain.decision_function(X_test), rtol=0, atol=1e-12)
+
+
+def test_balanced_class_weight_raises_minority_recall() -> None:
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(300, 2)), rng.normal(size=(30, 2)) + 1.2])
+    y = np.r_[np.zeros(300, int), np.ones(30, int)]
+    Xt = np.vstack([rng.normal(size=(600, 2)), rng.normal(size=(600, 2)) + 1.2])
+    yt = np.r_[np.zeros(600, int), np.ones(600, int)]
+    recall = {cw: np.mean(SVMClassifier(sigma=1.0, class_weight=cw).fit(X, y).predict(Xt)[yt == 1] == 1)
+              for cw in (None, "balanced")}
+    assert recall["balanced"] > recall[None] + 0.2, recall
+
+
+@pytest.mark.parametrize("class_weight", [{0: 3.0, 1: 0.5}, {1: 4.0}, "balanced"])
+@pytest.mark.parametrize("route", ["precomputed", "own"])
+def test_class_weight_matches_svc(class_weight, route: str, monkeypatch) -> None:
+    from sklearn.svm import SVC
+
+    X, y = _standardized_breast_cancer()
+    X_train, y_train, X_test = X[::3], y[::3], X[1::7]
+    sigma = 4.0
+    ours = _fit_on(route, monkeypatch, SVMClassifier(C=2.0, sigma=sigma, tol=1e-8, class_weight=class_weight),
+                   X_train, y_train)
+    svc = SVC(C=2.0, gamma=1.0 / (2.0 * sigma**2), tol=1e-8, class_weight=class_weight).fit(X_train, y_train)
+    np.testing.assert_allclose(ours.decision_function(X_test), svc.decision_function(X_test), rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(ours.predict(X_test), svc.predict(X_test))
+
+
+def test_class_weight_matches_svc_with_three_classes() -> None:
+    from sklearn.svm import SVC
+
+    X_train, y_train, X_test, _ = _split(load_iris)
+    weights = {0: 0.5, 1: 3.0, 2: 1.5}
+    ours = SVMClassifier(C=2.0, sigma=1.0, tol=1e-8, class_weight=weights).fit(X_train, y_train)
+    svc = SVC(C=2.0, gamma=0.5, tol=1e-8, class_weight=weights, decision_function_shape="ovo").fit(X_train, y_train)
+    # same dual solution (LIBSVM's label order and pair signs differ from SVC's: compared as sorted sets)
+    assert ours.n_support_.sum() == svc.n_support_.sum()
+    np.testing.assert_allclose(np.sort(np.abs(ours.dual_coef_.ravel())), np.sort(np.abs(svc.dual_coef_.ravel())),
+                               rtol=0, atol=1e-6)
+    np.testing.assert_allclose(np.sort(np.abs(ours.rho_)), np.sort(np.abs(svc.intercept_)), rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(ours.predict(X_test), svc.predict(X_test))
+
+
+def test_class_weight_is_refused_with_one_vs_rest() -> None:
+    X_train, y_train, _, _ = _split(load_iris)
+    with pytest.raises(ValueError, match="multiclass='ovo'"):
+        SVMClassifier(multiclass="ova", class_weight="balanced").fit(X_train, y_train)
+    two = y_train < 2  # two classes: one model, the weights apply
+    SVMClassifier(multiclass="ova", class_weight="balanced").fit(X_train[two], y_train[two])

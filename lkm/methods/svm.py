@@ -66,9 +66,11 @@ from libsvm.svm import (
 )
 from libsvm.svm import libsvm as clib
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.class_weight import compute_class_weight
 
 from lkm.errors import NumericalError
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier, available_unless
+from lkm.methods.risk import densify
 from lkm.numerics.kernels import (
     CHECK_MIN_BYTES,
     DistanceCache,
@@ -338,6 +340,17 @@ class SVMClassifier(LocalKernelClassifier):
     Without it ``predict_proba`` raises AttributeError. The decision function and
     ``predict`` do not depend on ``probability`` (LIBSVM's -b 1 CV only fits the sigmoids).
 
+    ``class_weight``: None (every class weight 1), ``{class: weight}`` (missing classes 1)
+    or ``"balanced"`` (n_samples / (n_classes · count)), as scikit-learn's ``SVC``:
+    LIBSVM's ``-wi`` per-label weights (class c's C is ``C · weight``); with
+    ``multiclass="ova"`` and more than two classes it raises ValueError (a "rest" label
+    mixes classes of different weights).
+
+    scipy sparse X (CSR, CSC, ...) is densified once at validation
+    (:func:`lkm.methods.risk.densify`): every route computes on dense rows (the feature
+    route stores only the nonzero entries as LIBSVM nodes either way), so sparse and dense
+    input fit the same model; memory is that of the dense X.
+
     Two classes: ``decision_function`` is LIBSVM's decision value, positive for
     ``classes_[1]``. More classes, ``"ovo"``: LIBSVM's one-vs-one voting;
     ``decision_function`` returns, per class, its number of votes plus a fraction in
@@ -355,6 +368,7 @@ class SVMClassifier(LocalKernelClassifier):
         "probability": ["boolean"],
         "kernel": [StrOptions({"gaussian", "linear", "precomputed"})],
         "multiclass": [StrOptions({"ovo", "ova"})],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
     conditional_params = {"sigma": ("kernel", ("gaussian",))}
 
@@ -368,6 +382,7 @@ class SVMClassifier(LocalKernelClassifier):
         probability: bool = False,
         kernel: str = "gaussian",
         multiclass: str = "ovo",
+        class_weight: dict | str | None = None,
     ) -> None:
         self.C = C
         self.sigma = sigma
@@ -377,6 +392,32 @@ class SVMClassifier(LocalKernelClassifier):
         self.probability = probability
         self.kernel = kernel
         self.multiclass = multiclass
+        self.class_weight = class_weight
+
+    def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # densified once (:func:`lkm.methods.risk.densify`)
+        return tags
+
+    def _validate_training(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+        """As :class:`LocalKernelClassifier`'s, scipy sparse X densified first."""
+        return super()._validate_training(densify(X), y)
+
+    def _validate_query(self, X: Any) -> np.ndarray:
+        return super()._validate_query(densify(X))
+
+    def _weight_options(self, y_index: np.ndarray, ova: bool) -> str:
+        """LIBSVM's per-label weights ``-wi w`` for ``class_weight`` ("" for None)."""
+        if self.class_weight is None:
+            return ""
+        if ova:
+            raise ValueError(
+                "SVMClassifier: class_weight needs multiclass='ovo' (or two classes): LIBSVM weighs "
+                "labels (-wi), and each one-vs-rest model's 'rest' label mixes classes of different weights")
+        weights = compute_class_weight(self.class_weight, classes=self.classes_, y=self.classes_[y_index])
+        # LIBSVM labels as in fit: two classes -1/+1 (classes_[0]/classes_[1]), else the class index
+        labels = (-1, 1) if self.classes_.size == 2 else range(self.classes_.size)
+        return "".join(f" -w{label} {float(w)!r}" for label, w in zip(labels, weights, strict=True))
 
     def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None) -> SVMClassifier:
         X, y_index = self._validate_training(X, y)
@@ -391,6 +432,7 @@ class SVMClassifier(LocalKernelClassifier):
         options = f"-s 0 -c {float(self.C)!r} -e {float(self.tol)!r} "
         options += f"-m {float(self.cache_size)!r} -h {int(bool(self.shrinking))}"
         options += f" -b {int(bool(self.probability))}"
+        options += self._weight_options(y_index, ova)
         sigma = self.sigma_
         stored = float(np.count_nonzero(X)) / max(n, 1) if self.kernel != "precomputed" else float(n)
         # a width whose gamma is not a normal float64 is evaluated exactly only in numpy
