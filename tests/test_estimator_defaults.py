@@ -42,20 +42,19 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
     **{
         name: {
             "check_classifiers_classes": (
-                "lkm/methods/manifold.py: the default unlabeled_label=-1 (scikit-learn's "
-                "semi-supervised convention) reads the check's label -1 as 'unlabeled', leaving one "
-                "labeled class (ValueError); also expected in tests/test_manifold.py"
+                "lkm/methods/manifold.py: the semi-supervised estimators' default unlabeled_label=-1 "
+                "(scikit-learn's convention) reads the check's label -1 as 'unlabeled', leaving one "
+                "labeled class (ValueError naming unlabeled_label); PRLS, supervised, takes any labels"
             ),
         }
-        for name in ("PRLS", "LapRLS", "PLapRLS")
+        for name in ("LapRLS", "PLapRLS")
     },
 }
 
 
 _WEIGHTS_NOT_REPETITION = (
-    "{file}: sample_weight is being added there by a concurrent change (uncommitted when this "
-    "test was written); with it, weighting a sample by 2 is not fitting it twice ({why}), so "
-    "scikit-learn's weight/repetition equivalence fails on dense and sparse data"
+    "{file}: weighting a sample by 2 is not fitting it twice ({why}), so scikit-learn's "
+    "weight/repetition equivalence fails on dense and sparse data"
 )
 for _name, _file, _why in [
     ("LocalRiskRegularization", "lkm/methods/risk.py", "a repeated sample also changes the local vicinity"),

@@ -16,6 +16,7 @@ from numbers import Real
 from typing import Any, TypeVar
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -113,6 +114,15 @@ def memoized(cache: DistanceCache | None, key: Any, compute: Callable[[], T], *a
     return compute() if cache is None else cache.memo(key, compute, *arrays)
 
 
+def densify(X: Any) -> Any:
+    """scipy sparse input (CSR, CSC, COO, ...) as a dense array, anything else unchanged.
+
+    The kernel methods start from squared distances and dense n × n Gram matrices, so a
+    sparse X is converted once, at validation (memory n_samples × n_features float64);
+    the results equal those of the dense input."""
+    return X.toarray() if sp.issparse(X) else X
+
+
 class available_unless:  # noqa: N801 (a decorator, named like sklearn's available_if)
     """Like scikit-learn's ``available_if``: the decorated method exists on an instance
     only when ``reason(instance)`` returns None; otherwise reading it raises
@@ -188,7 +198,12 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
             "or rescale the features"
         )
 
-    def _validate_training(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # densified once at validation (:func:`densify`)
+        return tags
+
+    def _validate_training(self, X: Any, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Validate parameters and data; set ``classes_`` and ``n_features_in_``.
 
         Returns X as float64 (the caller's array object when it already is one, so a
@@ -198,7 +213,7 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
         """
         self._validate_params()
         self._reject_boolean_numbers()
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = validate_data(self, densify(X), y, dtype=np.float64)
         check_feature_scale(X, type(self).__name__)
         check_classification_targets(y)
         self.classes_, y_index = np.unique(y, return_inverse=True)
@@ -224,9 +239,9 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
                     f"not a boolean; got {value!r}"
                 )
 
-    def _validate_query(self, X: np.ndarray) -> np.ndarray:
+    def _validate_query(self, X: Any) -> np.ndarray:
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, densify(X), dtype=np.float64, reset=False)
         check_feature_scale(X, type(self).__name__, role="query")
         return X
 

@@ -72,10 +72,11 @@ from lkm.methods.base import (
     SIGMA_CONSTRAINT,
     LocalKernelClassifier,
     check_feature_scale,
+    densify,
     memoized,
     resolve_sigma,
 )
-from lkm.methods.risk import check_sample_weight, densify
+from lkm.methods.risk import check_sample_weight
 from lkm.numerics.kernels import DistanceCache, heat_from_sq, polynomial_kernel, sq_dists
 from lkm.numerics.neighbors import k_smallest
 

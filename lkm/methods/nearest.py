@@ -3,13 +3,10 @@ Euclidean or the two-sided tangent distance (:mod:`lkm.numerics.tangent`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
 from lkm.methods.base import LocalKernelClassifier
-from lkm.methods.risk import densify
 from lkm.numerics.kernels import DistanceCache, sq_dists
 
 METRICS = ("euclidean", "tangent")
@@ -37,18 +34,6 @@ class NearestNeighbor(LocalKernelClassifier):
 
     def __init__(self, metric: str = "euclidean") -> None:
         self.metric = metric
-
-    def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # densified once (:func:`lkm.methods.risk.densify`)
-        return tags
-
-    def _validate_training(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-        """As :class:`LocalKernelClassifier`'s, scipy sparse X densified first (distances need dense rows)."""
-        return super()._validate_training(densify(X), y)
-
-    def _validate_query(self, X: Any) -> np.ndarray:
-        return super()._validate_query(densify(X))
 
     def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None) -> NearestNeighbor:
         """Store the training samples (``cache`` is accepted for the common signature)."""

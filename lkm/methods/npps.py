@@ -34,8 +34,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier, check_feature_scale
-from lkm.methods.risk import densify
+from lkm.methods.base import (
+    SCALE,
+    SIGMA_CONSTRAINT,
+    LocalKernelClassifier,
+    check_feature_scale,
+    densify,
+)
 from lkm.methods.svm import SVMClassifier
 from lkm.numerics.kernels import DistanceCache
 from lkm.numerics.neighbors import NEIGHBOR_BACKENDS, make_neighbors, pair_sq_dists, upper_kth
@@ -513,18 +518,6 @@ class NPPSSVM(LocalKernelClassifier):
             return None
         params = tuple(getattr(self, p) for p in _NPPS_CONSTRAINTS)
         return ("npps_selection", *params)
-
-    def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # densified once here (:func:`densify`): the SVM sees dense rows
-        return tags
-
-    def _validate_training(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-        """As :class:`LocalKernelClassifier`'s, scipy sparse X densified first (:func:`densify`)."""
-        return super()._validate_training(densify(X), y)
-
-    def _validate_query(self, X: Any) -> np.ndarray:
-        return super()._validate_query(densify(X))
 
     def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None) -> NPPSSVM:
         X, y_index = self._validate_training(X, y)

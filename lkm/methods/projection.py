@@ -26,7 +26,6 @@ from scipy.spatial.distance import squareform
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier, memoized
-from lkm.methods.risk import densify
 from lkm.numerics.kernels import (
     EXP_FLUSH_BELOW,
     DistanceCache,
@@ -385,18 +384,6 @@ class ProjectionLearning(LocalKernelClassifier):
         self.rcond = rcond
         self.solver = solver
 
-    def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # densified once (:func:`lkm.methods.risk.densify`)
-        return tags
-
-    def _validate_training(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-        """As :class:`LocalKernelClassifier`'s, scipy sparse X densified first (distances need dense rows)."""
-        return super()._validate_training(densify(X), y)
-
-    def _validate_query(self, X: Any) -> np.ndarray:
-        return super()._validate_query(densify(X))
-
     def _solver(self, n_unique: int) -> str:
         if self.solver != "auto":
             return self.solver
@@ -552,18 +539,6 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         self.search_k = search_k
         self.random_state = random_state
         self.measure_recall = measure_recall
-
-    def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # densified once (:func:`lkm.methods.risk.densify`)
-        return tags
-
-    def _validate_training(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-        """As :class:`LocalKernelClassifier`'s, scipy sparse X densified first (distances need dense rows)."""
-        return super()._validate_training(densify(X), y)
-
-    def _validate_query(self, X: Any) -> np.ndarray:
-        return super()._validate_query(densify(X))
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle support: an annoy index is a C object, so its forest is stored as the

@@ -14,7 +14,6 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.linalg import cho_factor, cho_solve
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -55,15 +54,6 @@ def soft_vicinity(sq_dist: np.ndarray, beta: float) -> np.ndarray:
 
 
 VICINITIES = {"hard": hard_vicinity, "soft": soft_vicinity}
-
-
-def densify(X: Any) -> Any:
-    """scipy sparse input (CSR, CSC, COO, ...) as a dense array, anything else unchanged.
-
-    The kernel methods start from squared distances and dense n × n Gram matrices, so a
-    sparse X is converted once, at validation (memory n_samples × n_features float64);
-    the results equal those of the dense input."""
-    return X.toarray() if sp.issparse(X) else X
 
 
 def check_sample_weight(sample_weight: Any, n: int, owner: str) -> np.ndarray | None:
@@ -141,18 +131,6 @@ class _KernelRidgeBase(LocalKernelClassifier):
     #: sigma is the Gaussian kernel's width; t and unit_diagonal belong to the heat kernel.
     conditional_params = {"sigma": ("kernel", ("gaussian",)), "t": ("kernel", ("heat",)),
                           "unit_diagonal": ("kernel", ("heat",))}
-
-    def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # densified once (:func:`densify`)
-        return tags
-
-    def _validate_training(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-        """As :class:`LocalKernelClassifier`'s, scipy sparse X densified first (:func:`densify`)."""
-        return super()._validate_training(densify(X), y)
-
-    def _validate_query(self, X: Any) -> np.ndarray:
-        return super()._validate_query(densify(X))
 
     def _gram(self, A: np.ndarray, B: np.ndarray, cache: DistanceCache | None) -> np.ndarray:
         if self.kernel == "gaussian":

@@ -38,7 +38,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from lkm.errors import NotApplicable
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
-from lkm.methods.risk import densify
 from lkm.numerics.kernels import DISTANCES, DistanceCache, check_metric, gaussian_from_sq, sq_dists
 from lkm.numerics.neighbors import k_smallest
 
@@ -124,18 +123,6 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
     """
 
     _numerical_params: tuple[str, ...] = ("n_neighbors",)
-
-    def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # densified once (:func:`lkm.methods.risk.densify`)
-        return tags
-
-    def _validate_training(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-        """As :class:`LocalKernelClassifier`'s, scipy sparse X densified first (distances need dense rows)."""
-        return super()._validate_training(densify(X), y)
-
-    def _validate_query(self, X: Any) -> np.ndarray:
-        return super()._validate_query(densify(X))
 
     def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None) -> Any:
         """Store the training data (the methods are lazy: all work happens per query)."""

@@ -69,8 +69,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 
 from lkm.errors import NumericalError
-from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier, available_unless
-from lkm.methods.risk import densify
+from lkm.methods.base import (
+    SCALE,
+    SIGMA_CONSTRAINT,
+    LocalKernelClassifier,
+    available_unless,
+)
 from lkm.numerics.kernels import (
     CHECK_MIN_BYTES,
     DistanceCache,
@@ -347,7 +351,7 @@ class SVMClassifier(LocalKernelClassifier):
     mixes classes of different weights).
 
     scipy sparse X (CSR, CSC, ...) is densified once at validation
-    (:func:`lkm.methods.risk.densify`): every route computes on dense rows (the feature
+    (:func:`lkm.methods.base.densify`): every route computes on dense rows (the feature
     route stores only the nonzero entries as LIBSVM nodes either way), so sparse and dense
     input fit the same model; memory is that of the dense X.
 
@@ -393,18 +397,6 @@ class SVMClassifier(LocalKernelClassifier):
         self.kernel = kernel
         self.multiclass = multiclass
         self.class_weight = class_weight
-
-    def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # densified once (:func:`lkm.methods.risk.densify`)
-        return tags
-
-    def _validate_training(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-        """As :class:`LocalKernelClassifier`'s, scipy sparse X densified first."""
-        return super()._validate_training(densify(X), y)
-
-    def _validate_query(self, X: Any) -> np.ndarray:
-        return super()._validate_query(densify(X))
 
     def _weight_options(self, y_index: np.ndarray, ova: bool) -> str:
         """LIBSVM's per-label weights ``-wi w`` for ``class_weight`` ("" for None)."""

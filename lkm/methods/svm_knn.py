@@ -31,7 +31,6 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
-from lkm.methods.risk import densify
 from lkm.methods.svm import PRECOMPUTED_MAX_BYTES, SVMClassifier
 from lkm.numerics.kernels import DistanceCache, check_metric, gaussian_from_sq, sq_dists
 from lkm.numerics.neighbors import k_smallest
@@ -92,18 +91,6 @@ class SVMKNN(LocalKernelClassifier):
         self.metric = metric
         self.multiclass = multiclass
         self.tol = tol
-
-    def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # densified once (:func:`lkm.methods.risk.densify`)
-        return tags
-
-    def _validate_training(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-        """As :class:`LocalKernelClassifier`'s, scipy sparse X densified first (distances need dense rows)."""
-        return super()._validate_training(densify(X), y)
-
-    def _validate_query(self, X: Any) -> np.ndarray:
-        return super()._validate_query(densify(X))
 
     def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None) -> SVMKNN:
         """Store the training data (SVM-KNN is lazy: the SVMs are trained per query)."""
