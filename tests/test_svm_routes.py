@@ -231,9 +231,16 @@ def test_class_weight_matches_svc_with_three_classes() -> None:
     np.testing.assert_array_equal(ours.predict(X_test), svc.predict(X_test))
 
 
-def test_class_weight_is_refused_with_one_vs_rest() -> None:
-    X_train, y_train, _, _ = _split(load_iris)
-    with pytest.raises(ValueError, match="multiclass='ovo'"):
-        SVMClassifier(multiclass="ova", class_weight="balanced").fit(X_train, y_train)
-    two = y_train < 2  # two classes: one model, the weights apply
-    SVMClassifier(multiclass="ova", class_weight="balanced").fit(X_train[two], y_train[two])
+def test_one_vs_rest_class_weights_give_each_side_its_rows_total_weight() -> None:
+    """One-vs-rest: class c's model weighs c by its weight and the rest by its rows' mean
+    weight; all-ones weights equal no weights, and a heavy class wins more test rows."""
+    X_train, y_train, X_test, _ = _split(load_iris)
+    plain = SVMClassifier(multiclass="ova").fit(X_train, y_train)
+    ones = SVMClassifier(multiclass="ova", class_weight={0: 1.0, 1: 1.0, 2: 1.0}).fit(X_train, y_train)
+    np.testing.assert_allclose(ones.decision_function(X_test), plain.decision_function(X_test), rtol=0, atol=1e-10)
+    heavy = SVMClassifier(multiclass="ova", C=0.1, class_weight={0: 1.0, 1: 50.0, 2: 1.0}).fit(X_train, y_train)
+    light = SVMClassifier(multiclass="ova", C=0.1).fit(X_train, y_train)
+    assert (heavy.predict(X_test) == 1).sum() >= (light.predict(X_test) == 1).sum()
+    weights, counts = np.array([1.0, 50.0, 1.0]), np.array([10, 30, 60])
+    assert SVMClassifier._ova_weight_options(weights, counts, 1) == " -w1 50.0 -w-1 1.0"
+    assert SVMClassifier._ova_weight_options(weights, counts, 0) == f" -w1 1.0 -w-1 {(50 * 30 + 60) / 90!r}"

@@ -347,8 +347,9 @@ class SVMClassifier(LocalKernelClassifier):
     ``class_weight``: None (every class weight 1), ``{class: weight}`` (missing classes 1)
     or ``"balanced"`` (n_samples / (n_classes · count)), as scikit-learn's ``SVC``:
     LIBSVM's ``-wi`` per-label weights (class c's C is ``C · weight``); with
-    ``multiclass="ova"`` and more than two classes it raises ValueError (a "rest" label
-    mixes classes of different weights).
+    ``multiclass="ova"`` and more classes, class c's model weighs its label by c's weight
+    and the "rest" label by the mean weight of the rest's rows (so each side carries the
+    total weight its rows have).
 
     scipy sparse X (CSR, CSC, ...) is densified once at validation
     (:func:`lkm.methods.base.densify`): every route computes on dense rows (the feature
@@ -398,18 +399,32 @@ class SVMClassifier(LocalKernelClassifier):
         self.multiclass = multiclass
         self.class_weight = class_weight
 
-    def _weight_options(self, y_index: np.ndarray, ova: bool) -> str:
-        """LIBSVM's per-label weights ``-wi w`` for ``class_weight`` ("" for None)."""
+    def _class_weights(self, y_index: np.ndarray) -> np.ndarray | None:
+        """The weight of each class of ``classes_`` (scikit-learn's ``compute_class_weight``), or None."""
         if self.class_weight is None:
+            return None
+        return compute_class_weight(self.class_weight, classes=self.classes_, y=self.classes_[y_index])
+
+    def _weight_options(self, y_index: np.ndarray, ova: bool) -> str:
+        """LIBSVM's per-label weights ``-wi w`` for ``class_weight`` ("" for None, and for
+        one-vs-rest, whose weights are set per model: :meth:`_ova_weight_options`)."""
+        weights = self._class_weights(y_index)
+        if weights is None or ova:
             return ""
-        if ova:
-            raise ValueError(
-                "SVMClassifier: class_weight needs multiclass='ovo' (or two classes): LIBSVM weighs "
-                "labels (-wi), and each one-vs-rest model's 'rest' label mixes classes of different weights")
-        weights = compute_class_weight(self.class_weight, classes=self.classes_, y=self.classes_[y_index])
         # LIBSVM labels as in fit: two classes -1/+1 (classes_[0]/classes_[1]), else the class index
         labels = (-1, 1) if self.classes_.size == 2 else range(self.classes_.size)
         return "".join(f" -w{label} {float(w)!r}" for label, w in zip(labels, weights, strict=True))
+
+    @staticmethod
+    def _ova_weight_options(weights: np.ndarray | None, counts: np.ndarray, c: int) -> str:
+        """Class ``c``'s one-vs-rest model: its label +1 weighted ``weights[c]``, the rest
+        (-1) by the mean weight of its rows, so each side carries the total weight its rows
+        have under ``class_weight``."""
+        if weights is None:
+            return ""
+        rest = np.arange(weights.size) != c
+        w_rest = float(np.dot(weights[rest], counts[rest]) / counts[rest].sum())
+        return f" -w1 {float(weights[c])!r} -w-1 {w_rest!r}"
 
     def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None) -> SVMClassifier:
         X, y_index = self._validate_training(X, y)
@@ -506,9 +521,10 @@ class SVMClassifier(LocalKernelClassifier):
         y_out = np.ctypeslib.as_array(problem.y, (problem.l,))
         svs, coefs, rho, prob_b, prob_a = [], [], np.empty(n_class), np.empty(n_class), np.empty(n_class)
         per_model = {}
+        weights, counts = self._class_weights(y_index), np.bincount(y_index, minlength=n_class)
         for c in range(n_class):
             y_out[:] = np.where(y_index == c, 1.0, -1.0)
-            model = svm_train(problem, _parameter(options))
+            model = svm_train(problem, _parameter(options + self._ova_weight_options(weights, counts, c)))
             n_sv = model.get_nr_sv()
             sign = 1.0 if model.get_labels()[0] == 1 else -1.0  # LIBSVM's value favours its first label
             svs.append(np.asarray(model.get_sv_indices(), dtype=np.intp) - 1)
