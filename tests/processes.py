@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -51,3 +53,14 @@ def patience() -> float:
     on 2 idle cores becomes "within 2 s x patience()" on a loaded laptop)."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     return max(1.0, load / (os.cpu_count() or 1))
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL ``proc`` and every live process of its process group, then reap it (the
+    cleanup of a test that started ``proc`` with ``start_new_session=True``)."""
+    for pid in [*live_processes("pgrp", proc.pid), proc.pid]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    proc.communicate(timeout=CEILING)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from processes import CEILING, live_processes, patience, wait_until
+from processes import CEILING, kill_group, live_processes, patience, wait_until
 
 from lkm.engine import workers
 from lkm.engine.store import RunStore
@@ -93,12 +93,7 @@ def slow_run(tmp_path: Path) -> Iterator:
         yield start, out
     finally:
         for proc in started:
-            for pid in [*live_processes("pgrp", proc.pid), proc.pid]:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            proc.communicate(timeout=CEILING)
+            kill_group(proc)
 
 
 def _wait_for_records(proc: subprocess.Popen, out: Path, n: int = 1, timeout: float = CEILING) -> None:
@@ -235,12 +230,7 @@ def test_resume_after_kill_9_at_several_points_loses_nothing_and_duplicates_noth
         assert a.equals(b), (a.compare(b) if a.index.equals(b.index) else "different task ids")
     finally:
         for proc in started:
-            for pid in [*live_processes("pgrp", proc.pid), proc.pid]:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            proc.communicate(timeout=CEILING)
+            kill_group(proc)
 
 
 @linux_only
@@ -266,12 +256,7 @@ def test_watchdog_ends_a_worker_whose_parent_was_killed(tmp_path: Path) -> None:
         proc.wait(timeout=CEILING)
         assert wait_until(lambda: kid not in live_processes("pgrp", proc.pid), 3 * slack), "orphan still alive"
     finally:
-        for pid in [*live_processes("pgrp", proc.pid), proc.pid]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        proc.communicate(timeout=CEILING)
+        kill_group(proc)
 
 
 def test_watchdog_never_starts_in_the_main_process() -> None:

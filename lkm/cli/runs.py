@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import time
@@ -354,9 +353,10 @@ def _report_pack(pack: Any, out: Path, jobs: int, papers: Any, cross_spec: str) 
         TimeRemainingColumn,
     )
 
+    from lkm.engine.workers import effective_jobs
     from lkm.reproduction.rebuild import report_from_pack
 
-    n_jobs = os.cpu_count() or 1 if jobs == -1 else jobs
+    n_jobs = effective_jobs(jobs)  # -1: one per core
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("ETA"), TimeRemainingColumn())
     # no refresh thread: the steps run in forked processes, which must not inherit a running thread's locks

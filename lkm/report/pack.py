@@ -134,15 +134,12 @@ def verify_pack(root: Path) -> Pack:
         if got != sha:
             raise PackError(f"{path}: sha256 {got[:12]}… differs from the pack's manifest ({sha[:12]}…, "
                             f"version {data['version']}); restore the pack (git checkout docs/runs) or fetch it again")
-    extra = sorted(set(pack_files(root)) - set(listed)) if len(listed) != _count_files(root) else []
+    present = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and p.name != MANIFEST}
+    extra = sorted(present - set(listed))
     if extra:
         raise PackError(f"{root / extra[0]}: not in the pack's manifest ({root / MANIFEST}); "
                         "a pack holds exactly its listed files (`lkm docs snapshot` rewrites the manifest)")
     return Pack(root, str(data["version"]), str(data["created"]), dict(listed))
-
-
-def _count_files(root: Path) -> int:
-    return sum(1 for p in root.rglob("*") if p.is_file() and p.name != MANIFEST)
 
 
 # -- the pin of the pack that ships with lkm --------------------------------------------

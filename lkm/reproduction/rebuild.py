@@ -23,7 +23,6 @@ import hashlib
 import importlib
 import json
 import multiprocessing
-import os
 import shutil
 import sys
 import warnings
@@ -32,6 +31,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from types import ModuleType
 
+from lkm.engine.workers import threads_per_worker
 from lkm.errors import LkmError
 from lkm.report.pack import MANIFEST, Pack
 
@@ -154,7 +154,6 @@ def _worker_setup(threads: int) -> None:
     from lkm.numerics.threads import blas_threads
 
     warnings.simplefilter("ignore")
-    os.environ.setdefault("PYTHONWARNINGS", "ignore")
     blas_threads(threads).__enter__()  # for the worker's life
 
 
@@ -188,7 +187,7 @@ def report_from_pack(pack: Pack, papers: dict[str, ModuleType], cross_spec: str 
     total, done = len(todo) + 1, 0
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     workers = max(1, min(jobs, len(todo) or 1))
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    threads = threads_per_worker(workers)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_setup,
                              initargs=(threads,)) as pool:
         pending = {pool.submit(fn, *args): key for key, (fn, args, _) in todo.items()}
