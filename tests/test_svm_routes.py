@@ -75,8 +75,9 @@ def test_route_rule_prefers_the_gram_for_many_features_and_libsvms_kernel_otherw
     monkeypatch.setattr(svm_module, "available_memory", lambda: (2**40, "test"))
     choose = svm_module.choose_route
     assert choose(2_000, 784.0, 2, "gaussian") == "precomputed"  # MNIST pixels
-    assert choose(11_982, 784.0, 2, "gaussian") == "precomputed"  # 2.3 GB of nodes
-    assert choose(30_000, 784.0, 2, "gaussian") == "rbf"  # 14 GB: over PRECOMPUTED_MAX_BYTES
+    assert choose(11_982, 784.0, 2, "gaussian") == "precomputed"  # 1.15 GB, 8 bytes per entry
+    assert choose(32_000, 784.0, 2, "gaussian") == "precomputed"  # 8.2 GB
+    assert choose(60_000, 784.0, 2, "gaussian") == "rbf"  # 28.8 GB: over PRECOMPUTED_MAX_BYTES
     assert choose(2_000, 16.0, 2, "gaussian") == "rbf"  # letter's 16 features
     assert choose(455, 30.0, 2, "gaussian") == "rbf"  # breast cancer
     assert choose(4_140, 57.0, 2, "gaussian") == "precomputed"  # spambase
@@ -89,8 +90,8 @@ def test_route_rule_prefers_the_gram_for_many_features_and_libsvms_kernel_otherw
 
 def test_route_rule_leaves_the_gram_when_memory_is_short(monkeypatch) -> None:
     monkeypatch.setattr(svm_module, "available_memory", lambda: (100 * 2**20, "test"))
-    assert svm_module.choose_route(2_000, 784.0, 2, "gaussian") == "rbf"  # 64 MB > 25 MB
-    assert svm_module.choose_route(1_000, 784.0, 2, "gaussian") == "precomputed"  # 16 MB
+    assert svm_module.choose_route(3_000, 784.0, 2, "gaussian") == "rbf"  # 72 MB > 40 MB
+    assert svm_module.choose_route(1_000, 784.0, 2, "gaussian") == "precomputed"  # 8 MB
 
 
 def test_mnist_like_features_take_the_precomputed_route_by_default() -> None:

@@ -87,12 +87,13 @@ from lkm.numerics.kernels import (
 )
 from lkm.numerics.threads import blas_threads
 
-#: Largest LIBSVM node array (16 bytes per kernel entry) built for the precomputed route
-#: (MNIST 3-vs-8's 11,982 rows need 2.3 GB, 16,000 rows 4.1 GB; above, LIBSVM's own
-#: kernel is ~6x slower per value on 784 features than SVC's dense one) ...
-PRECOMPUTED_MAX_BYTES = 8 * 2**30
-#: ... and at most this share of the memory available when the fit starts.
-PRECOMPUTED_MEMORY_SHARE = 0.25
+#: Largest precomputed problem built (8 bytes per kernel entry, :func:`_precomputed_problem`:
+#: MNIST 3-vs-8's 11,982 rows need 1.15 GB, 32,000 rows 8.2 GB; above, LIBSVM's own kernel is
+#: ~6x slower per value on 784 features than SVC's dense one) ...
+PRECOMPUTED_MAX_BYTES = 16 * 2**30
+#: ... and at most this share of the memory available when the fit starts (two such fits
+#: started together by two workers take at most 0.4 + 0.4 * 0.6 of it).
+PRECOMPUTED_MEMORY_SHARE = 0.4
 #: Stored (nonzero) features per row from which the precomputed route is the cheaper one.
 PRECOMPUTED_MIN_FEATURES = 40
 #: More classes than this train one-vs-one on LIBSVM's own kernel (see the module doc).
@@ -221,8 +222,8 @@ def _node_rows(n: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     return nodes, nodes.view(np.int64)[:, 0::2] if fast_index else nodes["index"]
 
 
-def _problem(nodes: np.ndarray, row_starts: np.ndarray, targets: np.ndarray, n_max: int) -> svm_problem:
-    """A LIBSVM problem whose row i starts at node ``row_starts[i]`` of the flat ``nodes``
+def _problem(buffer: np.ndarray, row_offsets: np.ndarray, targets: np.ndarray, n_max: int) -> svm_problem:
+    """A LIBSVM problem whose row i starts ``row_offsets[i]`` bytes into ``buffer``
     (pointers set in one vectorized assignment; LIBSVM does not copy them). ``problem.y``
     may be rewritten between trainings (LIBSVM does not modify the problem), so
     one-vs-rest reuses one node array for all classes."""
@@ -234,34 +235,71 @@ def _problem(nodes: np.ndarray, row_starts: np.ndarray, targets: np.ndarray, n_m
     np.ctypeslib.as_array(problem.y, (n,))[:] = targets
     problem.x = (ctypes.POINTER(svm_node) * n)()
     pointers = np.ctypeslib.as_array(ctypes.cast(problem.x, ctypes.POINTER(ctypes.c_uint64)), (n,))
-    pointers[:] = nodes.ctypes.data + row_starts.astype(np.uint64) * np.uint64(_NODE.itemsize)
-    problem.x_space = nodes  # keeps the nodes alive with the problem (and the model)
+    pointers[:] = np.uint64(buffer.ctypes.data) + row_offsets.astype(np.uint64)
+    problem.x_space = buffer  # keeps the nodes alive with the problem (and the model)
     return problem
 
 
 def _precomputed_problem(
-    n: int, targets: np.ndarray, fill: Callable[[int, int, np.ndarray], Any]
+    n: int, targets: np.ndarray, fill: Callable[[int, int, int, np.ndarray], Any], symmetric: bool = True
 ) -> svm_problem:
-    """A LIBSVM problem for ``-t 4``: row i is ``0:i+1, 1:K(x_i,x_1), ..., n:K(x_i,x_n)``.
+    """A LIBSVM problem for ``-t 4`` at 8 bytes per kernel entry, half of LIBSVM's node array.
 
-    ``fill(start, stop, out)`` writes kernel rows ``start:stop`` into ``out`` (shape
-    (stop - start, n)), block by block (:data:`GRAM_BLOCK_BYTES`), so the Gram matrix
-    itself is never held twice.
+    LIBSVM reads a precomputed row only through ``.value`` fields: row j's serial number
+    ``x[j][0].value`` and the entry ``x[i][serial].value`` (``kernel_precomputed`` and
+    ``k_function`` in libsvm-official's svm.cpp; only ``svm_save_model``, never called
+    here, reads ``.index``). A node is 16 bytes, (index, padding) then the double value, so
+    the value fields of one row leave every other 8 bytes unused. Two rows therefore share
+    one array of n + 2 nodes: row 2m starts at the pair's first byte and row 2m + 1 eight
+    bytes later, so the odd row's values lie in the even row's index slots. Node s of the
+    even row holds its value at double 2s + 1 of the pair, node s of the odd row at 2s + 2;
+    node 0 is the serial number (1-based), nodes 1..n the kernel row.
+
+    ``fill(start, stop, first, out)`` writes the kernel entries of rows ``start:stop`` and
+    columns ``first:n`` into ``out`` (shape (stop - start, n - first)), block by block
+    (:data:`GRAM_BLOCK_BYTES`, an even number of rows), so the Gram matrix is never held
+    twice. ``symmetric``: only the upper triangle is computed (``first = start``) and each
+    block is also written transposed below the diagonal, so half the products and
+    exponentials are taken and the matrix LIBSVM reads is exactly symmetric; otherwise
+    (a Gram given by the user) whole rows are copied (``first = 0``).
     """
-    nodes, index_slots = _node_rows(n, n + 2)
-    index_row = np.concatenate(([0], np.arange(1, n + 1), [-1]))
-    values = nodes["value"]
-    rows = min(n, max(1, GRAM_BLOCK_BYTES // (8 * n)))
-    kernel = np.empty((rows, n))  # contiguous: numpy's vectorized exp needs it
-    for start in range(0, n, rows):
-        stop = min(start + rows, n)
-        k_block = kernel[: stop - start]
-        fill(start, stop, k_block)
-        index_slots[start:stop] = index_row
-        values[start:stop, 0] = np.arange(start + 1, stop + 1)
-        values[start:stop, 1 : n + 1] = k_block
-        values[start:stop, n + 1] = 0.0
-    return _problem(nodes.reshape(-1), np.arange(n) * (n + 2), targets, n)
+    pairs = (n + 1) // 2
+    width = 2 * (n + 2)  # doubles per pair of rows
+    buffer = np.empty(pairs * width)
+    stride = buffer.strides[0]
+    nodes_of = [  # parity -> (pairs, n + 1) view of those rows' nodes 0..n
+        np.lib.stride_tricks.as_strided(buffer[1 + parity:], shape=(pairs, n + 1),
+                                        strides=(width * stride, 2 * stride))
+        for parity in (0, 1)
+    ]
+
+    def write(rows: slice, cols: slice, values: np.ndarray) -> None:
+        """Kernel entries ``values`` of rows ``rows`` (even start) and columns ``cols``."""
+        for parity in (0, 1):
+            first_pair = (rows.start + parity) // 2
+            part = values[parity::2]
+            nodes_of[parity][first_pair : first_pair + part.shape[0], 1 + cols.start : 1 + cols.stop] = part
+
+    block_rows = min(n, max(2, GRAM_BLOCK_BYTES // (8 * n)))
+    block_rows += block_rows % 2
+    kernel = np.empty(block_rows * n)  # contiguous blocks: numpy's vectorized exp needs it
+    serial = np.arange(1, n + 1, dtype=np.float64)
+    nodes_of[0][:, 0] = serial[0::2]
+    nodes_of[1][: n // 2, 0] = serial[1::2]
+    for start in range(0, n, block_rows):
+        stop = min(start + block_rows, n)
+        first = start if symmetric else 0
+        block = kernel[: (stop - start) * (n - first)].reshape(stop - start, n - first)
+        fill(start, stop, first, block)
+        if symmetric:  # the diagonal square's lower half from its upper half
+            square = block[:, : stop - start]
+            lower = np.tril_indices(stop - start, -1)
+            square[lower] = square.T[lower]
+        write(slice(start, stop), slice(first, n), block)
+        if symmetric and stop < n:
+            write(slice(stop, n), slice(start, stop), block[:, stop - start :].T)
+    offsets = (np.arange(n) // 2) * (width * stride) + (np.arange(n) % 2) * stride
+    return _problem(buffer, offsets, targets, n)
 
 
 def _feature_problem(X: np.ndarray, targets: np.ndarray) -> svm_problem:
@@ -281,7 +319,7 @@ def _feature_problem(X: np.ndarray, targets: np.ndarray) -> svm_problem:
         index_slots[:, p] = -1
         nodes["value"][:, :p] = X
         nodes["value"][:, p] = 0.0
-        return _problem(nodes.reshape(-1), np.arange(n) * (p + 1), targets, p)
+        return _problem(nodes.reshape(-1), np.arange(n) * ((p + 1) * _NODE.itemsize), targets, p)
     counts = nonzero.sum(axis=1)
     ends = np.cumsum(counts + 1)  # each row ends with its (-1) terminator node
     rows, cols = np.nonzero(nonzero)
@@ -291,7 +329,7 @@ def _feature_problem(X: np.ndarray, targets: np.ndarray) -> svm_problem:
     nodes["value"][at] = X[nonzero]
     nodes["index"][ends - 1] = -1
     nodes["value"][ends - 1] = 0.0
-    return _problem(nodes, ends - counts - 1, targets, p)
+    return _problem(nodes, (ends - counts - 1) * _NODE.itemsize, targets, p)
 
 
 def choose_route(
@@ -309,7 +347,7 @@ def choose_route(
     cheaper = stored_per_row >= PRECOMPUTED_MIN_FEATURES and (ova or n_class <= PRECOMPUTED_MAX_CLASSES)
     if own_kernel_exact and not cheaper:
         return own
-    node_bytes = n * (n + 2) * _NODE.itemsize
+    node_bytes = ((n + 1) // 2) * 2 * (n + 2) * 8  # _precomputed_problem's
     # reading the system's memory figures costs about a millisecond: only for large arrays
     fits = node_bytes <= PRECOMPUTED_MAX_BYTES and (
         node_bytes <= CHECK_MIN_BYTES or node_bytes <= PRECOMPUTED_MEMORY_SHARE * available_memory()[0])
@@ -351,6 +389,14 @@ class SVMClassifier(LocalKernelClassifier):
     and the "rest" label by the mean weight of the rest's rows (so each side carries the
     total weight its rows have).
 
+    ``backend="intelex"`` trains the same model (C-SVC, same C, kernel, tolerance,
+    ``class_weight``) with scikit-learn-intelex's SVC (oneDAL's Thunder-style SMO solver,
+    ``pip install 'lkm[fast]'``) instead of LIBSVM, then predicts from its support vectors,
+    coefficients and intercepts exactly as for LIBSVM's model. Both solvers stop at the
+    same tolerance of the same dual, so the decision values agree to about ``tol`` (tested),
+    not bit for bit; the reproductions stay on LIBSVM (the papers' solver) unless a spec
+    asks for it. Without ``probability`` only (oneDAL's Platt scaling is not LIBSVM's).
+
     scipy sparse X (CSR, CSC, ...) is densified once at validation
     (:func:`lkm.methods.base.densify`): every route computes on dense rows (the feature
     route stores only the nonzero entries as LIBSVM nodes either way), so sparse and dense
@@ -374,6 +420,7 @@ class SVMClassifier(LocalKernelClassifier):
         "kernel": [StrOptions({"gaussian", "linear", "precomputed"})],
         "multiclass": [StrOptions({"ovo", "ova"})],
         "class_weight": [dict, StrOptions({"balanced"}), None],
+        "backend": [StrOptions({"libsvm", "intelex"})],
     }
     conditional_params = {"sigma": ("kernel", ("gaussian",))}
 
@@ -388,6 +435,7 @@ class SVMClassifier(LocalKernelClassifier):
         kernel: str = "gaussian",
         multiclass: str = "ovo",
         class_weight: dict | str | None = None,
+        backend: str = "libsvm",
     ) -> None:
         self.C = C
         self.sigma = sigma
@@ -398,6 +446,7 @@ class SVMClassifier(LocalKernelClassifier):
         self.kernel = kernel
         self.multiclass = multiclass
         self.class_weight = class_weight
+        self.backend = backend
 
     def _class_weights(self, y_index: np.ndarray) -> np.ndarray | None:
         """The weight of each class of ``classes_`` (scikit-learn's ``compute_class_weight``), or None."""
@@ -441,6 +490,9 @@ class SVMClassifier(LocalKernelClassifier):
         options += f" -b {int(bool(self.probability))}"
         options += self._weight_options(y_index, ova)
         sigma = self.sigma_
+        if self.backend == "intelex":
+            self._fit_intelex(X, y_index, ova)
+            return self
         stored = float(np.count_nonzero(X)) / max(n, 1) if self.kernel != "precomputed" else float(n)
         # a width whose gamma is not a normal float64 is evaluated exactly only in numpy
         exact = self.kernel != "gaussian" or not isinstance(exponent_scale(2.0 * sigma, sigma), tuple)
@@ -449,7 +501,8 @@ class SVMClassifier(LocalKernelClassifier):
             # the Gram is built block by block: each block's product decides its threads
             block_rows = min(n, max(1, GRAM_BLOCK_BYTES // (8 * n)))
             with _small_blas(2.0 * block_rows * n * X.shape[1]):
-                problem = _precomputed_problem(n, targets, self._gram_filler(X, cache))
+                problem = _precomputed_problem(n, targets, self._gram_filler(X, cache),
+                                               symmetric=self.kernel != "precomputed")
             options += " -t 4"
         elif route == "linear":
             problem = _feature_problem(X, targets)
@@ -494,21 +547,87 @@ class SVMClassifier(LocalKernelClassifier):
         }
         return self
 
-    def _gram_filler(self, X: np.ndarray, cache: DistanceCache | None) -> Callable[[int, int, np.ndarray], Any]:
-        """``fill(start, stop, out)`` for :func:`_precomputed_problem`: training kernel rows."""
+    def _fit_intelex(self, X: np.ndarray, y_index: np.ndarray, ova: bool) -> None:
+        """``backend="intelex"``: scikit-learn-intelex's SVC on the same problem; its support
+        vectors, coefficients and intercepts are stored in LIBSVM's layout (scikit-learn's
+        public attributes: ``decision = K(x, SV) @ dual_coef_.T + intercept_``), so
+        prediction is the LIBSVM model's."""
+        if self.probability:
+            raise ValueError("SVMClassifier(backend='intelex') does not train LIBSVM's Platt scaling; "
+                             "use backend='libsvm' with probability=True")
+        try:
+            from sklearnex.svm import SVC as IntelexSVC
+        except ImportError as error:
+            raise ImportError("SVMClassifier(backend='intelex') needs scikit-learn-intelex: "
+                              "pip install 'lkm[fast]' (or pip install scikit-learn-intelex)") from error
+        kernel = {"gaussian": "rbf"}.get(self.kernel, self.kernel)
+        gamma = 1.0 / (2.0 * self.sigma_**2) if self.kernel == "gaussian" else "scale"
+        weights = self._class_weights(y_index)
+
+        def solve(targets: np.ndarray, class_weight: dict | None) -> Any:
+            return IntelexSVC(C=float(self.C), kernel=kernel, gamma=gamma, tol=float(self.tol),
+                              cache_size=float(self.cache_size), shrinking=bool(self.shrinking),
+                              class_weight=class_weight).fit(X, targets)
+
+        self.X_fit_ = X
+        self.info_ = {"route": "intelex", "sigma": self.sigma_}
+        self.multiclass_ = "ova" if ova else "ovo"
+        n_class = self.classes_.size
+        if ova:
+            counts = np.bincount(y_index, minlength=n_class)
+            svs, coefs, rho, per_model = [], [], np.empty(n_class), {}
+            for c in range(n_class):
+                class_weight = None
+                if weights is not None:
+                    rest = np.arange(n_class) != c
+                    w_rest = float(np.dot(weights[rest], counts[rest]) / counts[rest].sum())
+                    class_weight = {1: float(weights[c]), 0: w_rest}
+                model = solve((y_index == c).astype(np.intp), class_weight)
+                svs.append(np.asarray(model.support_, dtype=np.intp))
+                coefs.append(model.dual_coef_[0])
+                rho[c] = -model.intercept_[0]
+                per_model[str(self.classes_[c])] = int(model.support_.size)
+            self.support_ = np.unique(np.concatenate(svs))
+            self.ova_coef_ = np.zeros((n_class, self.support_.size))
+            for c in range(n_class):
+                self.ova_coef_[c, np.searchsorted(self.support_, svs[c])] = coefs[c]
+            self.ova_rho_ = rho
+            self.info_["n_support_per_model"] = per_model
+        else:
+            class_weight = None if weights is None else dict(enumerate(map(float, weights)))
+            model = solve(y_index, class_weight)
+            # scikit-learn's attributes are LIBSVM's with the classes in classes_ order
+            # (support vectors grouped by class); with two classes scikit-learn negates the
+            # coefficients and intercept so that positive means classes_[1], LIBSVM's second
+            sign = -1.0 if n_class == 2 else 1.0
+            self.support_ = np.asarray(model.support_, dtype=np.intp)
+            self.n_support_ = np.asarray(model.n_support_, dtype=np.intp)
+            self.dual_coef_ = sign * np.asarray(model.dual_coef_, dtype=np.float64)
+            self.rho_ = -sign * np.asarray(model.intercept_, dtype=np.float64)
+            self.libsvm_class_order_ = np.arange(n_class)
+            self.info_["n_support_per_class"] = {
+                str(self.classes_[c]): int(s) for c, s in enumerate(self.n_support_)
+            }
+        self.support_vectors_ = X[self.support_]
+        self.info_["n_support"] = int(self.support_.size)
+
+    def _gram_filler(self, X: np.ndarray, cache: DistanceCache | None) -> Callable[[int, int, int, np.ndarray], Any]:
+        """``fill(start, stop, first, out)`` for :func:`_precomputed_problem`: the training
+        kernel's rows ``start:stop``, columns ``first:``."""
         if self.kernel == "precomputed":
-            return lambda start, stop, out: np.copyto(out, X[start:stop])
+            return lambda start, stop, first, out: np.copyto(out, X[start:stop, first:])
         if self.kernel == "linear":
-            return lambda start, stop, out: np.matmul(X[start:stop], X.T, out=out)
+            return lambda start, stop, first, out: np.matmul(X[start:stop], X[first:].T, out=out)
         sigma = self.sigma_
         if cache is not None or X.shape[0] ** 2 * 8 <= GRAM_BLOCK_BYTES:
             D = sq_dists(X, X, cache)  # shared with the cache's other users, or one block
-            return lambda start, stop, out: gaussian_from_sq(D[start:stop], sigma, out=out)
+            return lambda start, stop, first, out: gaussian_from_sq(D[start:stop, first:], sigma, out=out)
 
-        def fill(start: int, stop: int, out: np.ndarray) -> None:
+        def fill(start: int, stop: int, first: int, out: np.ndarray) -> None:
             # distances block by block: the n x n float64 matrix is never held
-            block = squared_euclidean(X[start:stop], X)
-            block[np.arange(stop - start), np.arange(start, stop)] = 0.0  # as squared_euclidean(X)
+            block = squared_euclidean(X[start:stop], X[first:])
+            diagonal = np.arange(max(start, first), stop)
+            block[diagonal - start, diagonal - first] = 0.0  # as squared_euclidean(X)
             gaussian_from_sq(block, sigma, out=out)
 
         return fill
