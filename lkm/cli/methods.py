@@ -64,11 +64,15 @@ def bench(
     problems: Annotated[str | None, typer.Option(
         help="--scaling: comma-separated problems (mnist-3-8, mnist-even-odd, letter); default all.")] = None,
     methods: Annotated[str | None, typer.Option(
-        "--methods", help="--scaling: comma-separated methods (svc, svm, npps_svm, pl, lpl_exact, "
-        "lpl_annoy); default all.")] = None,
+        "--methods", help="--scaling: comma-separated methods (svc, svm, svm_intelex, npps_svm, pl, "
+        "lpl_exact, lpl_annoy, ...: see the error for all); default all.")] = None,
     max_seconds: Annotated[float, typer.Option(
         min=1, help="--scaling: seconds one cell may take; a method stops growing past it.")] = 300.0,
     max_n: Annotated[int | None, typer.Option(min=2, help="--scaling: cap every training pool (a quick run).")] = None,
+    sizes: Annotated[str | None, typer.Option(
+        help="--scaling: comma-separated training sizes to try (each problem's pool size is always "
+        "tried last), e.g. 20000,32000 with --problems mnist-even-odd for the 60,000-image row; "
+        "default 500,1000,2000,4000,8000,16000,20000,32000,60000.")] = None,
     figure: Annotated[Path | None, typer.Option(help="--scaling: also draw the log-log figure here (PNG).")] = None,
     cluster: Annotated[str | None, typer.Option(
         "--cluster", metavar="ADDRESS",
@@ -88,7 +92,7 @@ def bench(
     Ratios (ours / reference) carry across machines; seconds do not.
     """
     if scaling:
-        _bench_scaling(data_dir, problems, methods, max_seconds, max_n, figure, out)
+        _bench_scaling(data_dir, problems, methods, max_seconds, max_n, figure, out, sizes)
         return
     if cluster:
         _bench_cluster(data_dir, cluster, out)
@@ -122,9 +126,9 @@ def _bench_cluster(data_dir, address: str, out: Path | None) -> None:
         out.write_text(json.dumps(result, indent=2, default=str) + "\n")
 
 
-def _bench_scaling(data_dir, problems, methods, max_seconds, max_n, figure, out) -> None:
+def _bench_scaling(data_dir, problems, methods, max_seconds, max_n, figure, out, sizes=None) -> None:
     """``lkm bench --scaling``: one line per cell as it finishes, then the table."""
-    from lkm.bench.scaling import METHODS, PROBLEMS, run_scaling, scaling_figure, scaling_markdown
+    from lkm.bench.scaling import METHODS, PROBLEMS, SIZES, run_scaling, scaling_figure, scaling_markdown
 
     def names(text: str | None, known, what: str) -> list[str]:
         chosen = [t.strip() for t in text.split(",") if t.strip()] if text else list(known)
@@ -135,6 +139,12 @@ def _bench_scaling(data_dir, problems, methods, max_seconds, max_n, figure, out)
 
     chosen_problems = names(problems, PROBLEMS, "problems")
     chosen_methods = names(methods, METHODS, "methods")
+    try:
+        chosen_sizes = sorted({int(t) for t in sizes.split(",") if t.strip()}) if sizes else list(SIZES)
+    except ValueError:
+        raise exit_error(LkmError(f"--sizes: expected comma-separated whole numbers, got {sizes!r}")) from None
+    if not chosen_sizes or min(chosen_sizes) < 2:
+        raise exit_error(LkmError(f"--sizes: each size must be at least 2, got {sizes!r}"))
 
     def show(cell: dict) -> None:
         what = (f"{cell['seconds']:.2f} s, {cell['peak_bytes'] / 2**20:.0f} MiB peak, accuracy {cell['accuracy']:.4f}"
@@ -143,7 +153,7 @@ def _bench_scaling(data_dir, problems, methods, max_seconds, max_n, figure, out)
 
     try:
         use_data_dir(data_dir)
-        results = run_scaling(chosen_problems, chosen_methods, max_seconds=max_seconds,
+        results = run_scaling(chosen_problems, chosen_methods, sizes=chosen_sizes, max_seconds=max_seconds,
                               data_dir=os.environ.get("LKM_DATA_DIR"), max_n=max_n, on_cell=show)
     except LkmError as exc:
         raise exit_error(exc) from None
