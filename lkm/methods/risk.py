@@ -29,6 +29,7 @@ from lkm.numerics.kernels import (
     times_scale,
     underflow_share,
 )
+from lkm.numerics.threads import small_blas
 
 _TINY = float(np.finfo(np.float64).tiny)
 
@@ -106,7 +107,9 @@ def solve_local_risk(
             raise ValueError("all vicinity weights are zero: the local risk is undefined")
         root = np.sqrt(w / normalizer)
         column = (-1,) + (1,) * (np.ndim(Y) - 1)
-        A = np.asfortranarray(root[:, None] * K * root[None, :])
+        A = np.empty((n, n), order="F")  # S K S, written straight into LAPACK's layout
+        np.multiply(root[:, None], K, out=A)
+        A *= root[None, :]
         rhs = root.reshape(column) * np.asarray(Y, dtype=np.float64)
     A[np.diag_indices(n)] += lam * n
     factor = cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
@@ -133,9 +136,13 @@ class _KernelRidgeBase(LocalKernelClassifier):
                           "unit_diagonal": ("kernel", ("heat",))}
 
     def _gram(self, A: np.ndarray, B: np.ndarray, cache: DistanceCache | None) -> np.ndarray:
-        if self.kernel == "gaussian":
-            return gaussian_gram(A, B, self.sigma_, cache)
-        return heat_gram(A, B, self.t, cache, normalized=not self.unit_diagonal)
+        # CV tuning makes hundreds of small Grams per fit: a second BLAS thread (the
+        # fragility rerun's) only adds hand-offs there, and gemm's bits do not change with
+        # it (the Cholesky's do: it keeps the caller's thread count)
+        with small_blas(2.0 * A.shape[0] * B.shape[0] * A.shape[1]):
+            if self.kernel == "gaussian":
+                return gaussian_gram(A, B, self.sigma_, cache)
+            return heat_gram(A, B, self.t, cache, normalized=not self.unit_diagonal)
 
     def _kernel_info(self, n: int) -> dict[str, Any]:
         info: dict[str, Any] = {"n_train": n, "kernel": self.kernel, "lam": float(self.lam)}
@@ -175,7 +182,9 @@ class _KernelRidgeBase(LocalKernelClassifier):
             scale = exponent_scale(2.0 * self.sigma_, self.sigma_)
         else:
             scale = exponent_scale(4.0 * self.t)
-        rows, row_min = exp_rows_scaled(sq_dists(X, self.X_fit_, cache), scale)
+        with small_blas(2.0 * X.shape[0] * self.X_fit_.shape[0] * X.shape[1]):
+            distances = sq_dists(X, self.X_fit_, cache)
+        rows, row_min = exp_rows_scaled(distances, scale)
         self.info_["underflow_share"] = underflow_share(row_min, scale)
         return rows
 

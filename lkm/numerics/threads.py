@@ -25,3 +25,17 @@ def blas_threads(limit: int | None) -> contextlib.AbstractContextManager[Any]:
     rescans the process's loaded libraries on every call (milliseconds), which made a
     39-sigma PL sweep, with ~3,000 small factorizations, 8 s slower."""
     return _blas_pools().limit(limits=limit) if limit is not None else contextlib.nullcontext()
+
+
+#: Products below this many flops run on one BLAS thread (:func:`small_blas`).
+SMALL_BLAS_FLOPS = 2**30
+
+
+def small_blas(flops: float) -> contextlib.AbstractContextManager[Any]:
+    """One BLAS thread for a matrix product (gemm) of fewer than :data:`SMALL_BLAS_FLOPS`
+    flops: it takes microseconds to milliseconds on one core, and each extra OpenBLAS
+    thread adds a hand-off that costs milliseconds when the other cores are busy. The same
+    bits either way: OpenBLAS's threaded gemm splits the output, and computes each entry
+    in one thread with the same reduction order (not so for LAPACK's factorizations,
+    whose blocking changes with the thread count: leave those at the caller's count)."""
+    return blas_threads(1 if flops < SMALL_BLAS_FLOPS else None)
