@@ -50,6 +50,13 @@ def test_a_cell_over_the_time_limit_stops_the_method_and_is_named(data_dir):
     assert "timeout" in scaling_markdown(cells)
 
 
+def test_the_table_gives_pl_over_kernel_ridge_at_each_n(data_dir):
+    cells = run_scaling(problems=["letter"], methods=["pl", "kernel_ridge"], sizes=(500,), max_n=500, data_dir=data_dir)
+    assert [(c["method"], c["status"]) for c in cells] == [("pl", "ok"), ("kernel_ridge", "ok")]
+    assert cells[0]["accuracy"] == pytest.approx(cells[1]["accuracy"], abs=0.02)  # nearly the same interpolant
+    assert "- pl / kernel_ridge (target <= 1.2): 500: " in scaling_markdown(cells)
+
+
 def test_the_next_size_is_predicted_at_the_measured_slope_but_never_below_linear():
     assert predicted_seconds([1000, 2000], [1.0, 4.0], 4000) == pytest.approx(16.0)
     assert predicted_seconds([1000], [2.0], 4000) == pytest.approx(8.0)

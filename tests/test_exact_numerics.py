@@ -9,7 +9,12 @@ import pytest
 
 from lkm.data import load_dataset
 from lkm.methods import LocalizedProjectionLearning, ProjectionLearning
-from lkm.methods.projection import largest_eigenvalue, psd_pinv_solve
+from lkm.methods.projection import (
+    clear_inverse_solve,
+    eigh_pinv_solve,
+    largest_eigenvalue,
+    psd_pinv_solve,
+)
 from lkm.methods.risk import LocalRiskPair, RegularizedLeastSquares
 from lkm.numerics.kernels import exp_rows_scaled, underflows
 from lkm.numerics.preprocessing import preprocess
@@ -132,6 +137,48 @@ def test_psd_pinv_solve_drops_eigenvalues_below_rcond_times_lambda_max() -> None
         expected = (Q[:, kept] / eigenvalues[kept]) @ (Q[:, kept].T @ y)
         assert rank == kept.sum() and route != "inverse"
         np.testing.assert_allclose(solution, expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max())
+
+
+def _spd(eigenvalues: np.ndarray, seed: int = 5) -> np.ndarray:
+    Q, _ = np.linalg.qr(np.random.default_rng(seed).normal(size=(eigenvalues.size, eigenvalues.size)))
+    G = (Q * eigenvalues) @ Q.T
+    return (G + G.T) / 2
+
+
+def test_clear_inverse_solve_is_the_inverse_of_a_clearly_nonsingular_matrix_and_keeps_it() -> None:
+    G = _spd(np.logspace(2, -4, 50))
+    y = np.random.default_rng(0).normal(size=(50, 2))
+    kept = G.copy()
+    solution = clear_inverse_solve(G, y)
+    np.testing.assert_array_equal(G, kept)
+    np.testing.assert_allclose(solution, np.linalg.solve(G, y), rtol=1e-8)
+    eigen, rank, route = eigh_pinv_solve(G, y)
+    assert (rank, route) == (50, "inverse")
+    np.testing.assert_allclose(eigen, np.linalg.solve(G, y), rtol=1e-8)
+
+
+@pytest.mark.parametrize("smallest", [0.0, 1e-9, 5e-8])
+def test_clear_inverse_solve_declines_a_matrix_with_an_eigenvalue_near_the_cutoff(smallest) -> None:
+    """λ_max = 100 and rcond = 1e-10 put the cutoff at 1e-8: an eigenvalue at or near it
+    (within the margin) sends eigh_pinv_solve to its eigendecomposition."""
+    G = _spd(np.concatenate([np.logspace(2, -2, 29), [smallest]]))
+    y = np.random.default_rng(1).normal(size=30)
+    assert clear_inverse_solve(G, y, rcond=1e-10) is None
+    assert eigh_pinv_solve(G, y, rcond=1e-10)[2] == "eigen"
+
+
+@pytest.mark.parametrize("sigma", [0.5, 3.0, 20.0])
+def test_pl_outputs_do_not_depend_on_the_blas_thread_count(sigma, liver) -> None:
+    from lkm.numerics.threads import blas_threads
+
+    X_train, y_train, X_test, _ = liver
+    with blas_threads(1):
+        one = ProjectionLearning(sigma=sigma).fit(X_train, y_train)
+        f_one, pred_one = one.decision_function(X_test), one.predict(X_test)
+    two = ProjectionLearning(sigma=sigma).fit(X_train, y_train)
+    assert two.info_["route"] == one.info_["route"] and two.info_["rank_G"] == one.info_["rank_G"]
+    np.testing.assert_allclose(two.decision_function(X_test), f_one, rtol=1e-6, atol=1e-6 * np.abs(f_one).max())
+    np.testing.assert_array_equal(two.predict(X_test), pred_one)
 
 
 def test_larger_rcond_gives_lower_rank(liver) -> None:

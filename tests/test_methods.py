@@ -328,11 +328,12 @@ def test_bench_runs_on_a_subset(data_dir: Path) -> None:
     ]
     small = results[4]  # SVMClassifier() and SVC() fit the same model on 455 breast-cancer rows
     assert small["ours_accuracy"] == small["reference_accuracy"]
+    dgemm_keys = {"dgemm_gflops", "fit_gflops", "fit_dgemm_fraction"}  # PL.fit against dgemm, in (b) only
     for r in results:
         assert set(r) == {
             "name", "ours", "reference", "ours_seconds", "reference_seconds", "ratio", "target",
             "target_seconds", "passed", "ours_accuracy", "reference_accuracy",
-        }
+        } | (dgemm_keys if r["name"] == "pl_vs_kernel_ridge" else set())
         assert r["ours_seconds"] > 0 and r["reference_seconds"] > 0
         assert r["ratio"] == pytest.approx(r["ours_seconds"] / r["reference_seconds"])
         assert isinstance(r["passed"], bool) and 0.0 <= r["ours_accuracy"] <= 1.0
@@ -341,6 +342,7 @@ def test_bench_runs_on_a_subset(data_dir: Path) -> None:
     assert hknn["target"] == 3.0 and "300/300" in hknn["ours"]
     assert hknn["ours_accuracy"] > 0.5 and hknn["reference_accuracy"] > 0.5  # 10 digit classes
     assert "lpl_vs_knn" in format_bench(results) and "hknn_vs_knn" in format_bench(results)
+    assert 0 < results[1]["fit_dgemm_fraction"] and "of dgemm" in format_bench(results)
 
 
 def test_bench_absolute_target_row() -> None:

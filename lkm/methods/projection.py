@@ -65,6 +65,10 @@ QUERY_BLOCK_BYTES = 32 * 2**20
 #: from order ~15,400 (measured), so this leaves a margin.
 SINGLE_THREAD_FACTOR_ORDER = 8192
 
+#: :func:`clear_inverse_solve` takes G as nonsingular when its estimated smallest
+#: eigenvalue is at least this many times the pseudo-inverse cutoff.
+CLEAR_INVERSE_MARGIN = 10.0
+
 #: ``solver="auto"`` uses :func:`eigh_pinv_solve` up to this many distinct training rows
 #: (about a second) and :func:`psd_pinv_solve` above.
 EIGH_MAX_ROWS = 2000
@@ -172,7 +176,9 @@ def eigh_pinv_solve(
     eigenvalues at or below ``rcond·λ_max`` dropped — ``numpy.linalg.pinv(G, rtol=rcond,
     hermitian=True) @ Y`` without forming the inverse. ``lam_max`` (for a block of a
     larger matrix: the whole matrix's) defaults to G's largest eigenvalue. Returns
-    ``(solution, rank, "eigen")``.
+    ``(solution, rank, "eigen")``, or ``(solution, n, "inverse")`` when G is clearly
+    nonsingular (:func:`clear_inverse_solve`: then no eigenvalue is near the cutoff and
+    ``G⁺ Y = G⁻¹ Y``, which a Cholesky solve gives at a tenth of the cost).
 
     Unlike a pivoted factorization this does not depend on a choice of columns: a
     direction whose eigenvalue crosses the cutoff under round-off changes f(x) by about
@@ -181,12 +187,47 @@ def eigh_pinv_solve(
     """
     n = G.shape[0]
     rhs = np.asarray(Y, dtype=np.float64).reshape(n, -1)
+    inverse = clear_inverse_solve(G, rhs, rcond=rcond, lam_max=lam_max)
+    if inverse is not None:
+        return inverse.reshape(np.shape(Y)), n, "inverse"
     w, V = scipy.linalg.eigh(G, overwrite_a=overwrite_g, check_finite=False, driver="evd")
     top = float(w[-1]) if lam_max is None else lam_max
     keep = w > rcond * top
     Vk = V[:, keep]
     solution = Vk @ ((Vk.T @ rhs) / w[keep, None])
     return solution.reshape(np.shape(Y)), int(keep.sum()), "eigen"
+
+
+def clear_inverse_solve(
+    G: np.ndarray, Y: np.ndarray, *, rcond: float = DEFAULT_RCOND, lam_max: float | None = None
+) -> np.ndarray | None:
+    """``G⁻¹ Y`` by a plain Cholesky factorization (G left intact) when every eigenvalue
+    of the symmetric PSD G is surely above the pseudo-inverse cutoff ``rcond·λ_max``
+    (``λ_max`` defaults to ``‖G‖₁ ≥ λ_max``); None otherwise, also when dpotrf fails.
+
+    "Surely": LAPACK's dpocon estimate ``ρ`` of ``1 / (‖G‖₁ ‖G⁻¹‖₁)`` gives
+    ``λ_min ≥ 1 / ‖G⁻¹‖₁ ≈ ρ‖G‖₁``, and ρ‖G‖₁ must exceed the cutoff
+    :data:`CLEAR_INVERSE_MARGIN` times, which covers the estimator's usual
+    underestimate of ``‖G⁻¹‖₁`` (rarely above 3) with room to spare. Then the
+    truncated pseudo-inverse keeps every direction and equals G⁻¹; its condition
+    number is below ``1 / (margin·rcond)``, so round-off moves the solution as little
+    as it moves the eigendecomposition's.
+    """
+    n = G.shape[0]
+    anorm = float(np.abs(G).sum(axis=0).max()) if n else 0.0
+    if n == 0 or anorm == 0.0:
+        return None
+    cutoff = rcond * (anorm if lam_max is None else lam_max)
+    threads = 1 if n >= SINGLE_THREAD_FACTOR_ORDER else None
+    with blas_threads(threads):
+        factor, info = lapack.dpotrf(G, lower=0, clean=0, overwrite_a=0)
+    if info != 0:
+        return None
+    estimate, info = lapack.dpocon(factor, anorm)
+    if info != 0 or estimate * anorm <= CLEAR_INVERSE_MARGIN * cutoff:
+        return None
+    solution, info = lapack.dpotrs(factor, Y, lower=0)
+    return solution if info == 0 else None
 
 
 def _leading_block(F: np.ndarray, r: int) -> np.ndarray:
