@@ -8,22 +8,28 @@ LIBSVM's ``svm_predict_values`` does, so the fitted estimator holds plain arrays
 Two training routes give the same model (:func:`choose_route`, measured with one
 OpenMP thread against scikit-learn's ``SVC`` in the same process):
 
-- ``"precomputed"`` (``-t 4``): the Gaussian (or linear) Gram matrix, built block by block
-  with matrix products (from a :class:`DistanceCache` when given) and written straight
-  into LIBSVM's node array (16 bytes per entry); LIBSVM then looks kernel values up.
-  Building it costs n² entries whatever the problem, and pays where LIBSVM's own kernel
-  is slow: its dot product is a scalar merge of (index, value) lists, about 6× slower than
-  ``SVC``'s BLAS ``ddot`` on 784 MNIST pixels (n = 2,000: LIBSVM's own kernel 9.4 s, SVC
-  1.5 s, precomputed 0.37 s). Used for at least :data:`PRECOMPUTED_MIN_FEATURES` stored
-  features per row, two classes or one-vs-rest (one Gram shared by all C models), and a
-  node array within :data:`PRECOMPUTED_MAX_BYTES` and a quarter of the available memory.
+- ``"precomputed"`` (``-t 4``): the Gaussian (or linear) Gram matrix, its upper triangle
+  built block by block with matrix products (from a :class:`DistanceCache` when given)
+  and written straight into LIBSVM's input, mirrored below the diagonal, at 8 bytes per
+  entry (two rows share one node array: :func:`_precomputed_problem`); LIBSVM then looks
+  kernel values up. Building it costs n²/2 products whatever the problem, and pays where
+  LIBSVM's own kernel is slow: its dot product is a scalar merge of (index, value) lists,
+  about 6× slower than ``SVC``'s dense dot product on 784 MNIST pixels (n = 2,000: LIBSVM's
+  own kernel 9.4 s, SVC 1.5 s, precomputed 0.37 s). Used for at least
+  :data:`PRECOMPUTED_MIN_FEATURES` stored features per row, two classes or one-vs-rest
+  (one Gram shared by all C models), and a Gram within :data:`PRECOMPUTED_MAX_BYTES` and
+  :data:`PRECOMPUTED_MEMORY_SHARE` of the available memory (MNIST: up to about 33,000
+  rows on 24 GB).
 - ``"rbf"``/``"linear"`` (``-t 2``/``-t 0``): LIBSVM evaluates the kernel on the feature
-  rows, given as their nonzero entries (:func:`_feature_problem`). With few features
-  this is cheaper than any Gram (breast cancer, 455 rows × 30: 2.6 ms against 6.3 ms
-  precomputed; letter, 16 features, two classes of 1,263 rows: 4 ms against 19 ms; 26
-  classes one-vs-one, whose pairs each need only their own rows, n = 5,000: 0.9 s
-  against 5.3 s); from spambase's 57 features on, the Gram wins (4,140 rows: 0.20 s
-  against 0.31 s, SVC 0.17 s).
+  rows, given as their nonzero entries (:func:`_feature_problem`); for the Gaussian
+  kernel after subtracting each column's most common extreme value
+  (:func:`sparsest_translation`: MNIST's background pixels become zeros, ~150 stored
+  values per row instead of 784). With few features this is cheaper than any Gram
+  (breast cancer, 455 rows × 30: 2.6 ms against 6.3 ms precomputed; letter, 16 features,
+  two classes of 1,263 rows: 4 ms against 19 ms; 26 classes one-vs-one, whose pairs each
+  need only their own rows, n = 5,000: 0.9 s against 5.3 s); from spambase's 57 features
+  on, the Gram wins (4,140 rows: 0.20 s against 0.31 s, SVC 0.17 s).
+- ``backend="intelex"``: scikit-learn-intelex's SVC instead of LIBSVM (see the class doc).
 
 LIBSVM (as libsvm-official builds it) evaluates kernel columns in OpenMP loops. Every
 training runs them on one thread (:func:`_one_openmp_thread`, LIBSVM's own libgomp only,
