@@ -246,6 +246,7 @@ def test_string_labels(sonar, make) -> None:
     lambda: ProjectionLearning(sigma=2.0),
     lambda: LocalizedProjectionLearning(sigma=2.0),
     lambda: LocalizedProjectionLearning(sigma=2.0, k=7, neighbors="annoy", random_state=0),
+    lambda: LocalizedProjectionLearning(sigma=2.0, k=7, neighbors="hnswlib", ef=10, random_state=0),
     lambda: SVMClassifier(sigma=5.0),
 ])
 def test_cache_and_no_cache_agree(sonar, make) -> None:
@@ -324,7 +325,8 @@ def test_bench_runs_on_a_subset(data_dir: Path) -> None:
     )
     assert [r["name"] for r in results] == [
         "lpl_vs_knn", "pl_vs_kernel_ridge", "svm_vs_svc", "pl_sweep_vs_kernel_ridge", "svm_small_vs_svc",
-        "prls_vs_kernel_ridge", "laprls_vs_kernel_ridge", "hknn_vs_knn",
+        "prls_vs_kernel_ridge", "laprls_vs_kernel_ridge", "annoy_usps_vs_exact", "hnswlib_usps_vs_exact",
+        "hknn_vs_knn",
     ]
     small = results[4]  # SVMClassifier() and SVC() fit the same model on 455 breast-cancer rows
     assert small["ours_accuracy"] == small["reference_accuracy"]
@@ -339,10 +341,12 @@ def test_bench_runs_on_a_subset(data_dir: Path) -> None:
         assert isinstance(r["passed"], bool) and 0.0 <= r["ours_accuracy"] <= 1.0
         assert r["target"] > 0 and r["target_seconds"] is None
     hknn = results[-1]
-    assert hknn["target"] == 3.0 and "300/300" in hknn["ours"]
+    assert hknn["target"] == 2.0 and "300/300" in hknn["ours"]
     assert hknn["ours_accuracy"] > 0.5 and hknn["reference_accuracy"] > 0.5  # 10 digit classes
     assert "lpl_vs_knn" in format_bench(results) and "hknn_vs_knn" in format_bench(results)
     assert 0 < results[1]["fit_dgemm_fraction"] and "of dgemm" in format_bench(results)
+    hnsw = results[-2]  # recall@10 against the exact lists, and queries/s in the description
+    assert hnsw["reference_accuracy"] == 1.0 and hnsw["ours_accuracy"] > 0.9 and "queries/s" in hnsw["ours"]
 
 
 def test_bench_absolute_target_row() -> None:

@@ -122,3 +122,74 @@ def test_neighbor_recall_and_factory() -> None:
     assert isinstance(make_neighbors("exact"), ExactNeighbors)
     with pytest.raises(ValueError, match="did you mean 'annoy'"):
         make_neighbors("anoy")
+
+
+# ---------------------------------------------------------------- hnswlib
+
+
+def test_hnswlib_equals_exact_at_high_ef(cloud: tuple[np.ndarray, np.ndarray]) -> None:
+    pytest.importorskip("hnswlib")
+    X, Q = cloud
+    backend = make_neighbors("hnswlib", ef=400, random_state=0).fit(X)
+    for kwargs in ({"Q": Q}, {"Q": None, "exclude_self": True}):
+        exact_sq, exact_idx = ExactNeighbors().fit(X).kneighbors(k=10, **kwargs)
+        sq, idx = backend.kneighbors(k=10, **kwargs)
+        np.testing.assert_array_equal(idx, exact_idx)
+        np.testing.assert_array_equal(sq, exact_sq)  # the same recomputed float64 distances
+
+
+def test_hnswlib_ranks_tied_candidates_by_index(tied_points: np.ndarray) -> None:
+    pytest.importorskip("hnswlib")
+    sq, idx = make_neighbors("hnswlib", ef=200, random_state=0).fit(tied_points).kneighbors(tied_points[:30], 6)
+    exact_sq, _ = brute_force(tied_points[:30], tied_points, 6)
+    np.testing.assert_array_equal(sq, exact_sq)
+    ties = sq[:, 1:] == sq[:, :-1]
+    assert np.all(idx[:, 1:][ties] > idx[:, :-1][ties])
+
+
+def test_hnswlib_is_deterministic_and_independent_of_threads(
+    cloud: tuple[np.ndarray, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One build thread makes a seeded graph reproducible; queries on 1 or several
+    threads, under 1 or 2 BLAS threads, give the same lists."""
+    pytest.importorskip("hnswlib")
+    from lkm.numerics.threads import blas_threads
+
+    X, Q = cloud
+    runs = []
+    for workers, blas in [(4, 2), (1, 1), (4, 1)]:
+        monkeypatch.setattr(nb, "MAX_WORKERS", workers)
+        with blas_threads(blas):
+            runs.append(make_neighbors("hnswlib", M=4, ef_construction=8, ef=5, random_state=7).fit(X).kneighbors(Q, 5))
+    for sq, idx in runs[1:]:
+        np.testing.assert_array_equal(idx, runs[0][1])
+        np.testing.assert_array_equal(sq, runs[0][0])
+
+
+def test_hnswlib_missing_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "hnswlib", None)  # import hnswlib now raises ImportError
+    with pytest.raises(ImportError, match=r"pip install 'lkm\[fast\]'"):
+        make_neighbors("hnswlib").fit(np.zeros((3, 2)))
+
+
+def test_lpl_with_hnswlib_pickles_and_measures_recall() -> None:
+    pytest.importorskip("hnswlib")
+    import pickle
+
+    from sklearn.datasets import make_moons
+
+    from lkm.methods.projection import LocalizedProjectionLearning
+
+    X, y = make_moons(300, noise=0.3, random_state=0)
+    X_query, _ = make_moons(150, noise=0.3, random_state=1)
+    model = LocalizedProjectionLearning(k=5, neighbors="hnswlib", ef=30, random_state=0, measure_recall=True).fit(X, y)
+    before = model.decision_function(X_query)
+    assert model.info_["neighbor_recall"] > 0.95
+    loaded = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(loaded.decision_function(X_query), before)
+    np.testing.assert_array_equal(loaded.predict(X_query), model.predict(X_query))
+    exact = LocalizedProjectionLearning(k=5, ef=400, neighbors="hnswlib", random_state=0).fit(X, y)
+    np.testing.assert_array_equal(
+        exact.decision_function(X_query), LocalizedProjectionLearning(k=5).fit(X, y).decision_function(X_query))

@@ -83,6 +83,8 @@ TINY = {
         {"name": "LPL-exact", "estimator": "lpl", "params": {"neighbors": "exact", "sigma": 1.0}},
         {"name": "LPL-annoy", "estimator": "lpl", "params": {"neighbors": "annoy", "sigma": 1.0, "measure_recall": True},
          "sweep": {"n_trees": [1, 5], "search_k": [-1, 50]}},
+        {"name": "LPL-hnswlib", "estimator": "lpl",
+         "params": {"neighbors": "hnswlib", "sigma": 1.0, "measure_recall": True}, "sweep": {"ef": [1, 50]}},
     ],
     "selection": {"over": ["sigma"]},
     "outputs": {"tables": ["summary", "neighbors"], "figures": ["neighbors"], "formats": ["png"]},
@@ -100,10 +102,10 @@ def test_neighbors_table_and_figure_from_a_tiny_run(tmp_path: Path) -> None:
     build_report(store, spec, plan.task_ids, plan.unavailable)
     table = pd.read_csv(tmp_path / "tables" / "neighbors.csv", keep_default_na=False)
     assert list(table.columns) == [
-        "dataset", "method", "neighbors", "n_trees", "search_k", "sigma", "accuracy %", "Δ vs exact (pts)",
+        "dataset", "method", "neighbors", "n_trees", "search_k", "ef", "sigma", "accuracy %", "Δ vs exact (pts)",
         "Δ vs exact (pts) std", "recall", "query s", "query / exact", "predict s", "fit s", "splits",
     ]
-    assert len(table) == 1 + 4
+    assert len(table) == 1 + 4 + 2
     exact = table[table["neighbors"] == "exact"].iloc[0]
     assert float(exact["Δ vs exact (pts)"]) == 0.0 and float(exact["Δ vs exact (pts) std"]) == 0.0  # "+0.00 ± 0.00"
     assert float(exact["recall"]) == 1.0 and float(exact["query / exact"]) == 1.0
@@ -111,4 +113,7 @@ def test_neighbors_table_and_figure_from_a_tiny_run(tmp_path: Path) -> None:
     assert approx["recall"].astype(float).between(0, 1).all()
     assert set(approx["n_trees"].astype(int)) == {1, 5} and set(approx["search_k"].astype(int)) == {-1, 50}
     assert (approx["splits"] == 3).all()
+    graphs = table[table["neighbors"] == "hnswlib"]
+    assert set(graphs["ef"].astype(int)) == {1, 50} and set(graphs["n_trees"]) == {""}  # not an annoy setting
+    assert float(graphs[graphs["ef"].astype(int) == 50]["recall"].iloc[0]) > 0.95
     assert (tmp_path / "figures" / "neighbors.png").stat().st_size > 10_000

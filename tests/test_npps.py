@@ -204,6 +204,22 @@ def test_annoy_backend_runs_and_agrees_with_exact() -> None:
     assert common > 0.8 * exact.sample_indices_.size
 
 
+def test_hnswlib_backend_gives_a_valid_selection() -> None:
+    pytest.importorskip("hnswlib")
+    X, y = _two_gaussians(1500)
+    exact = NPPS(k=5, initial_fraction=0.05, random_state=1).fit(X, y)
+    runs = [NPPS(k=5, initial_fraction=0.05, neighbors="hnswlib", random_state=1).fit(X, y) for _ in range(2)]
+    selected = runs[0].sample_indices_
+    assert runs[0].info_["neighbors"] == "hnswlib"
+    assert selected.size and np.all(np.diff(selected) > 0) and selected[-1] < X.shape[0]
+    assert runs[0].n_evaluated_ >= selected.size
+    np.testing.assert_array_equal(runs[1].sample_indices_, selected)  # seeded: reproducible
+    common = np.intersect1d(exact.sample_indices_, selected).size
+    assert common > 0.95 * exact.sample_indices_.size
+    naive = NPPS(k=5, method="naive", neighbors="hnswlib", ef=400, random_state=1).fit(X, y)
+    np.testing.assert_array_equal(naive.sample_indices_, NPPS(k=5, method="naive").fit(X, y).sample_indices_)
+
+
 def test_seeded_selection_is_deterministic() -> None:
     X, y = _two_gaussians(2000, seed=1)
     for neighbors in ("exact", "annoy"):

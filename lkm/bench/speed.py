@@ -41,6 +41,14 @@ subsets for a quick run):
     (:func:`lkm.numerics.kernels.persisted_sq_dists`) is turned off for the timed call, so the
     distances are computed, not read back. ``tangent=False`` (``lkm bench
     --no-tangent``) skips it.
+(m) approximate neighbours (Tsuji et al., Sec. 7): annoy (n_trees = 10) and hnswlib
+    (M = 16, ef_construction = 200, ef = 50) k = 10 queries of the USPS test digits
+    against the training digits, each vs lkm's exact query (ExactNeighbors)
+                                                                          target <= 1.0
+    and, for hnswlib, recall@k >= 0.99. "acc" is recall@k against the exact lists; the
+    description gives queries/s and the build's seconds (not timed). Both backends' lists
+    are re-ranked by exact float64 distances (the tie rule), which is timed. hnswlib is
+    skipped when not installed (``lkm[fast]``).
 
 With ``large=True`` (``lkm bench --large``; minutes), SVMClassifier fit+predict against
 ``SVC`` with the same C and gamma = 1/(2σ²), target <= 1.1 each, each case idle and again
@@ -52,6 +60,8 @@ the timing, :func:`busy_core`):
     scaled to [-1, 1] by the training part, C = 10, σ = 7 (idle and busy)
 (l) letter-recognition, first 16,000 rows train / last 4,000 test, 26 classes
     (one-vs-one), features scaled to [-1, 1], C = 10, σ = "scale" (idle and busy)
+(n) (m) on MNIST, the 60,000 official training digits and 10,000 test digits, pixels in
+    [0, 1] (targets as (m))
 """
 
 from __future__ import annotations
@@ -74,7 +84,12 @@ TARGETS = {
     "svm_small_vs_svc": 1.1, "hknn_vs_knn": 3.0, "prls_vs_kernel_ridge": 2.0, "laprls_vs_kernel_ridge": 4.0,
     "svm_small_busy_vs_svc": 1.1, "svm_mnist38_vs_svc": 1.1, "svm_mnist38_busy_vs_svc": 1.1,
     "svm_letter_vs_svc": 1.1, "svm_letter_busy_vs_svc": 1.1,
+    "annoy_usps_vs_exact": 1.0, "hnswlib_usps_vs_exact": 1.0, "annoy_mnist_vs_exact": 1.0,
+    "hnswlib_mnist_vs_exact": 1.0,
 }
+#: (m), (n): neighbours per query, and the least recall@k each backend must reach (None: reported only).
+ANN_K = 10
+ANN_MIN_RECALL = {"annoy": None, "hnswlib": 0.99}
 #: C and sigma of the large SVM cases (MNIST 3-vs-8: Shin and Cho's Table 2 grid values).
 LARGE_SVM = {"mnist38": (10.0, 7.0), "letter": (10.0, "scale")}
 #: γ of the PRLS and LapRLS comparisons (γ_A = γ_I = γ for LapRLS); KernelRidge gets alpha = γ·l.
@@ -310,7 +325,7 @@ def run_bench(
     tangent: bool = True,
     large: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run the comparisons (a)-(i) ((i) only with ``tangent``, (j)-(l) only with
+    """Run the comparisons (a)-(m) ((i) only with ``tangent``, (j)-(l) and (n) only with
     ``large``); one dict per comparison (see the module doc). ``max_rows`` subsets
     spambase, ``usps_rows`` USPS.
 
@@ -444,6 +459,7 @@ def run_bench(
         return float(np.mean(estimator.fit(Xu_train, yu_train).predict(Xu_test) == yu_test))
 
     where = f"USPS {len(yu_train)}/{len(yu_test)}"
+    results += _approximate_neighbors("usps", where, Xu_train, Xu_test, repeats)
     results.append(_result(
         "hknn_vs_knn", f"HKNN(n_neighbors={HKNN_K}) on {where}", f"KNeighborsClassifier(n_neighbors={HKNN_K})",
         _best_times(lambda: usps(HKNN(n_neighbors=HKNN_K)), lambda: usps(KNeighborsClassifier(n_neighbors=HKNN_K)),
@@ -452,6 +468,8 @@ def run_bench(
     ))
     if large:
         results += _large_svm(data_dir, repeats)
+        Xm_train, Xm_test = mnist_pixels(data_dir)
+        results += _approximate_neighbors("mnist", f"MNIST {len(Xm_train)}/{len(Xm_test)}", Xm_train, Xm_test, repeats)
     if tangent:
         with _distance_store_off():
             times = _best_times(
@@ -501,6 +519,50 @@ def _large_svm(data_dir: str | Path | None, repeats: int) -> list[dict[str, Any]
                 key, f"SVMClassifier fit+predict on {what}" + (", a busy second core" if busy else ""),
                 f"SVC(C={C:g}, gamma={1.0 / (2.0 * sigma**2):.4g})", times, TARGETS[key],
             ))
+    return results
+
+
+def mnist_pixels(data_dir: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """MNIST's official training and test digits, pixels scaled to [0, 1]."""
+    from lkm.data import load_dataset
+
+    data = load_dataset("mnist", data_dir=data_dir)
+    X = np.asarray(data.X, dtype=np.float64)
+    X = X / 255.0 if X.max() > 1.0 else X
+    return tuple(X[np.asarray(data.predefined_split[part])] for part in ("train", "test"))
+
+
+def _approximate_neighbors(
+    key: str, where: str, X_train: np.ndarray, X_query: np.ndarray, repeats: int
+) -> list[dict[str, Any]]:
+    """Comparisons (m) and (n): each approximate backend's k-NN query of every row of
+    ``X_query`` against lkm's exact one, best of ``repeats``; recall@k as the accuracy."""
+    import importlib.util
+
+    from lkm.numerics.neighbors import make_neighbors, neighbor_recall
+
+    exact = make_neighbors("exact").fit(X_train)
+    m = len(X_query)
+    exact_idx = exact.kneighbors(X_query, ANN_K)[1]
+    results = []
+    for backend, params in [("annoy", {"n_trees": 10}), ("hnswlib", {})]:
+        if backend == "hnswlib" and importlib.util.find_spec("hnswlib") is None:
+            continue
+        t0 = time.perf_counter()
+        approx = make_neighbors(backend, random_state=0, **params).fit(X_train)
+        build = time.perf_counter() - t0
+        ours_s, ref_s, idx, _ = _best_times(lambda a=approx: a.kneighbors(X_query, ANN_K)[1],
+                                            lambda: exact.kneighbors(X_query, ANN_K)[1], repeats)
+        recall = neighbor_recall(idx, exact_idx)
+        name = f"{backend}_{key}_vs_exact"
+        settings = ", ".join(f"{p}={getattr(approx, p)}" for p in ("n_trees", "search_k", "M", "ef_construction", "ef")
+                             if hasattr(approx, p))
+        result = _result(name, f"{backend} ({settings}) k={ANN_K} on {where}: {m / ours_s:,.0f} queries/s, "
+                               f"built in {build:.2f} s, recall@{ANN_K} {recall:.4f}",
+                         f"ExactNeighbors: {m / ref_s:,.0f} queries/s", (ours_s, ref_s, recall, 1.0), TARGETS[name])
+        least = ANN_MIN_RECALL[backend]
+        result["passed"] = result["passed"] and (least is None or recall >= least)
+        results.append(result)
     return results
 
 

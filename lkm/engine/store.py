@@ -68,7 +68,7 @@ except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
 PROVENANCE_PACKAGES = [
-    "lkm", "numpy", "scipy", "scikit-learn", "libsvm-official", "annoy", "pandas",
+    "lkm", "numpy", "scipy", "scikit-learn", "libsvm-official", "annoy", "hnswlib", "pandas",
     "joblib", "matplotlib", "pydantic", "pooch", "pyyaml", "typer", "rich", "dask", "distributed",
 ]
 

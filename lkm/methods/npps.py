@@ -59,6 +59,7 @@ _NPPS_CONSTRAINTS: dict = {
     "n_trees": [Interval(Integral, 1, None, closed="left")],
     "search_k": [Interval(Integral, -1, None, closed="left")],
     "random_state": ["random_state"],
+    "ef": [Interval(Integral, 1, None, closed="left")],
 }
 
 
@@ -223,13 +224,16 @@ def tie_ruled_neighbors(X: np.ndarray, rows: np.ndarray, n_neighbors: int) -> np
     return _TieRuledIndex(np.asarray(X, dtype=np.float64)).query(rows, n_neighbors)
 
 
-def _make_search(neighbors: str, X: np.ndarray, n_trees: int, search_k: int, random_state: Any):
+def _make_search(neighbors: str, X: np.ndarray, n_trees: int, search_k: int, random_state: Any, ef: int = 50):
     """``search(rows, n) -> (m, n)`` neighbour indices of ``X[rows]`` (self included):
-    exact with the tie rule (:func:`tie_ruled_neighbors`) or annoy's candidates ranked by
-    distance (then index)."""
+    exact with the tie rule (:func:`tie_ruled_neighbors`) or annoy's or hnswlib's
+    candidates ranked by distance (then index)."""
     if neighbors == "exact":
         return _TieRuledIndex(np.asarray(X, dtype=np.float64)).query
-    backend = make_neighbors("annoy", n_trees=n_trees, search_k=search_k, random_state=random_state).fit(X)
+    if neighbors == "hnswlib":
+        backend = make_neighbors("hnswlib", ef=ef, random_state=random_state).fit(X)
+    else:
+        backend = make_neighbors("annoy", n_trees=n_trees, search_k=search_k, random_state=random_state).fit(X)
     return lambda rows, n: backend.kneighbors(X[rows], n)[1]
 
 
@@ -261,6 +265,7 @@ def npps_select(
     n_trees: int = 10,
     search_k: int = -1,
     random_state: Any = None,
+    ef: int = 50,
 ) -> dict[str, Any]:
     """Run NPPS on validated data; ``y_index`` holds class indices in ``[0, n_classes)``.
 
@@ -288,7 +293,8 @@ def npps_select(
     costs O(v·M·p) for v evaluated patterns, the paper's O(vM): quadratic in M where the
     evaluated share stays constant (MNIST even/odd evaluates 85-97 %). ``"annoy"``
     queries a random-projection forest instead (O(M log M) to build, a bounded search per
-    query), at a recall below 1.
+    query), at a recall below 1; ``"hnswlib"`` a navigable small-world graph (``ef``
+    candidates per query), at a recall near 1.
     k is clipped to M − 1 (the other patterns available).
 
     Returns a dict: ``indices`` (sorted selected indices), ``evaluated`` (boolean mask),
@@ -306,7 +312,7 @@ def npps_select(
         pending = np.sort(rng.choice(n, size=n_init, replace=False))
     else:
         pending = np.arange(n)
-    search = _make_search(neighbors, X, n_trees, search_k, rng)
+    search = _make_search(neighbors, X, n_trees, search_k, rng, ef)
 
     evaluated = np.zeros(n, dtype=bool)  # S_o ∪ S_x
     selected = np.zeros(n, dtype=bool)  # S
@@ -382,8 +388,9 @@ class NPPS(BaseEstimator):
     (clipped to M − 1), ``beta`` of the Selecting Condition (0 < β ≤ 1; the paper uses
     0.5), ``method`` "fast" (Fig. 4) or "naive" (every pattern evaluated),
     ``initial_fraction`` of patterns drawn at random as fast NPPS's first evaluation set
-    (1 makes fast NPPS naive, Sec. 4), ``neighbors`` "exact" or "annoy" (with
-    ``n_trees``/``search_k``), ``random_state`` seeding the initial set and annoy.
+    (1 makes fast NPPS naive, Sec. 4), ``neighbors`` "exact", "annoy" (with
+    ``n_trees``/``search_k``) or "hnswlib" (with ``ef``; needs ``lkm[fast]``),
+    ``random_state`` seeding the initial set and the approximate index.
 
     After fitting: ``sample_indices_`` (sorted indices into X of the selected patterns),
     ``n_evaluated_`` (patterns whose neighbourhood was evaluated; M for naive),
@@ -405,6 +412,7 @@ class NPPS(BaseEstimator):
         n_trees: int = 10,
         search_k: int = -1,
         random_state: Any = None,
+        ef: int = 50,
     ) -> None:
         self.k = k
         self.beta = beta
@@ -414,6 +422,7 @@ class NPPS(BaseEstimator):
         self.n_trees = n_trees
         self.search_k = search_k
         self.random_state = random_state
+        self.ef = ef
 
     def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
         tags = super().__sklearn_tags__()
@@ -477,8 +486,9 @@ class NPPSSVM(LocalKernelClassifier):
     the selection and kept in ``sigma_``.
     """
 
-    #: The annoy settings are read only with approximate neighbours.
-    conditional_params = {"n_trees": ("neighbors", ("annoy",)), "search_k": ("neighbors", ("annoy",))}
+    #: The annoy and hnswlib settings are read only with those neighbours.
+    conditional_params = {"n_trees": ("neighbors", ("annoy",)), "search_k": ("neighbors", ("annoy",)),
+                          "ef": ("neighbors", ("hnswlib",))}
     _parameter_constraints: dict = {
         **_NPPS_CONSTRAINTS,
         "C": [Interval(Real, 0, None, closed="neither")],
@@ -497,6 +507,7 @@ class NPPSSVM(LocalKernelClassifier):
         random_state: Any = None,
         C: float = 1.0,
         sigma: float | str = SCALE,
+        ef: int = 50,
     ) -> None:
         self.k = k
         self.beta = beta
@@ -508,6 +519,7 @@ class NPPSSVM(LocalKernelClassifier):
         self.random_state = random_state
         self.C = C
         self.sigma = sigma
+        self.ef = ef
 
     def _selection_key(self) -> tuple | None:
         """What identifies the selection in a cache; None when it is not reproducible."""

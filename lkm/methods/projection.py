@@ -536,23 +536,25 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
     ``sigma="scale"`` (the default; the paper sweeps sigma) is resolved at fit as for
     :class:`ProjectionLearning` into ``sigma_`` and ``info_['sigma']``.
 
-    ``neighbors`` is ``"exact"`` or ``"annoy"`` (approximate, Sec. 7: "suboptimal k
-    nearest neighbors are acceptable"); ``n_trees``, ``search_k`` and ``random_state``
-    configure annoy. ``measure_recall=True`` also runs an exact query and stores the
-    recall of the approximate neighbour lists in ``info_['neighbor_recall']``; it costs
-    an exact query, for the Sec. 7 experiment (with exact neighbours the recall is 1.0
-    and nothing is recomputed).
+    ``neighbors`` is ``"exact"``, ``"annoy"`` or ``"hnswlib"`` (approximate, Sec. 7:
+    "suboptimal k nearest neighbors are acceptable"); ``n_trees``, ``search_k`` and
+    ``random_state`` configure annoy, ``ef`` and ``random_state`` hnswlib (graphs with
+    M = 16, ef_construction = 200; needs ``lkm[fast]``). ``measure_recall=True`` also
+    runs an exact query and stores the recall of the approximate neighbour lists in
+    ``info_['neighbor_recall']``; it costs an exact query, for the Sec. 7 experiment
+    (with exact neighbours the recall is 1.0 and nothing is recomputed).
 
     ``info_`` after each ``decision_function``: ``neighbor_seconds`` (wall time of the
     neighbour query actually spent in that call; ~0 with ``neighbor_cached`` True when
     the lists came from the cache), ``neighbor_recall`` (1.0 for exact neighbours; for
-    annoy the measured recall with ``measure_recall``, else None), ``recall_seconds``
+    annoy and hnswlib the measured recall with ``measure_recall``, else None), ``recall_seconds``
     (time of the exact reference query, 0 unless it ran in that call) and
     ``singular_local_systems``.
     """
 
-    #: The annoy settings are read only with approximate neighbours.
-    conditional_params = {"n_trees": ("neighbors", ("annoy",)), "search_k": ("neighbors", ("annoy",))}
+    #: The annoy and hnswlib settings are read only with those neighbours.
+    conditional_params = {"n_trees": ("neighbors", ("annoy",)), "search_k": ("neighbors", ("annoy",)),
+                          "ef": ("neighbors", ("hnswlib",))}
     _parameter_constraints: dict = {
         "sigma": SIGMA_CONSTRAINT,
         "k": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
@@ -561,6 +563,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         "search_k": [Interval(Integral, -1, None, closed="left")],
         "random_state": ["random_state"],
         "measure_recall": ["boolean"],
+        "ef": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(
@@ -572,6 +575,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         search_k: int = -1,
         random_state: Any = None,
         measure_recall: bool = False,
+        ef: int = 50,
     ) -> None:
         self.sigma = sigma
         self.k = k
@@ -580,11 +584,13 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         self.search_k = search_k
         self.random_state = random_state
         self.measure_recall = measure_recall
+        self.ef = ef
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle support: an annoy index is a C object, so its forest is stored as the
         bytes of annoy's own file format (:func:`_annoy_to_bytes`) and loaded back by
-        :meth:`__setstate__`: the same trees, hence the same neighbours and predictions."""
+        :meth:`__setstate__`: the same trees, hence the same neighbours and predictions.
+        hnswlib's index pickles natively."""
         state = dict(super().__getstate__())  # a copy: object.__getstate__ gives __dict__ itself
         backend = state.get("neighbors_")
         if getattr(backend, "name", None) == "annoy" and hasattr(backend, "index_"):
@@ -602,16 +608,21 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
 
     def _backend_key(self) -> tuple | None:
         """What identifies the neighbour lists in a cache; None when they cannot be shared
-        (annoy seeded by a RandomState instance)."""
+        (annoy or hnswlib seeded by a RandomState instance). Entry 2 is the query-time
+        setting, which the index does not depend on."""
         if self.neighbors == "exact":
             return ("exact",)
         if self.random_state is not None and not isinstance(self.random_state, Integral):
             return None
+        if self.neighbors == "hnswlib":
+            return ("hnswlib", None, self.ef, self.random_state)
         return ("annoy", self.n_trees, self.search_k, self.random_state)
 
     def _make_backend(self, X: np.ndarray):
         if self.neighbors == "exact":
             return make_neighbors("exact").fit(X)
+        if self.neighbors == "hnswlib":
+            return make_neighbors("hnswlib", ef=self.ef, random_state=self.random_state).fit(X)
         return make_neighbors(
             "annoy", n_trees=self.n_trees, search_k=self.search_k, random_state=self.random_state
         ).fit(X)
@@ -634,7 +645,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         elif cache is None or backend_key is None:
             self.neighbors_ = self._make_backend(X)
         else:
-            # The index does not depend on search_k (a query-time setting): one per forest.
+            # The index does not depend on search_k or ef (query-time settings): one per forest or graph.
             index_key = backend_key if backend_key[0] == "exact" else backend_key[:2] + backend_key[3:]
             key = ("lpl_neighbor_index", *index_key)
             self.neighbors_ = cache.memo(key, lambda: self._make_backend(X), X)
@@ -682,7 +693,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         """
         k, Xt = self.k_, self.X_fit_
         t0 = time.perf_counter()
-        query = {"search_k": self.search_k} if self.neighbors == "annoy" else {}
+        query = {"annoy": {"search_k": self.search_k}, "hnswlib": {"ef": self.ef}}.get(self.neighbors, {})
         sq, idx = self.neighbors_.kneighbors(X, k, cache=cache, **query)
         if timing is not None:
             timing["neighbor_seconds"] = time.perf_counter() - t0

@@ -10,6 +10,8 @@ Backends:
   (:func:`tie_ruled_kneighbors`); a :class:`DistanceCache` memoizes the lists.
 * ``"annoy"`` -- Spotify's annoy (random projection forests); candidates come from annoy
   and are ranked by exact squared distances recomputed in float64.
+* ``"hnswlib"`` -- hnswlib's hierarchical navigable small-world graphs (optional extra
+  ``lkm[fast]``); candidates ranked as annoy's.
 
 Every backend returns ``(sq_dist, idx)`` of shape ``(m, k)`` sorted by ascending
 distance, ties broken by the lower training index.
@@ -408,12 +410,99 @@ class AnnoyNeighbors:
                 short.append(i)
             else:
                 idx[i] = found[:k]
-        if short:  # the forest proposed fewer than k candidates: answer those rows exactly
-            rows = np.asarray(short)
-            idx[rows] = tie_ruled_kneighbors(Q[rows], X, k, rows if exclude_self else None)[1]
-        sq = _sq_dists_to_rows(Q, X, idx)
-        order = np.lexsort((idx, sq), axis=1)
-        return np.take_along_axis(sq, order, axis=1), np.take_along_axis(idx, order, axis=1)
+        return rank_candidates(Q, X, idx, np.asarray(short, dtype=np.intp), exclude_self)
+
+
+def rank_candidates(
+    Q: np.ndarray, X: np.ndarray, idx: np.ndarray, short: np.ndarray, exclude_self: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(sq_dist, idx)`` of an approximate backend's candidate lists ``idx`` (m, k),
+    ranked by squared distances recomputed in float64 (:func:`pair_sq_dists`), ties by
+    the lower training index. Rows listed in ``short`` (the backend found fewer than k
+    candidates) are answered exactly."""
+    k = idx.shape[1]
+    if short.size:
+        idx[short] = tie_ruled_kneighbors(Q[short], X, k, short if exclude_self else None)[1]
+    sq = _sq_dists_to_rows(Q, X, idx)
+    order = np.lexsort((idx, sq), axis=1)
+    return np.take_along_axis(sq, order, axis=1), np.take_along_axis(idx, order, axis=1)
+
+
+#: hnswlib indices may be shared (a cache); ``set_ef`` then the query must not interleave.
+_HNSW_LOCK = threading.Lock()
+
+
+class HnswNeighbors:
+    """Approximate k-NN with hnswlib (Malkov & Yashunin's HNSW graphs); ``M`` links per
+    node, ``ef_construction`` and ``ef`` the candidate lists of the build and the query.
+
+    The graph is built on one thread: with several, the insertion order, hence the
+    graph, depends on scheduling. ``random_state`` seeds the level draws, so a fitted
+    index is reproducible. Queries are independent of each other (each only reads the
+    graph), so they run on up to :data:`MAX_WORKERS` threads without changing the
+    answer. hnswlib proposes candidates in float32; they are ranked as annoy's
+    (:func:`rank_candidates`). Fitted indices pickle natively (hnswlib ≥ 0.7).
+    """
+
+    name = "hnswlib"
+
+    def __init__(self, M: int = 16, ef_construction: int = 200, ef: int = 50, random_state: Any = None) -> None:
+        self.M = M
+        self.ef_construction = ef_construction
+        self.ef = ef
+        self.random_state = random_state
+
+    def fit(self, X: np.ndarray) -> HnswNeighbors:
+        hnswlib = _import_hnswlib()
+        self.X_ = np.asarray(X, dtype=np.float64)
+        n, p = self.X_.shape
+        seed = 100 if self.random_state is None else int(check_random_state(self.random_state).randint(2**31 - 1))
+        index = hnswlib.Index(space="l2", dim=p)
+        index.init_index(max_elements=max(1, n), M=self.M, ef_construction=self.ef_construction, random_seed=seed)
+        index.add_items(self.X_.astype(np.float32), np.arange(n), num_threads=1)  # see the class doc
+        self.index_ = index
+        return self
+
+    def kneighbors(
+        self,
+        Q: np.ndarray | None,
+        k: int,
+        exclude_self: bool = False,
+        cache: DistanceCache | None = None,
+        ef: int | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Same contract as :meth:`ExactNeighbors.kneighbors` (``cache`` is not used);
+        ``ef`` overrides the constructor's for this query (the graph does not depend on it).
+        hnswlib searches with max(ef, k + exclude_self)."""
+        X = self.X_
+        Q = _check_query(X, Q, k, exclude_self)
+        want = k + 1 if exclude_self else k
+        data = Q.astype(np.float32)
+        threads = min(_usable_cpus(), MAX_WORKERS)
+        with _HNSW_LOCK:
+            self.index_.set_ef(self.ef if ef is None else ef)
+            try:
+                found = self.index_.knn_query(data, want, num_threads=threads)[0].astype(np.intp)
+                short: list[int] = []
+            except RuntimeError:  # some query found fewer than want: ask row by row
+                found, short = np.zeros((Q.shape[0], want), dtype=np.intp), []
+                for i in range(Q.shape[0]):
+                    try:
+                        found[i] = self.index_.knn_query(data[i : i + 1], want, num_threads=1)[0]
+                    except RuntimeError:
+                        short.append(i)
+        if exclude_self:  # drop row i from its own list (stable: the others keep their order)
+            others = found != np.arange(Q.shape[0])[:, None]
+            found = np.take_along_axis(found, np.argsort(~others, axis=1, kind="stable"), axis=1)
+        return rank_candidates(Q, X, np.ascontiguousarray(found[:, :k]), np.asarray(short, dtype=np.intp), exclude_self)
+
+
+def _import_hnswlib() -> Any:
+    try:
+        import hnswlib
+    except ImportError as err:
+        raise ImportError("neighbors='hnswlib' needs hnswlib: pip install 'lkm[fast]'") from err
+    return hnswlib
 
 
 def _check_query(X: np.ndarray, Q: np.ndarray | None, k: int, exclude_self: bool) -> np.ndarray:
@@ -430,11 +519,11 @@ def _check_query(X: np.ndarray, Q: np.ndarray | None, k: int, exclude_self: bool
 
 
 #: Neighbour backends by the name a spec uses.
-NEIGHBOR_BACKENDS: dict[str, type] = {"exact": ExactNeighbors, "annoy": AnnoyNeighbors}
+NEIGHBOR_BACKENDS: dict[str, type] = {"exact": ExactNeighbors, "annoy": AnnoyNeighbors, "hnswlib": HnswNeighbors}
 
 
-def make_neighbors(kind: str, **params: Any) -> ExactNeighbors | AnnoyNeighbors:
-    """Instantiate the backend ``kind`` ("exact" or "annoy") with its parameters."""
+def make_neighbors(kind: str, **params: Any) -> ExactNeighbors | AnnoyNeighbors | HnswNeighbors:
+    """Instantiate the backend ``kind`` ("exact", "annoy" or "hnswlib") with its parameters."""
     if kind not in NEIGHBOR_BACKENDS:
         raise ValueError(f"unknown neighbour backend '{kind}'" + did_you_mean(kind, NEIGHBOR_BACKENDS))
     return NEIGHBOR_BACKENDS[kind](**params)

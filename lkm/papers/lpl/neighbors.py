@@ -1,17 +1,18 @@
-"""Exact against approximate neighbours in LPL (Tsuji et al., Sec. 7).
+"""Exact against approximate neighbours (annoy, hnswlib) in LPL (Tsuji et al., Sec. 7).
 
 Sec. 7: "in LPL, we do not necessary need the exact k nearest neighbors and suboptimal
 k nearest neighbors are acceptable". These outputs compare every LPL setting of a run
 with the exact-neighbour LPL of the same dataset, sigma and k, from stored records only:
 
-- ``tables/neighbors``: per dataset and setting (neighbors, n_trees, search_k), the mean
+- ``tables/neighbors``: per dataset and setting (neighbors, n_trees, search_k, ef), the mean
   over splits of accuracy, its difference to exact neighbours (paired by split), the
   measured neighbour recall (``info.neighbor_recall``, needs ``measure_recall: true``
-  for annoy), the neighbour query seconds (``info.neighbor_seconds``, only from calls
+  for annoy and hnswlib), the neighbour query seconds (``info.neighbor_seconds``, only from calls
   that actually ran the query), the ratio of that to the exact query, and the predict
-  and fit seconds (an annoy fit builds the forest).
+  and fit seconds (an annoy fit builds the forest, an hnswlib fit the graph).
 - ``figures/neighbors``: accuracy difference, recall and query-time ratio against
-  n_trees, one column of panels per dataset, one line per search_k.
+  annoy's n_trees, one column of panels per dataset, one line per search_k; hnswlib's
+  settings (no n_trees) as one horizontal line per ef.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from lkm.report.registry import ReportContext, figure, table
 
 #: Parameters that identify the neighbour search; the others (sigma, k, ...) identify
 #: the model, and an approximate setting is compared with the exact one sharing them.
-SEARCH_PARAMS = ("neighbors", "n_trees", "search_k", "random_state", "measure_recall")
+SEARCH_PARAMS = ("neighbors", "n_trees", "search_k", "ef", "random_state", "measure_recall")
 
 
 def _info(rec: Any, key: str) -> Any:
@@ -61,10 +62,11 @@ def neighbor_summary(records: pd.DataFrame, method_order: list[str] | None = Non
                      dataset_order: list[str] | None = None) -> pd.DataFrame:
     """One numeric row per (dataset, method, setting); see the module docstring.
 
-    Columns: dataset, method, neighbors, n_trees, search_k, sigma, k, splits, accuracy,
-    diff (annoy − exact, percentage points, mean of per-split differences), diff_std
-    (their std over splits), recall, query_seconds, query_ratio, predict_seconds,
-    fit_seconds. n_trees and search_k are None for exact neighbours.
+    Columns: dataset, method, neighbors, n_trees, search_k, ef, sigma, k, splits,
+    accuracy, diff (approximate − exact, percentage points, mean of per-split
+    differences), diff_std (their std over splits), recall, query_seconds, query_ratio,
+    predict_seconds, fit_seconds. n_trees and search_k are None except for annoy, ef
+    except for hnswlib.
     """
     df = neighbor_frame(records)
     if df.empty:
@@ -81,13 +83,14 @@ def neighbor_summary(records: pd.DataFrame, method_order: list[str] | None = Non
         ref = ref_acc.reindex(pd.MultiIndex.from_tuples(keys)).to_numpy(float)
         diff = RATE * (g["accuracy"].to_numpy(float) - ref)
         diff = diff[~np.isnan(diff)]
-        approx = p.get("neighbors", "exact") != "exact"
+        backend = p.get("neighbors", "exact")
         q = g["query_seconds"].mean()
         q_ref = ref_query.get((ds, mk), np.nan)
         rows.append({
             "dataset": ds, "method": method, "neighbors": p.get("neighbors", "exact"),
-            "n_trees": p.get("n_trees", 10) if approx else None,
-            "search_k": p.get("search_k", -1) if approx else None,
+            "n_trees": p.get("n_trees", 10) if backend == "annoy" else None,
+            "search_k": p.get("search_k", -1) if backend == "annoy" else None,
+            "ef": p.get("ef", 50) if backend == "hnswlib" else None,
             "sigma": p.get("sigma", 1.0), "k": p.get("k", "auto"), "splits": len(g),
             "accuracy": RATE * g["accuracy"].mean(),
             "diff": float(diff.mean()) if diff.size else np.nan,
@@ -104,7 +107,7 @@ def neighbor_summary(records: pd.DataFrame, method_order: list[str] | None = Non
     out["_ds"] = out["dataset"].map(ds_order)
     out["_m"] = out["method"].map(lambda m: order.get(m, len(order)))
     out["_exact"] = out["neighbors"] != "exact"
-    out = out.sort_values(["_ds", "_exact", "_m", "n_trees", "search_k"], na_position="first", kind="stable")
+    out = out.sort_values(["_ds", "_exact", "_m", "n_trees", "search_k", "ef"], na_position="first", kind="stable")
     return out.drop(columns=["_ds", "_m", "_exact"]).reset_index(drop=True)
 
 
@@ -120,6 +123,7 @@ def neighbors_table(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "dataset": summary["dataset"], "method": summary["method"], "neighbors": summary["neighbors"],
         "n_trees": summary["n_trees"].map(opt), "search_k": summary["search_k"].map(opt),
+        "ef": summary["ef"].map(opt),
         "sigma": summary["sigma"].map(lambda v: num(v, ".4g")),
         "accuracy %": summary["accuracy"].map(lambda v: num(v, ".2f")),
         "Δ vs exact (pts)": [num(d, "+.2f") + ("" if math.isnan(s) else f" ± {s:.2f}")
@@ -135,11 +139,13 @@ def neighbors_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 def neighbors_figure(summary: pd.DataFrame, title: str, base: Path, formats: list[str]) -> list[Path]:
     """Accuracy difference, recall and query-time ratio against n_trees (log axis), one
-    column per dataset, one line per search_k (and per model setting when several)."""
+    column per dataset, one line per search_k (and per model setting when several);
+    each hnswlib setting a horizontal line, labelled with its ef."""
     plt = load_pyplot()
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    approx = summary[summary["neighbors"] != "exact"]
+    approx = summary[summary["neighbors"] == "annoy"]
+    graphs = summary[summary["neighbors"] == "hnswlib"]
     datasets = list(dict.fromkeys(summary["dataset"]))
     rows = [("diff", "accuracy − exact (pts)"), ("recall", "neighbour recall"), ("query_ratio", "query time / exact")]
     fig, axes = plt.subplots(len(rows), len(datasets), figsize=(4.4 * len(datasets), 2.6 * len(rows)),
@@ -170,6 +176,12 @@ def neighbors_figure(summary: pd.DataFrame, title: str, base: Path, formats: lis
                                     lw=1.5, capsize=2, label=label)
                     else:
                         ax.plot(x, y, color=color_of[sk], ls=style, marker="o", ms=3.5, lw=1.5, label=label)
+        efs = sorted({int(v) for v in graphs["ef"].dropna()})
+        for ef, color in zip(efs, plt.get_cmap("autumn")(np.linspace(0.0, 0.8, max(1, len(efs)))), strict=False):
+            g = graphs[(graphs["dataset"] == ds) & (graphs["ef"] == ef)]
+            for i, (col, _) in enumerate(rows):
+                if not g.empty and not np.isnan(g[col].iloc[0]):
+                    axes[i, j].axhline(float(g[col].iloc[0]), color=color, lw=1.2, ls="-.", label=f"hnswlib, ef = {ef}")
         axes[0, j].axhline(0.0, color="black", lw=1, ls="--", label="exact neighbours")
         axes[1, j].axhline(1.0, color="black", lw=1, ls="--")
         axes[2, j].axhline(1.0, color="black", lw=1, ls="--")
@@ -179,7 +191,8 @@ def neighbors_figure(summary: pd.DataFrame, title: str, base: Path, formats: lis
             e = exact.iloc[0]
             head += f"\nexact: {e['accuracy']:.2f} %, query {1000 * e['query_seconds']:.1f} ms"
         axes[0, j].set_title(head)
-        axes[1, j].set_ylim(min(0.0, np.nanmin(sub["recall"].to_numpy(float), initial=1.0) - 0.05), 1.03)
+        recalls = summary[summary["dataset"] == ds]["recall"].to_numpy(float)
+        axes[1, j].set_ylim(min(0.0, np.nanmin(recalls, initial=1.0) - 0.05), 1.03)
         axes[2, j].set_yscale("log")
         axes[2, j].yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 3.0)))
         axes[2, j].yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
@@ -214,7 +227,7 @@ def _neighbors_table(ctx: ReportContext) -> list[Path]:
         return []
     return ctx.write_table(
         neighbors_table(summary), "neighbors",
-        f"{ctx.spec.name}: LPL with exact vs annoy neighbours (Sec. 7), mean over "
+        f"{ctx.spec.name}: LPL with exact vs approximate (annoy, hnswlib) neighbours (Sec. 7), mean over "
         f"{ctx.spec.describe_protocol()}; Δ = accuracy minus exact-neighbour LPL at the same sigma and k, "
         "mean ± std of per-split differences; recall = share of the exact k nearest neighbours found; "
         "query s = neighbour query only; predict s excludes the exact reference query behind the recall",
@@ -226,6 +239,6 @@ def _neighbors_figure(ctx: ReportContext) -> list[Path]:
     summary = _summary_of(ctx)
     if summary.empty or not (summary["neighbors"] != "exact").any():
         return []
-    title = (f"{ctx.spec.name}: approximate (annoy) vs exact neighbours in LPL "
+    title = (f"{ctx.spec.name}: approximate (annoy, hnswlib) vs exact neighbours in LPL "
              f"({ctx.spec.describe_protocol(short=True)}; error bars = ±1 s.e. of per-split differences)")
     return neighbors_figure(summary, title, ctx.figures_dir / "neighbors", ctx.spec.outputs.formats)
