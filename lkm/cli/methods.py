@@ -128,7 +128,14 @@ def _bench_cluster(data_dir, address: str, out: Path | None) -> None:
 
 def _bench_scaling(data_dir, problems, methods, max_seconds, max_n, figure, out, sizes=None) -> None:
     """``lkm bench --scaling``: one line per cell as it finishes, then the table."""
-    from lkm.bench.scaling import METHODS, PROBLEMS, SIZES, run_scaling, scaling_figure, scaling_markdown
+    from lkm.bench.scaling import (
+        METHODS,
+        PROBLEMS,
+        SIZES,
+        run_scaling,
+        scaling_figure,
+        scaling_markdown,
+    )
 
     def names(text: str | None, known, what: str) -> list[str]:
         chosen = [t.strip() for t in text.split(",") if t.strip()] if text else list(known)
