@@ -5,7 +5,6 @@ summary and the paths printed at the end, and the report's counts (`lkm report -
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import shlex
 import sys
@@ -100,6 +99,17 @@ def run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_ru
                                   f"first: {summary.first_error}"), 1)
 
 
+def _warm_up_report() -> None:
+    """While the workers fit: import pyplot and load the figures' fonts
+    (:func:`lkm.report.core.warm_up_figures`), and read what provenance records regardless
+    of the run (:func:`lkm.engine.environment.prefetch_provenance`)."""
+    from lkm.engine.environment import prefetch_provenance
+    from lkm.report.core import warm_up_figures
+
+    warm_up_figures()
+    prefetch_provenance()
+
+
 def _fit_and_report(spec, plan, store, source: str, *, jobs: int, fresh: bool, progress: bool, cluster=None):
     """Fit what the run folder does not hold yet, write provenance and rebuild the report
     unless it is current. Returns the execution summary and the files written (None:
@@ -123,7 +133,7 @@ def _fit_and_report(spec, plan, store, source: str, *, jobs: int, fresh: bool, p
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     warm_up = None
     if todo:  # this process only waits while workers fit: import the figures' library meanwhile
-        warm_up = threading.Thread(target=importlib.import_module, args=("matplotlib.pyplot",), daemon=True)
+        warm_up = threading.Thread(target=_warm_up_report, daemon=True)
         warm_up.start()
     try:
         # SIGTERM is handled like Ctrl-C (the command runs under interrupt_on): execute()

@@ -84,8 +84,26 @@ def cpu_info() -> dict[str, Any]:
     return {"model": model, "architecture": platform.machine(), "logical_cpus": os.cpu_count(), "usable_cpus": usable}
 
 
+#: :func:`prefetch_provenance`'s result, taken by the next :func:`frozen_requirements`.
+_prefetched: dict[str, str] = {}
+
+
+def prefetch_provenance() -> None:
+    """Do now what recording provenance costs regardless of the run (reading ~200
+    installed distributions' metadata, loading LIBSVM's OpenMP runtime): a command calls
+    this in a thread while its workers fit, and the next :func:`frozen_requirements`
+    returns the pins read here."""
+    _pools()
+    _prefetched["requirements"] = _read_requirements()
+
+
 def frozen_requirements() -> str:
     """``pip freeze``-style pins of every installed distribution, sorted by name."""
+    prefetched = _prefetched.pop("requirements", None)
+    return prefetched if prefetched is not None else _read_requirements()
+
+
+def _read_requirements() -> str:
     pins, notes = {}, {}
     for dist in distributions():
         name = dist.metadata["Name"]

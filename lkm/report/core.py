@@ -802,6 +802,26 @@ def load_pyplot():
     return plt
 
 
+def warm_up_figures() -> None:
+    """Draw a throwaway figure with what lkm's figures hold (log axis, markers, legend,
+    titles) and drop it: the fonts, their text metrics and the mathtext parser of log-axis
+    tick labels are loaded then, not in the first real figure. `lkm run` and `lkm sweep`
+    call this in a thread while the fits run; only caches are filled."""
+    plt = load_pyplot()
+    fig, ax = plt.subplots(figsize=(3.0, 2.0))
+    try:
+        ax.plot([0.1, 1.0, 10.0], [0.5, 0.7, 0.9], marker="o", label="method")
+        ax.set_xscale("log")
+        ax.set_xlabel("sigma")
+        ax.set_ylabel("accuracy %")
+        ax.set_title("dataset")
+        ax.legend(loc="best")
+        fig.suptitle("run")
+        fig.canvas.draw()
+    finally:
+        plt.close(fig)
+
+
 def method_colors(spec: Spec) -> dict[str, str]:
     """One colour per method of ``spec``, by its place in the spec's method order: the
     same method has the same colour in every figure of a run (tab10, tab20 beyond ten
