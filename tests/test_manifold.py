@@ -17,10 +17,12 @@ from lkm.methods.manifold import (
     poly_gram,
     solve_belkin,
     solve_reduced,
+    solve_semidefinite,
     solve_stationary,
     stationary_system,
 )
 from lkm.numerics.kernels import DistanceCache, gaussian_gram, heat_gram, squared_euclidean
+from lkm.numerics.threads import blas_threads
 
 
 def _data(seed: int = 0, n: int = 40, d: int = 3, classes: int = 2) -> tuple[np.ndarray, np.ndarray]:
@@ -396,6 +398,92 @@ def test_singular_systems_are_refused_by_the_fast_routes() -> None:
     assert model.info_["solver"] == "eigh"
     grad = _fd_gradient(lambda a: _objective(model, X, Y[:, 0], every, a, 0.0, K, 0.0, 0.0), model.dual_coef_)
     assert np.abs(grad).max() < 1e-6
+
+
+def _singular_prls_system(dup: int, n: int = 60, d: int = 3, sigma: float = 1.0, gamma: float = 0.01,
+                          seed: int = 1) -> tuple:
+    """(X, Y, K, P, Psi, labeled, λ₁) of PRLS on Gaussian data, the first ``dup`` rows repeated."""
+    X = np.random.default_rng(seed).normal(size=(n, d))
+    X = np.vstack([X, X[:dup]])
+    Y = np.where(X[:, 0] > 0.1, 1.0, -1.0)[:, None]
+    K = gaussian_gram(X, X, sigma)
+    return X, Y, K, _bracket(X, sigma), np.ones((X.shape[0], 1)), np.ones(X.shape[0], dtype=bool), gamma * X.shape[0]
+
+
+def test_pivoted_cholesky_route_equals_eigh_on_a_full_rank_system() -> None:
+    """Nothing to truncate: the pivoted Cholesky and eigh routes (solve_semidefinite) are
+    both M⁻¹r, coefficients and predictions."""
+    X, Y, K, P, Psi, labeled, ridge = _singular_prls_system(dup=0)
+    M, r = stationary_system(K, P, Psi, Y, labeled, ridge)
+    pivoted, info = solve_semidefinite(M, r, route="pivoted-cholesky")
+    eigen, info_eigh = solve_semidefinite(M, r, route="eigh")
+    assert info["rank"] == info_eigh["rank"] == M.shape[0]
+    np.testing.assert_allclose(pivoted, eigen, rtol=1e-7, atol=1e-9 * np.abs(eigen).max())
+    np.testing.assert_allclose(pivoted, np.linalg.solve(M, r), rtol=1e-7, atol=1e-9 * np.abs(eigen).max())
+    Kq = gaussian_gram(np.random.default_rng(2).normal(size=(50, 3)), X, 1.0)
+    np.testing.assert_allclose(Kq @ pivoted[:-1] + pivoted[-1], Kq @ eigen[:-1] + eigen[-1], atol=1e-10)
+
+
+@pytest.mark.parametrize("graph", [0.0, 0.5])
+def test_pivoted_cholesky_route_gives_eighs_solution_on_a_singular_gaussian_system(graph: float) -> None:
+    """Duplicated rows make K, P and the reduced system exactly singular: the pivoted
+    Cholesky route (PRLS's and PLapRLS's default for γ > 0) gives eigh's minimum-norm
+    solution, coefficients and predictions, and it is a stationary point of the objective."""
+    X, Y, K, P, Psi, labeled, ridge = _singular_prls_system(dup=10)
+    L = _dense_laplacian(X, 4, 0.5) if graph else None
+    pivoted, info = solve_reduced(K, P, Psi, Y, labeled, ridge, L, graph)
+    eigen, info_eigh = solve_reduced(K, P, Psi, Y, labeled, ridge, L, graph, rank_revealing="eigh")
+    assert info["solver"] == "pivoted-cholesky" and info_eigh["solver"] == "eigh"
+    assert info["rank"] == info_eigh["rank"] < X.shape[0] + 1
+    np.testing.assert_allclose(pivoted, eigen, rtol=1e-6, atol=1e-8 * np.abs(eigen).max())
+    Kq = gaussian_gram(np.random.default_rng(3).normal(size=(50, 3)), X, 1.0)
+    np.testing.assert_allclose(Kq @ pivoted[:-1] + pivoted[-1], Kq @ eigen[:-1] + eigen[-1], atol=1e-9)
+    a, beta = pivoted[:-1, 0], pivoted[-1, 0]
+    n = X.shape[0]
+    graph_term = (lambda f: graph * f @ L @ f / n) if graph else (lambda f: 0.0)
+
+    def objective(coef: np.ndarray) -> float:  # (l/2)·eq. (10)/(12) in the solver's scaling
+        f = K @ coef[:-1] + coef[-1]
+        return float(0.5 * np.sum((Y[:, 0] - f) ** 2) + 0.5 * ridge * coef[:-1] @ P @ coef[:-1]
+                     + 0.5 * n * graph_term(f))
+
+    grad = _fd_gradient(objective, np.append(a, beta))
+    assert np.abs(grad).max() < 1e-6 * n
+
+
+def test_pivoted_cholesky_route_moves_f_little_on_a_numerically_singular_gaussian_system() -> None:
+    """Distinct rows, two features, a wide Gaussian: M is singular only to round-off and
+    the routes truncate different near-null directions (flat to round-off for the
+    objective), so the coefficients differ but f agrees to ~1e-3 (measured 2e-3) and no
+    sign changes."""
+    X, Y, K, P, Psi, labeled, ridge = _singular_prls_system(dup=0, n=80, d=2, sigma=2.0, gamma=1e-3)
+    pivoted, info = solve_reduced(K, P, Psi, Y, labeled, ridge)
+    eigen, _ = solve_reduced(K, P, Psi, Y, labeled, ridge, rank_revealing="eigh")
+    assert info["solver"] == "pivoted-cholesky"
+    Kq = gaussian_gram(np.random.default_rng(4).normal(size=(300, 2)), X, 2.0)
+    f_pivoted, f_eigen = Kq @ pivoted[:-1] + pivoted[-1], Kq @ eigen[:-1] + eigen[-1]
+    assert np.abs(f_pivoted - f_eigen).max() < 1e-2
+    assert np.array_equal(np.sign(f_pivoted), np.sign(f_eigen))
+
+
+@pytest.mark.parametrize("cls", [PRLS, PLapRLS])
+def test_singular_fits_do_not_depend_on_row_order_or_blas_threads(cls) -> None:
+    """The pivoted Cholesky route: permuted training rows and one BLAS thread give the
+    same decision values (measured 1e-6) on a numerically singular Gaussian system (wide σ;
+    distinct rows: duplicated ones tie in the k-NN graph, whose ties go by row index)."""
+    X, _, _, _, _, _, _ = _singular_prls_system(dup=0, n=150, d=3, sigma=3.0)
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    params = {"gamma": 1e-3} if cls is PRLS else {"gamma_A": 1e-3, "gamma_I": 0.1, "unlabeled_label": None}
+    model = cls(kernel="gaussian", sigma=3.0, **params).fit(X, y)
+    assert model.info_["solver"] == "pivoted-cholesky"
+    Xq = np.random.default_rng(5).normal(size=(200, 3))
+    f = model.decision_function(Xq)
+    order = np.random.default_rng(6).permutation(X.shape[0])
+    np.testing.assert_allclose(cls(kernel="gaussian", sigma=3.0, **params).fit(X[order], y[order])
+                               .decision_function(Xq), f, atol=1e-5)
+    with blas_threads(1):
+        f_one = cls(kernel="gaussian", sigma=3.0, **params).fit(X, y).decision_function(Xq)
+    np.testing.assert_allclose(f_one, f, atol=1e-5)
 
 
 def test_laprls_with_a_constant_is_stationary() -> None:

@@ -22,10 +22,12 @@ that they solve the same problem:
     times a batch of calls of each side, alternately, and the median over the repeats is
     reported (at least :data:`SMALL_REPEATS` repeats).
 (f) PRLS(kernel="gaussian", gamma=1e-3) fit+predict (Yang, King, Lyu)
-                               vs KernelRidge(rbf, alpha=1e-3·l)          target <= 2.0
+                               vs KernelRidge(rbf, alpha=1e-3·l)          target <= 1.5
 (g) LapRLS(gamma_A = gamma_I = 1e-3, 6-NN graph over the training rows)
                                vs KernelRidge(rbf, alpha=1e-3·l)          target <= 4.0
     (the same data term and ridge on the same kernel; LapRLS adds the graph term)
+    and PLapRLS (Yang, King, Lyu eq. (12): PRLS's penalty, the same gammas and graph)
+                               vs KernelRidge(rbf, alpha=1e-3·l)          target <= 1.5
 
 Two comparisons on USPS (Cevikalp et al.'s set; the official split, 7291 training /
 2007 test digits, 256 features in [0, 1], not rescaled; ``usps_rows`` draws seeded
@@ -81,7 +83,8 @@ SIGMA = 5.0
 SIGMA_GRID = np.logspace(-2, 2, 39)
 TARGETS = {
     "lpl_vs_knn": 2.0, "pl_vs_kernel_ridge": 1.2, "svm_vs_svc": 1.2, "pl_sweep_vs_kernel_ridge": 0.5,
-    "svm_small_vs_svc": 1.1, "hknn_vs_knn": 3.0, "prls_vs_kernel_ridge": 2.0, "laprls_vs_kernel_ridge": 4.0,
+    "svm_small_vs_svc": 1.1, "hknn_vs_knn": 3.0, "prls_vs_kernel_ridge": 1.5, "laprls_vs_kernel_ridge": 4.0,
+    "plaprls_vs_kernel_ridge": 1.5,
     "svm_small_busy_vs_svc": 1.1, "svm_mnist38_vs_svc": 1.1, "svm_mnist38_busy_vs_svc": 1.1,
     "svm_letter_vs_svc": 1.1, "svm_letter_busy_vs_svc": 1.1,
     "annoy_usps_vs_exact": 1.0, "hnswlib_usps_vs_exact": 1.0, "annoy_mnist_vs_exact": 1.0,
@@ -92,7 +95,8 @@ ANN_K = 10
 ANN_MIN_RECALL = {"annoy": None, "hnswlib": 0.99}
 #: C and sigma of the large SVM cases (MNIST 3-vs-8: Shin and Cho's Table 2 grid values).
 LARGE_SVM = {"mnist38": (10.0, 7.0), "letter": (10.0, "scale")}
-#: γ of the PRLS and LapRLS comparisons (γ_A = γ_I = γ for LapRLS); KernelRidge gets alpha = γ·l.
+#: γ of the PRLS, LapRLS and PLapRLS comparisons (γ_A = γ_I = γ for the last two); KernelRidge gets
+#: alpha = γ·l.
 MANIFOLD_GAMMA = 1e-3
 #: Absolute targets (seconds of ours), for comparisons whose reference only gives scale.
 TARGET_SECONDS = {"tangent_1nn_usps": 300.0}
@@ -326,8 +330,8 @@ def run_bench(
     large: bool = False,
 ) -> list[dict[str, Any]]:
     """Run the comparisons (a)-(m) ((i) only with ``tangent``, (j)-(l) and (n) only with
-    ``large``); one dict per comparison (see the module doc). ``max_rows`` subsets
-    spambase, ``usps_rows`` USPS.
+    ``large``); one dict per comparison (see the module doc; (g) gives two,
+    LapRLS and PLapRLS). ``max_rows`` subsets spambase, ``usps_rows`` USPS.
 
     Keys: name, ours, reference, ours_seconds, reference_seconds, ratio, target (of the
     ratio; None for an absolute target), target_seconds (of ours; None for a ratio
@@ -344,6 +348,7 @@ def run_bench(
         LapRLS,
         LocalizedProjectionLearning,
         NearestNeighbor,
+        PLapRLS,
         ProjectionLearning,
         SVMClassifier,
     )
@@ -452,6 +457,15 @@ def run_bench(
                                             gamma_I=MANIFOLD_GAMMA)),
                         lambda: kernel_ridge_at(ridge), repeats),
             TARGETS["laprls_vs_kernel_ridge"],
+        ))
+        results.append(_result(
+            "plaprls_vs_kernel_ridge",
+            f"PLapRLS(kernel='gaussian', sigma={SIGMA}, gamma_A={MANIFOLD_GAMMA:g}, gamma_I={MANIFOLD_GAMMA:g}, graph_k=6)",
+            f"KernelRidge(kernel='rbf', gamma={gamma:g}, alpha={ridge:g})",
+            _best_times(lambda: ours(PLapRLS(kernel="gaussian", sigma=SIGMA, gamma_A=MANIFOLD_GAMMA,
+                                             gamma_I=MANIFOLD_GAMMA)),
+                        lambda: kernel_ridge_at(ridge), repeats),
+            TARGETS["plaprls_vs_kernel_ridge"],
         ))
     Xu_train, yu_train, Xu_test, yu_test = usps_split(data_dir, usps_rows)
 
