@@ -242,9 +242,8 @@ def _blocked_products(A: np.ndarray, B: np.ndarray, out: np.ndarray, same: bool,
         np.matmul(A[rows], right.T, out=out[rows, cols])
         yield rows, cols
         if same:
-            diagonal = out[rows, rows]
-            upper = np.triu_indices(j - i, 1)
-            diagonal[upper] = diagonal.T[upper]
+            diagonal = out[rows, rows]  # its strict upper triangle from the lower (no index arrays)
+            np.copyto(diagonal, diagonal.T, where=~np.tri(j - i, dtype=bool))
             out[:i, rows] = out[rows, :i].T
 
 
