@@ -7,7 +7,8 @@ import gzip
 import json
 from importlib.metadata import version
 
-from lkm.engine.environment import frozen_requirements
+from lkm.engine import environment
+from lkm.engine.environment import frozen_requirements, prefetch_provenance
 from lkm.engine.store import RunStore
 
 
@@ -40,6 +41,14 @@ def test_run_folder_pins_the_installed_packages(tmp_path):
     # lkm itself is an editable checkout here: a comment, not a pin pip would try to fetch
     assert not any(name.lower() == "lkm" for name in pins)
     assert lock == frozen_requirements().splitlines()
+
+
+def test_prefetched_requirements_are_the_pins_and_are_taken_once(monkeypatch):
+    fresh = frozen_requirements()
+    prefetch_provenance()
+    monkeypatch.setattr(environment, "_read_requirements", lambda: "read again\n")
+    assert frozen_requirements() == fresh  # the prefetched pins
+    assert frozen_requirements() == "read again\n"  # then read anew
 
 
 def test_gzipped_record_parts_are_read_like_plain_ones(tmp_path):
