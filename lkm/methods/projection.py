@@ -39,7 +39,7 @@ from lkm.numerics.kernels import (
     underflow_share,
 )
 from lkm.numerics.neighbors import NEIGHBOR_BACKENDS, make_neighbors, neighbor_recall
-from lkm.numerics.threads import blas_threads
+from lkm.numerics.threads import SMALL_BLAS_FLOPS, blas_threads
 
 EPS = float(np.finfo(np.float64).eps)
 #: Bytes of gathered neighbour coordinates LPL materializes at once.
@@ -218,8 +218,11 @@ def clear_inverse_solve(
     if n == 0 or anorm == 0.0:
         return None
     cutoff = rcond * (anorm if lam_max is None else lam_max)
-    threads = 1 if n >= SINGLE_THREAD_FACTOR_ORDER else None
-    with blas_threads(threads):
+    # One BLAS thread for small orders (a second one costs more than it saves when the
+    # other core is busy: measured 10-40x slower at n = 1000 on a loaded machine) and
+    # from SINGLE_THREAD_FACTOR_ORDER on (the crash); the result is G⁻¹Y either way.
+    one_thread = n >= SINGLE_THREAD_FACTOR_ORDER or n**3 / 3.0 < SMALL_BLAS_FLOPS
+    with blas_threads(1 if one_thread else None):
         factor, info = lapack.dpotrf(G, lower=0, clean=0, overwrite_a=0)
     if info != 0:
         return None
