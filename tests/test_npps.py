@@ -353,3 +353,75 @@ def test_table2_setting_cell_breaks_ties_by_value_not_by_record_order() -> None:
                          "info": [{"tuned_params": {"C": c}} for c in (10, 1, 10, 1)]})
     cells = {setting(recs.iloc[order].reset_index(drop=True)) for order in ([0, 1, 2, 3], [1, 0, 3, 2], [3, 2, 1, 0])}
     assert len(cells) == 1, cells
+
+
+def _table2_context(with_modern_records: bool):
+    """A ReportContext of a one-row Table 2 (ALL, SELECTED and ALL on a modern solver)
+    with hand-made records: no fitting."""
+    import pandas as pd
+
+    from lkm.engine.store import RunStore
+    from lkm.report.registry import ReportContext
+    from lkm.spec import spec_from_dict
+
+    spec = spec_from_dict({
+        "name": "t2", "datasets": ["moons"], "protocol": {"kind": "kfold", "folds": 3, "seed": 0},
+        "methods": [{"name": "ALL", "estimator": "svm"}, {"name": "SELECTED", "estimator": "npps_svm"},
+                    {"name": "ALL (modern solver)", "estimator": "svm", "params": {"backend": "intelex"}}],
+        "outputs": {"tables": ["npps_table2"], "options": {"npps_table2": {"rows": [
+            {"dataset": "moons", "all": "ALL", "selected": "SELECTED", "modern": "ALL (modern solver)"}]}}},
+    })
+
+    def record(method: str, accuracy: float, info: dict) -> dict:
+        return {"dataset": "moons", "split": "0", "method": method, "status": "ok", "params": {},
+                "n_train": 1000, "n_test": 200, "accuracy": accuracy, "fit_seconds": 9.0, "info": info}
+
+    recs = [record("ALL", 0.99, {"refit_seconds": 8.0, "n_support": 300}),
+            record("SELECTED", 0.985, {"refit_seconds": 2.0, "n_selected": 200, "n_support": 120,
+                                       "svm_seconds": 0.5, "selection_seconds": 1.5})]
+    if with_modern_records:
+        recs.append(record("ALL (modern solver)", 0.995, {"refit_seconds": 1.0, "n_support": 310}))
+    recs.append({**record("ALL (modern solver)", 0.0, {}), "status": "error", "accuracy": math.nan})  # a failed fit
+    return ReportContext(RunStore(Path(".")), spec, pd.DataFrame(recs), pd.DataFrame(), pd.DataFrame())
+
+
+def test_table2_adds_the_modern_solver_row_after_its_dataset_when_it_has_records() -> None:
+    from lkm.papers.npps.selection import table2
+
+    table = table2(_table2_context(with_modern_records=True))
+    assert list(table["dataset"]) == ["moons", "moons, ALL on a modern solver (scikit-learn-intelex)"]
+    plain, modern = table.iloc[0], table.iloc[1]
+    assert modern["patterns ALL"] == "1000" and modern["SVs ALL"] == "310" and modern["time ALL (s)"] == "1"
+    assert modern["error ALL %"] == "0.50"
+    # SELECTED repeated from the LIBSVM row; speed-up = modern ALL seconds / (SVM + NPPS) seconds = 1 / 2
+    for col in ("patterns SELECTED", "SVs SELECTED", "time SELECTED = SVM + NPPS (s)", "error SELECTED %"):
+        assert modern[col] == plain[col]  # ours only: the spec has no paper numbers, so no brackets
+    assert modern["speed-up ALL/SELECTED"] == "0.5×" and plain["speed-up ALL/SELECTED"] == "4.0×"
+    assert modern["paper row"] == "–" and "another session" not in modern["note"]
+
+
+def test_table2_modern_row_says_when_it_was_timed_in_another_session() -> None:
+    from lkm.papers.npps.selection import table2
+
+    ctx = _table2_context(with_modern_records=True)
+    ctx.records["finished_at"] = "2026-11-24T21:00:00"
+    ctx.records.loc[ctx.records["method"] == "ALL (modern solver)", "finished_at"] = "2026-11-26T06:00:00"
+    note = table2(ctx).iloc[1]["note"]
+    assert "timed in another session (2026-11-26 against 2026-11-24)" in note
+
+
+def test_table2_has_no_modern_solver_row_without_its_records() -> None:
+    from lkm.papers.npps.selection import table2
+
+    table = table2(_table2_context(with_modern_records=False))
+    assert list(table["dataset"]) == ["moons"]
+
+
+def test_claims_give_the_modern_solver_as_context_only_for_rows_that_have_it() -> None:
+    from lkm.papers.npps.claims import modern_solver_context
+
+    rows = [{"dataset": "a", "error_selected": 0.005, "modern_ratio": 0.8, "error_modern": 0.004},
+            {"dataset": "b", "error_selected": 0.01}]
+    text = modern_solver_context(rows)
+    assert "a 0.80×, -0.10 points" in text and "b " not in text and "not the paper's claim" in text
+    assert modern_solver_context(rows[1:]) == ""

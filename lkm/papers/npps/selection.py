@@ -7,7 +7,10 @@ mapping" (Pattern Recognition Letters 2004): NPPS pattern selection before an SV
   speed-up ALL / SELECTED beside the paper's; the seconds are the final fit's (a tuned
   method's CV search is left out: ``info.refit_seconds``), and ``setting ALL`` /
   ``setting SELECTED`` give C, sigma and k (tuned ones: the most frequent choice over
-  the splits and how many chose it).
+  the splits and how many chose it). A row with a ``modern`` method is followed by a row
+  of its own, not the paper's: the same SVM on ALL patterns trained by a modern solver
+  (e.g. scikit-learn-intelex), its SELECTED columns repeated from the row above and its
+  speed-up its time / SELECTED's (below 1: faster than NPPS + SVM).
 - ``tables/npps_k_sweep``: for every NPPS method whose ``k`` is swept, per dataset and k:
   selected patterns, support vectors, test error, selection and SVM seconds.
 - ``figures/npps_boundaries``: Figs. 5-7, per 2-D dataset an ALL and a SELECTED panel
@@ -22,11 +25,13 @@ mapping" (Pattern Recognition Letters 2004): NPPS pattern selection before an SV
 Options (``outputs.options``):
 
 ``npps_table2``
-    ``rows``: list of ``{dataset, all, selected, paper, note}`` — a dataset id of the
-    spec, the method names of its ALL (``svm``) and SELECTED (``npps_svm``) runs, the key
-    of its row in ``paper`` (default: none) and a note shown in the table (e.g. that the
-    row is a stand-in). Rows whose dataset is unavailable say "data unavailable"; rows
-    whose dataset is not in the spec (a ``--smoke`` run) are left out.
+    ``rows``: list of ``{dataset, all, selected, modern, paper, note}`` — a dataset id of
+    the spec, the method names of its ALL (``svm``) and SELECTED (``npps_svm``) runs,
+    optionally the name of its ALL run on a modern solver (``svm`` with another
+    ``backend``: a row of its own after the dataset's, only when that method has
+    records), the key of its row in ``paper`` (default: none) and a note shown in the
+    table (e.g. that the row is a stand-in). Rows whose dataset is unavailable say "data
+    unavailable"; rows whose dataset is not in the spec (a ``--smoke`` run) are left out.
     ``paper``: the paper's Table 2 by row name: ``train: [ALL, SELECTED]``,
     ``sv: [ALL, SELECTED]``, ``seconds: [ALL, SVM, NPPS]`` (SELECTED = SVM + NPPS),
     ``error: [ALL %, SELECTED %]``.
@@ -226,7 +231,72 @@ def table2(ctx: ReportContext) -> pd.DataFrame:
         if s["fallbacks"]:
             row["note"] = f"{row['note']}; NPPS fell back to all patterns in {s['fallbacks']} split(s)".lstrip("; ")
         out.append(row)
+        if r.get("modern"):
+            modern = _modern_row(ctx, r, row, ours, s, has_paper)
+            if modern is not None:
+                out.append(modern)
     return pd.DataFrame(out)
+
+
+def _other_session(recs: pd.DataFrame, reference: pd.DataFrame, hours: float = 1.0) -> str:
+    """``"<day> against <day>"`` when ``recs`` finished more than ``hours`` from every
+    ``reference`` record (fitted in another session, e.g. added to a recorded run, so their
+    seconds may have met another load), else ""."""
+    if "finished_at" not in recs.columns or "finished_at" not in reference.columns:
+        return ""
+    ours = pd.to_datetime(recs["finished_at"], errors="coerce").dropna()
+    theirs = pd.to_datetime(reference["finished_at"], errors="coerce").dropna()
+    if ours.empty or theirs.empty:
+        return ""
+    gap = min(abs(a - b) for a in ours for b in theirs)
+    if gap <= pd.Timedelta(hours=hours):
+        return ""
+    return f"{ours.min():%Y-%m-%d} against {theirs.min():%Y-%m-%d}"
+
+
+#: The solver a ``backend`` of ``svm`` names, for the modern row's label.
+_SOLVERS = {"intelex": "scikit-learn-intelex", "libsvm": "LIBSVM"}
+
+#: Table 2's columns of the SELECTED side, which a modern row repeats from its dataset's row.
+_SELECTED_COLUMNS = ("patterns SELECTED", "SVs SELECTED", "time SELECTED = SVM + NPPS (s)", "error SELECTED %")
+
+
+def _modern_row(ctx: ReportContext, r: dict[str, Any], selected_row: dict[str, Any], selected_ours: dict[str, str],
+                s: dict[str, float], has_paper: bool) -> dict[str, Any] | None:
+    """The row of ``r['modern']``, the SVM on ALL patterns trained by a modern solver (not
+    in the paper): its own patterns, SVs, time and error in the ALL columns, our SELECTED
+    cells of the dataset's row (``selected_ours``; the paper's numbers are "–": they stay
+    with that row, which the report compares) and speed-up = its time / SELECTED's; None
+    when the method has no records (an older run, or its fits failed)."""
+    ds = r["dataset"]
+    method = _method(ctx, r["modern"], "outputs.options.npps_table2.rows.modern")
+    recs = ctx.ok_records(ds, method.name)
+    m = setting_stats(recs)
+    if not m:
+        return None
+    solver = _SOLVERS.get(str(method.params.get("backend", "")), method.name)
+    sel_seconds = s["svm_seconds"] + s["selection_seconds"]
+    ours = {
+        "patterns ALL": _n(m["n_train"]),
+        "SVs ALL": _n(m["n_support"]),
+        "time ALL (s)": _s(m["train_seconds"]),
+        "speed-up ALL/SELECTED": f"{m['train_seconds'] / sel_seconds:.1f}×" if sel_seconds > 0 else "–",
+        "error ALL %": _pct(RATE * m["error"]),
+    }
+    row: dict[str, Any] = {"dataset": f"{ds}, ALL on a modern solver ({solver})", "paper row": "–",
+                           "note": f"not in the paper; SELECTED as in the {ds} row"}
+    other = _other_session(recs, ctx.ok_records(ds, r["selected"]))
+    if other:
+        row["note"] += f"; timed in another session ({other}) than SELECTED: its seconds compare with care"
+    for col in _COLUMNS:
+        cell = selected_ours[col] if col in _SELECTED_COLUMNS else ours[col]
+        row[col] = _cell(cell, "–") if has_paper else cell
+    row["setting ALL"] = setting(recs)
+    row["setting SELECTED"] = selected_row["setting SELECTED"]
+    row[ci_column("error ALL %")] = records_interval(recs, error=True)
+    row[ci_column("error SELECTED %")] = selected_row[ci_column("error SELECTED %")]
+    row["splits"] = int(m["splits"])
+    return row
 
 
 _COLUMNS = ("patterns ALL", "patterns SELECTED", "SVs ALL", "SVs SELECTED", "time ALL (s)",
@@ -252,6 +322,10 @@ def _paper_cells(p: dict[str, Any] | None) -> dict[str, str]:
 @table("npps_table2")
 def _npps_table2(ctx: ReportContext) -> list[Path]:
     df = table2(ctx)
+    modern = (" Rows '…, ALL on a modern solver' (not in the paper): the SVM on ALL patterns trained by that "
+              "solver, the SELECTED columns repeated from the row above; their speed-up is their time / SELECTED's "
+              "(below 1: the modern solver on all patterns is faster than NPPS + SVM)."
+              if any(r.get("modern") for r in _table2_rows(ctx)) else "")
     return ctx.write_table(
         df, "npps_table2",
         f"{ctx.spec.name}: Shin and Cho, Table 2 — SVM on ALL training patterns vs on the patterns SELECTED "
@@ -259,7 +333,7 @@ def _npps_table2(ctx: ReportContext) -> list[Path]:
         f"here, without the CV search of tuned parameters; the paper's: MATLAB QP or OSU SVM on 2004 hardware, so "
         f"compare ratios, not seconds). Settings: fixed values, or for parameters tuned by CV on each split's "
         f"training part the most frequent choice (splits that chose it). "
-        f"{ctx.spec.describe_protocol()}; preprocessing {ctx.spec.preprocessing}.",
+        f"{ctx.spec.describe_protocol()}; preprocessing {ctx.spec.preprocessing}.{modern}",
     )
 
 
