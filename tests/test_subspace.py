@@ -251,3 +251,29 @@ def test_grouped_k_smallest_selection_equals_the_tie_ruled_one(seed: int) -> Non
     scores[2] = rng.normal(size=300)
     for k in (1, 3, 10, 40):
         np.testing.assert_array_equal(_k_smallest_by_groups(scores, k), k_smallest(scores, k))
+
+
+def test_ill_conditioned_projection_residuals_equal_the_svd_ones() -> None:
+    """Rows with singular values below FAST_COND·s_max (near-duplicate or dependent
+    neighbours) take the QR route of the projection residual: the same residuals as an SVD
+    of each stack with the same rank cutoff, exact zeros for vectors in the span."""
+    from lkm.methods.subspace import DEFAULT_RCOND, FAST_COND, _residual_norms
+
+    rng = np.random.default_rng(0)
+    b, m, p = 30, 8, 64
+    V = rng.normal(size=(b, m, p))
+    V[:, 1] = V[:, 0] + 1e-7 * rng.normal(size=(b, p))  # near-duplicate rows
+    V[::3, 2] = 2.0 * V[::3, 3] - V[::3, 4]  # exactly dependent ones
+    R = rng.normal(size=(b, 3, p))
+    R[:, 0] = V[:, 5] - 0.5 * V[:, 6]  # in the span: residual exactly 0
+    expected = np.empty((b, 3))
+    for i in range(b):
+        _, s, Vt = np.linalg.svd(V[i], full_matrices=False)
+        Vt = Vt[s > DEFAULT_RCOND * s[0]]
+        expected[i] = np.linalg.norm(R[i] - (R[i] @ Vt.T) @ Vt, axis=-1)
+    s = np.linalg.svd(V, compute_uv=False)
+    assert (s[:, -1] <= FAST_COND * s[:, 0]).all()  # every stack takes the QR route
+    got = _residual_norms(V, R, DEFAULT_RCOND)
+    # the near-duplicate direction is known to eps/1e-7 ≈ 2e-9 by any backward-stable method
+    np.testing.assert_allclose(got[:, 1:], expected[:, 1:], rtol=1e-8)
+    assert (got[:, 0] == 0.0).all()

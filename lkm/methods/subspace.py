@@ -279,7 +279,9 @@ def _residual_norms(V: np.ndarray, R: np.ndarray, rcond: float) -> np.ndarray:
     When the rows are few (m ≤ p/4), s comes from the m×m triangular factor of a QR of
     Vᵀ and, for queries whose rows are all well conditioned (:data:`FAST_COND`), the
     orthonormal basis is ``S⁻¹ Wᵀ V`` (W the right singular vectors); the other queries
-    take the full SVD. The residual is formed explicitly (no ``|r|² - |Pr|²``
+    take ``(Q U)ᵀ`` from a QR ``Vᵀ = QR`` (U the left singular vectors of R: V's right
+    singular vectors, orthonormal however small S is; a gesdd SVD of V does the same LQ
+    first). More rows: an SVD of V. The residual is formed explicitly (no ``|r|² - |Pr|²``
     cancellation)."""
     single = R.ndim == 2
     Rb = R[:, None, :] if single else R
@@ -288,18 +290,23 @@ def _residual_norms(V: np.ndarray, R: np.ndarray, rcond: float) -> np.ndarray:
         out = np.linalg.norm(Rb, axis=-1)
         return out[:, 0] if single else out
     basis = np.empty((b, min(m, p), p))
-    slow = np.ones(b, dtype=bool)
     if 4 * m <= p:
         tri = np.linalg.qr(np.swapaxes(V, 1, 2), mode="r")  # (b, m, m), same singular values as V
-        _, s, Wt = np.linalg.svd(tri)
+        U_R, s, Wt = np.linalg.svd(tri)
         slow = ~(s[:, -1] > FAST_COND * s[:, 0])
         fast = ~slow
         if fast.any():
             basis[fast] = (Wt[fast] / s[fast, :, None]) @ V[fast]
-    if slow.any():
-        _, s, Vt = np.linalg.svd(V[slow], full_matrices=False)
+        if slow.any():
+            # Vᵀ = Q R and R = U_R S W: V's right singular vectors are the columns of
+            # Q U_R, orthonormal whatever S (Q from the slow queries' own QR: the same R)
+            Q = np.linalg.qr(np.swapaxes(V[slow], 1, 2))[0]
+            keep = s[slow] > rcond * s[slow, :1]
+            basis[slow] = np.swapaxes(Q @ U_R[slow], 1, 2) * keep[:, :, None]
+    else:
+        _, s, Vt = np.linalg.svd(V, full_matrices=False)
         keep = s > rcond * s[:, :1]
-        basis[slow] = Vt * keep[:, :, None]
+        basis[:] = Vt * keep[:, :, None]
     coef = np.einsum("bkp,bjp->bjk", basis, Rb)
     resid = Rb - np.einsum("bjk,bkp->bjp", coef, basis)
     out = np.linalg.norm(resid, axis=-1)
@@ -520,6 +527,11 @@ class LDCV(_LocalSubspaceClassifier):
         return out, nearest
 
 
+def _centred_columns(G: np.ndarray) -> np.ndarray:
+    """``J G`` for a stack G (b, M, M), J = I - 1_M: each column minus its mean."""
+    return G - G.mean(axis=1, keepdims=True)
+
+
 #: What a kernel subspace classifier does with a non-PSD local kernel matrix (``non_psd``).
 NON_PSD_REPAIRS = ("shift", "gram", "drop")
 
@@ -587,8 +599,8 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
             Dnn = DU[inv[:, :, None], inv[:, None, :]]
         G = self._kernel(Dnn)
         lq = self._kernel(dq)  # (b, M)
-        J = np.eye(M) - 1.0 / M
-        Gc = J @ G @ J
+        JG = _centred_columns(G)  # J G, J = I - 1_M (eq. (15)): O(M²), not a product
+        Gc = _centred_columns(np.swapaxes(JG, 1, 2))  # J G J (G symmetric)
         w, U = np.linalg.eigh(Gc)
         top = np.maximum(w[:, -1:], np.finfo(np.float64).tiny)
         bad = w[:, 0] < -PSD_TOL * top[:, 0]
@@ -599,7 +611,8 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
             # paper words it (Sec. IV-A)
             shift = -w[bad, 0] if self.non_psd == "shift" else np.maximum(-np.linalg.eigvalsh(G[bad])[:, 0], 0.0)
             G[bad] += shift[:, None, None] * np.eye(M)
-            Gc[bad] = J @ G[bad] @ J
+            JG[bad] = _centred_columns(G[bad])
+            Gc[bad] = _centred_columns(np.swapaxes(JG[bad], 1, 2))
             w[bad], U[bad] = np.linalg.eigh(Gc[bad])
             top = np.maximum(w[:, -1:], np.finfo(np.float64).tiny)
         # singular values of the centred features above rcond·s_max, and above round-off
@@ -607,7 +620,7 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
         scale = np.where(keep, 1.0 / np.sqrt(np.where(keep, w, 1.0)), 0.0)  # (b, M)
         # y(x) = Λ^{-1/2} Uᵀ J l_x for the neighbours (columns of G) and the query
         A = np.swapaxes(U, 1, 2) * scale[:, :, None]  # (b, M, M): rows are Λ^{-1/2}uᵀ
-        Yn = np.swapaxes(A @ (J @ G), 1, 2)  # (b, M neighbours, M coords)
+        Yn = np.swapaxes(A @ JG, 1, 2)  # (b, M neighbours, M coords)
         Yq = np.einsum("brm,bm->br", A, lq - lq.mean(axis=1, keepdims=True))
         return Yn, Yq, n_bad
 
