@@ -196,12 +196,14 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
                     col += k
 
         workers = min(_n_workers(), max(1, n // 64))
-        bounds = np.linspace(0, n, workers + 1).astype(int)
         if workers == 1:
             select(0, n)
         else:
+            # many small tasks, not one range per thread: on a busy core a thread that falls
+            # behind leaves its remaining blocks to the others instead of making them wait
+            starts = range(0, n, SELECT_ROWS)
             with _one_blas_thread(), ThreadPoolExecutor(workers) as pool:
-                list(pool.map(select, bounds[:-1], bounds[1:]))
+                list(pool.map(select, starts, [min(n, a + SELECT_ROWS) for a in starts]))
         firsts = np.concatenate([[0], np.cumsum(self.k_per_class_)[:-1]])
         nearest_class = np.argmin(dist[:, firsts], axis=1)
         return idx, dist, nearest_class
