@@ -37,7 +37,7 @@ restored after): a column is microseconds of work, and a second thread that spin
 waits for a busy core made training many times slower than ``SVC`` (letter, n = 4,000,
 26 classes, loaded machine: 18-22 s on two threads, 0.43-0.53 s on one, SVC 0.38 s),
 and it competed with BLAS and joblib workers. Small matrix products (Gram, prediction)
-run on one BLAS thread for the same reason (:func:`_small_blas`). One thread computes
+run on one BLAS thread for the same reason (:func:`lkm.numerics.threads.small_blas`). One thread computes
 the same numbers.
 
 ``sigma="scale"`` (the default) is the width scikit-learn's ``gamma="scale"`` gives,
@@ -91,7 +91,7 @@ from lkm.numerics.kernels import (
     sq_dists,
     squared_euclidean,
 )
-from lkm.numerics.threads import blas_threads
+from lkm.numerics.threads import small_blas
 
 #: Largest precomputed problem built (8 bytes per kernel entry, :func:`_precomputed_problem`:
 #: MNIST 3-vs-8's 11,982 rows need 1.15 GB, 32,000 rows 8.2 GB; above, LIBSVM's own kernel is
@@ -108,8 +108,6 @@ PRECOMPUTED_MAX_CLASSES = 2
 FORCE_ROUTE: str | None = None
 #: Kernel rows are written to LIBSVM's node array in blocks of about this many bytes.
 GRAM_BLOCK_BYTES = 2**23
-#: Products below this many flops run on one BLAS thread (:func:`_small_blas`).
-SMALL_BLAS_FLOPS = 2**30
 
 _NODE = np.dtype(svm_node)
 
@@ -184,14 +182,6 @@ def _one_openmp_thread() -> Iterator[None]:
         yield
     finally:
         set_(old)
-
-
-def _small_blas(flops: float) -> contextlib.AbstractContextManager[Any]:
-    """One BLAS thread for a product of fewer than :data:`SMALL_BLAS_FLOPS` flops (e.g.
-    a 455-row Gram): it takes microseconds on one core, and a second OpenBLAS thread only
-    adds a hand-off that costs milliseconds when the other core is busy. Same numbers
-    (OpenBLAS computes each output entry in one thread either way)."""
-    return blas_threads(1 if flops < SMALL_BLAS_FLOPS else None)
 
 
 def svm_train(problem: svm_problem, param: svm_parameter) -> Any:
@@ -522,7 +512,7 @@ class SVMClassifier(LocalKernelClassifier):
         if route == "precomputed":
             # the Gram is built block by block: each block's product decides its threads
             block_rows = min(n, max(1, GRAM_BLOCK_BYTES // (8 * n)))
-            with _small_blas(2.0 * block_rows * n * X.shape[1]):
+            with small_blas(2.0 * block_rows * n * X.shape[1]):
                 problem = _precomputed_problem(n, targets, self._gram_filler(X, cache),
                                                symmetric=self.kernel != "precomputed")
             options += " -t 4"
@@ -688,7 +678,7 @@ class SVMClassifier(LocalKernelClassifier):
     def _kernel_to_support_vectors(self, X: np.ndarray, cache: DistanceCache | None) -> np.ndarray:
         if self.kernel == "precomputed":
             return X[:, self.support_]
-        with _small_blas(2.0 * X.shape[0] * self.support_.size * X.shape[1]):
+        with small_blas(2.0 * X.shape[0] * self.support_.size * X.shape[1]):
             if self.kernel == "linear":
                 return X @ self.support_vectors_.T
             if cache is None:
