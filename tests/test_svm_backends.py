@@ -78,3 +78,37 @@ def test_intelex_backend_takes_class_weight_and_refuses_platt_scaling() -> None:
 
 def test_libsvm_stays_the_default_backend() -> None:
     assert SVMClassifier().backend == "libsvm"
+
+
+def test_bench_anchor_times_the_intelex_backend_or_says_why_not(monkeypatch) -> None:
+    import importlib.util
+
+    from lkm.bench.speed import intelex_anchor
+
+    X, y = _standardized(load_breast_cancer)
+    if importlib.util.find_spec("sklearnex") is not None:
+        anchor = intelex_anchor(X[:300], y[:300], X[300:], y[300:], C=1.0, sigma=4.0)
+        assert anchor["seconds"] > 0 and 0.9 < anchor["accuracy"] <= 1.0
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "sklearnex" else real_find_spec(name, *a))
+    assert "not installed" in intelex_anchor(X, y, X, y, C=1.0, sigma=4.0)["note"]
+
+
+def test_sparsest_translation_zeros_the_background_and_keeps_the_model(monkeypatch) -> None:
+    """MNIST-like rows: a background value at each column's minimum. LIBSVM's own kernel gets
+    the translated rows (fewer stored values), the fitted model is the same."""
+    rng = np.random.default_rng(0)
+    X = np.where(rng.random((400, 200)) < 0.8, -1.0, rng.uniform(-1, 1, (400, 200)))
+    y = (X[:, :20].sum(axis=1) > X[:, :20].sum(axis=1).mean()).astype(int)
+    Z = svm_module.sparsest_translation(X)
+    assert np.count_nonzero(Z) < 0.3 * X.size
+    np.testing.assert_allclose((Z - X)[0], (Z - X)[-1])  # one translation for every row
+    small = X[:10, :10]
+    assert svm_module.sparsest_translation(small) is small  # too small to be worth counting
+    monkeypatch.setattr(svm_module, "FORCE_ROUTE", "own")
+    own = SVMClassifier(sigma=6.0).fit(X, y)
+    monkeypatch.setattr(svm_module, "FORCE_ROUTE", "precomputed")
+    pre = SVMClassifier(sigma=6.0).fit(X, y)
+    np.testing.assert_array_equal(own.support_, pre.support_)
+    np.testing.assert_allclose(own.decision_function(X), pre.decision_function(X), atol=1e-6)

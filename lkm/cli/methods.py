@@ -65,7 +65,7 @@ def bench(
         help="--scaling: comma-separated problems (mnist-3-8, mnist-even-odd, letter); default all.")] = None,
     methods: Annotated[str | None, typer.Option(
         "--methods", help="--scaling: comma-separated methods (svc, svm, svm_intelex, npps_svm, pl, "
-        "lpl_exact, lpl_annoy, ...: see the error for all); default all.")] = None,
+        "lpl_exact, lpl_annoy, kernel_ridge); default all.")] = None,
     max_seconds: Annotated[float, typer.Option(
         min=1, help="--scaling: seconds one cell may take; a method stops growing past it.")] = 300.0,
     max_n: Annotated[int | None, typer.Option(min=2, help="--scaling: cap every training pool (a quick run).")] = None,

@@ -104,6 +104,10 @@ PRECOMPUTED_MEMORY_SHARE = 0.4
 PRECOMPUTED_MIN_FEATURES = 40
 #: More classes than this train one-vs-one on LIBSVM's own kernel (see the module doc).
 PRECOMPUTED_MAX_CLASSES = 2
+#: :func:`sparsest_translation` translates X only if that zeros at least this share of its entries.
+TRANSLATION_MIN_GAIN = 0.2
+#: ... and only for X of at least this many entries.
+TRANSLATION_MIN_SIZE = 2**16
 #: Tests set "precomputed" or "own" to train every Gaussian/linear problem on that route.
 FORCE_ROUTE: str | None = None
 #: Kernel rows are written to LIBSVM's node array in blocks of about this many bytes.
@@ -329,19 +333,27 @@ def _feature_problem(X: np.ndarray, targets: np.ndarray) -> svm_problem:
 
 
 def sparsest_translation(X: np.ndarray) -> np.ndarray:
-    """Per column, the value among 0, the column's minimum and its maximum that occurs most
-    often (ties: 0, then the minimum).
+    """``X - t``, t per column the value among 0, the column's minimum and its maximum that
+    occurs most often (ties: 0, then the minimum); ``X`` itself when that would zero fewer
+    than :data:`TRANSLATION_MIN_GAIN` of the entries, or for fewer than
+    :data:`TRANSLATION_MIN_SIZE` entries (where counting costs more than it can save).
 
     The Gaussian kernel depends on x - y only, so LIBSVM's own kernel may be given
     ``X - t`` for any t; its dot product merges the rows' nonzero (index, value) lists, so
     the fewer nonzeros the faster. Pixels scaled to [-1, 1] have their background at the
     minimum: MNIST's 784 stored values per row become about 150 (same model; the kernel
     values differ by round-off only, as between the routes)."""
-    if X.shape[0] == 0:
-        return np.zeros(X.shape[1])
+    n = X.shape[0]
+    if X.size < TRANSLATION_MIN_SIZE:
+        return X
     candidates = np.vstack([np.zeros(X.shape[1]), X.min(axis=0), X.max(axis=0)])
-    counts = np.vstack([(X == c).sum(axis=0) for c in candidates])
-    return candidates[np.argmax(counts, axis=0), np.arange(X.shape[1])]
+    counts = np.vstack([n - np.count_nonzero(X, axis=0)]
+                       + [np.count_nonzero(X == c, axis=0) for c in candidates[1:]])
+    best = np.argmax(counts, axis=0)
+    columns = np.arange(X.shape[1])
+    if counts[best, columns].sum() - counts[0].sum() < TRANSLATION_MIN_GAIN * X.size:
+        return X
+    return X - candidates[best, columns]
 
 
 def choose_route(
@@ -527,7 +539,7 @@ class SVMClassifier(LocalKernelClassifier):
                     f"normal range, which LIBSVM's built-in kernel (used for {n} training rows: "
                     "their precomputed kernel would not fit in memory) "
                     "cannot evaluate; rescale the features or choose a sigma nearer their scale")
-            problem = _feature_problem(X - sparsest_translation(X), targets)
+            problem = _feature_problem(sparsest_translation(X), targets)
             options += f" -t 2 -g {gamma!r}"
         self.X_fit_ = X
         self.info_: dict[str, Any] = {"route": route, "sigma": sigma}
