@@ -634,3 +634,16 @@ def test_regressors_keep_minus_one_targets_and_reject_all_unlabeled() -> None:
     with pytest.raises(ValueError, match="all 10 points are unlabeled") as caught:
         LapRLSRegressor().fit(X, y, unlabeled=np.ones(10, dtype=bool))
     assert "\n" not in str(caught.value)
+
+
+def test_lower_product_is_the_lower_triangle_of_the_full_product(monkeypatch) -> None:
+    from lkm.methods import manifold
+
+    monkeypatch.setattr(manifold, "LOWER_PRODUCT_BLOCK", 7)  # several column blocks, one ragged
+    rng = np.random.default_rng(0)
+    K = rng.normal(size=(30, 30))
+    K = K @ K.T
+    G = np.diag(rng.random(30)) + 0.1
+    M = manifold.lower_product(K, G @ K)
+    np.testing.assert_allclose(M, np.tril(K @ G @ K), rtol=1e-12, atol=1e-12)
+    assert M.flags.f_contiguous and not np.triu(M, 1).any()

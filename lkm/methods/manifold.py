@@ -311,6 +311,23 @@ def _unpenalized_fit(S: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return solve(S, rhs, assume_a="pos", check_finite=False)
 
 
+#: Columns per block of :func:`lower_product`.
+LOWER_PRODUCT_BLOCK = 256
+
+
+def lower_product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """The lower triangle (diagonal included) of ``A @ B``, n × n in Fortran order with
+    zeros above, for a product known to be symmetric (K G K): column block j0:j1 is
+    ``A[j0:] @ B[:, j0:j1]``, so it takes n³ flops where the full product takes 2n³.
+    LAPACK's Cholesky and :func:`solve_stationary` read only this triangle."""
+    n = A.shape[0]
+    M = np.zeros((n, B.shape[1]), order="F")
+    for j0 in range(0, B.shape[1], LOWER_PRODUCT_BLOCK):
+        j1 = min(j0 + LOWER_PRODUCT_BLOCK, B.shape[1])
+        M[j0:, j0:j1] = A[j0:] @ B[:, j0:j1]
+    return M
+
+
 def solve_reduced(
     K: np.ndarray,
     P: np.ndarray,
@@ -363,7 +380,7 @@ def solve_reduced(
         GK = graph * (L @ K)
         GK[labeled] += K[labeled]
         GK -= h @ coef_K
-        M = (GK.T @ K).T  # K(G_β K), Fortran-ordered for LAPACK
+        M = lower_product(K, GK)  # K(G_β K), its lower triangle (all solve_stationary reads)
     else:
         R = K if labeled.all() else K[labeled]
         if Psi.shape[1]:
@@ -387,7 +404,7 @@ def _solve_reduced_weighted(
     coef_Y = _unpenalized_fit(S, Psi.T @ WY)
     if with_graph:
         GK = graph * (L @ K) + w[:, None] * K - h @ coef_K
-        M = (GK.T @ K).T  # K(G_β K), Fortran-ordered
+        M = lower_product(K, GK)  # K(G_β K), its lower triangle
     else:
         rows = w > 0.0
         R = K[rows] - Psi[rows] @ coef_K if Psi.shape[1] else K[rows]
