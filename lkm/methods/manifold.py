@@ -316,10 +316,10 @@ LOWER_PRODUCT_BLOCK = 256
 
 
 def lower_product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """The lower triangle (diagonal included) of ``A @ B``, n × n in Fortran order with
-    zeros above, for a product known to be symmetric (K G K): column block j0:j1 is
-    ``A[j0:] @ B[:, j0:j1]``, so it takes n³ flops where the full product takes 2n³.
-    LAPACK's Cholesky and :func:`solve_stationary` read only this triangle."""
+    """``A @ B`` on and below the diagonal, n × n in Fortran order, for a product known to
+    be symmetric (K G K): column block j0:j1 is ``A[j0:] @ B[:, j0:j1]`` (so the diagonal
+    blocks are whole; above them, zeros), n³ flops where the full product takes 2n³.
+    LAPACK's Cholesky and :func:`solve_stationary` read only the lower triangle."""
     n = A.shape[0]
     M = np.zeros((n, B.shape[1]), order="F")
     for j0 in range(0, B.shape[1], LOWER_PRODUCT_BLOCK):
