@@ -49,10 +49,10 @@ lint: install  ## static checks
 bench: install  ## speed ratios against reference libraries (one spambase fold)
 	$(LKM) bench --out results/bench.json
 
-bench-large: install  ## SVM vs SVC at scale: MNIST 3-vs-8, letter, breast cancer; idle and with a busy core (minutes)
+bench-large: install  ## SVM vs SVC at scale (MNIST 3-vs-8, letter, breast cancer idle and with a busy core; MNIST even/odd 20k and 32k), the intelex anchor, approximate neighbours on MNIST (~30 min)
 	$(LKM) bench --large --no-tangent --out results/bench_large.json
 
-bench-scaling: install  ## time and memory against n (PL, LPL, SVM, NPPS+SVM, SVC on MNIST and letter; ~30 min): table, slopes, figure
+bench-scaling: install  ## time and memory against n (PL, KernelRidge, LPL, SVM, SVM on intelex, NPPS+SVM, SVC on MNIST and letter; ~1 h): table, slopes, ratios, figure
 	$(LKM) bench --scaling --out results/bench_scaling.json --figure docs/figures/speed/scaling.png
 
 bench-cluster: install  ## the dask cluster engine (local:2) against --jobs 1 and 2 on a 540-fit sweep: speed-up, overhead per fit (minutes)
