@@ -464,24 +464,17 @@ def run_bench(
                         lambda: kernel_ridge_at(ridge), repeats),
             TARGETS["prls_vs_kernel_ridge"],
         ))
-        results.append(_result(
-            "laprls_vs_kernel_ridge",
-            f"LapRLS(kernel='gaussian', sigma={SIGMA}, gamma_A={MANIFOLD_GAMMA:g}, gamma_I={MANIFOLD_GAMMA:g}, graph_k=6)",
-            f"KernelRidge(kernel='rbf', gamma={gamma:g}, alpha={ridge:g})",
-            _best_times(lambda: ours(LapRLS(kernel="gaussian", sigma=SIGMA, gamma_A=MANIFOLD_GAMMA,
-                                            gamma_I=MANIFOLD_GAMMA)),
-                        lambda: kernel_ridge_at(ridge), repeats),
-            TARGETS["laprls_vs_kernel_ridge"],
-        ))
-        results.append(_result(
-            "plaprls_vs_kernel_ridge",
-            f"PLapRLS(kernel='gaussian', sigma={SIGMA}, gamma_A={MANIFOLD_GAMMA:g}, gamma_I={MANIFOLD_GAMMA:g}, graph_k=6)",
-            f"KernelRidge(kernel='rbf', gamma={gamma:g}, alpha={ridge:g})",
-            _best_times(lambda: ours(PLapRLS(kernel="gaussian", sigma=SIGMA, gamma_A=MANIFOLD_GAMMA,
-                                             gamma_I=MANIFOLD_GAMMA)),
-                        lambda: kernel_ridge_at(ridge), repeats),
-            TARGETS["plaprls_vs_kernel_ridge"],
-        ))
+        for key, graph_method in (("laprls", LapRLS), ("plaprls", PLapRLS)):  # the same graph term
+            results.append(_result(
+                f"{key}_vs_kernel_ridge",
+                f"{graph_method.__name__}(kernel='gaussian', sigma={SIGMA}, gamma_A={MANIFOLD_GAMMA:g}, "
+                f"gamma_I={MANIFOLD_GAMMA:g}, graph_k=6)",
+                f"KernelRidge(kernel='rbf', gamma={gamma:g}, alpha={ridge:g})",
+                _best_times(lambda m=graph_method: ours(m(kernel="gaussian", sigma=SIGMA, gamma_A=MANIFOLD_GAMMA,
+                                                          gamma_I=MANIFOLD_GAMMA)),
+                            lambda: kernel_ridge_at(ridge), repeats),
+                TARGETS[f"{key}_vs_kernel_ridge"],
+            ))
     Xu_train, yu_train, Xu_test, yu_test = usps_split(data_dir, usps_rows)
 
     def usps(estimator: Any) -> float:
