@@ -489,15 +489,32 @@ class SVMClassifier(LocalKernelClassifier):
         return "".join(f" -w{label} {float(w)!r}" for label, w in zip(labels, weights, strict=True))
 
     @staticmethod
-    def _ova_weight_options(weights: np.ndarray | None, counts: np.ndarray, c: int) -> str:
-        """Class ``c``'s one-vs-rest model: its label +1 weighted ``weights[c]``, the rest
-        (-1) by the mean weight of its rows, so each side carries the total weight its rows
-        have under ``class_weight``."""
+    def _ova_weights(weights: np.ndarray | None, counts: np.ndarray, c: int) -> tuple[float, float] | None:
+        """Class ``c``'s one-vs-rest model: the weight of its class (``weights[c]``) and of
+        the rest (the mean weight of the rest's rows, so each side carries the total weight
+        its rows have under ``class_weight``); None without weights."""
         if weights is None:
-            return ""
+            return None
         rest = np.arange(weights.size) != c
-        w_rest = float(np.dot(weights[rest], counts[rest]) / counts[rest].sum())
-        return f" -w1 {float(weights[c])!r} -w-1 {w_rest!r}"
+        return float(weights[c]), float(np.dot(weights[rest], counts[rest]) / counts[rest].sum())
+
+    @classmethod
+    def _ova_weight_options(cls, weights: np.ndarray | None, counts: np.ndarray, c: int) -> str:
+        """LIBSVM's ``-w1 -w-1`` options of class ``c``'s one-vs-rest model (:meth:`_ova_weights`)."""
+        pair = cls._ova_weights(weights, counts, c)
+        return "" if pair is None else f" -w1 {pair[0]!r} -w-1 {pair[1]!r}"
+
+    def _store_one_vs_rest(self, svs: list[np.ndarray], coefs: list[np.ndarray], rho: np.ndarray,
+                           per_model: dict[str, int]) -> None:
+        """The C one-vs-rest models (support vector indices, coefficients oriented positive
+        for "this class", intercepts) as one support set: ``K(x, support_vectors_) @
+        ova_coef_.T - ova_rho_``."""
+        self.support_ = np.unique(np.concatenate(svs))
+        self.ova_coef_ = np.zeros((len(svs), self.support_.size))
+        for c, (sv, coef) in enumerate(zip(svs, coefs, strict=True)):
+            self.ova_coef_[c, np.searchsorted(self.support_, sv)] = coef
+        self.ova_rho_ = rho
+        self.info_["n_support_per_model"] = per_model
 
     def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None) -> SVMClassifier:
         X, y_index = self._validate_training(X, y)
@@ -601,22 +618,13 @@ class SVMClassifier(LocalKernelClassifier):
             counts = np.bincount(y_index, minlength=n_class)
             svs, coefs, rho, per_model = [], [], np.empty(n_class), {}
             for c in range(n_class):
-                class_weight = None
-                if weights is not None:
-                    rest = np.arange(n_class) != c
-                    w_rest = float(np.dot(weights[rest], counts[rest]) / counts[rest].sum())
-                    class_weight = {1: float(weights[c]), 0: w_rest}
-                model = solve((y_index == c).astype(np.intp), class_weight)
+                pair = self._ova_weights(weights, counts, c)
+                model = solve((y_index == c).astype(np.intp), None if pair is None else {1: pair[0], 0: pair[1]})
                 svs.append(np.asarray(model.support_, dtype=np.intp))
                 coefs.append(model.dual_coef_[0])
                 rho[c] = -model.intercept_[0]
                 per_model[str(self.classes_[c])] = int(model.support_.size)
-            self.support_ = np.unique(np.concatenate(svs))
-            self.ova_coef_ = np.zeros((n_class, self.support_.size))
-            for c in range(n_class):
-                self.ova_coef_[c, np.searchsorted(self.support_, svs[c])] = coefs[c]
-            self.ova_rho_ = rho
-            self.info_["n_support_per_model"] = per_model
+            self._store_one_vs_rest(svs, coefs, rho, per_model)
         else:
             class_weight = None if weights is None else dict(enumerate(map(float, weights)))
             model = solve(y_index, class_weight)
@@ -676,16 +684,11 @@ class SVMClassifier(LocalKernelClassifier):
             if self.probability:  # P(class c) = 1/(1 + exp(f·A + B)) in this orientation
                 prob_a[c], prob_b[c] = model.probA[0], sign * model.probB[0]
             per_model[str(self.classes_[c])] = int(n_sv)
-        self.support_ = np.unique(np.concatenate(svs))
-        self.ova_coef_ = np.zeros((n_class, self.support_.size))
-        for c in range(n_class):
-            self.ova_coef_[c, np.searchsorted(self.support_, svs[c])] = coefs[c]
-        self.ova_rho_ = rho
+        self._store_one_vs_rest(svs, coefs, rho, per_model)
         if self.probability:
             self.prob_a_, self.prob_b_ = prob_a, prob_b
         self.support_vectors_ = self.X_fit_[self.support_]
         self.info_["n_support"] = int(self.support_.size)
-        self.info_["n_support_per_model"] = per_model
 
     def _kernel_to_support_vectors(self, X: np.ndarray, cache: DistanceCache | None) -> np.ndarray:
         if self.kernel == "precomputed":
