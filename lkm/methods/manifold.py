@@ -79,7 +79,13 @@ from lkm.methods.base import (
 )
 from lkm.methods.projection import eigh_pinv_solve, psd_pinv_solve
 from lkm.methods.risk import check_sample_weight
-from lkm.numerics.kernels import DistanceCache, heat_from_sq, polynomial_kernel, sq_dists
+from lkm.numerics.kernels import (
+    DistanceCache,
+    heat_from_sq,
+    mirror_lower_triangle,
+    polynomial_kernel,
+    sq_dists,
+)
 from lkm.numerics.neighbors import k_smallest
 
 #: Default relative tolerance of the rank-revealing routes (pivots or eigenvalues ≤ rcond·λ_max dropped).
@@ -287,8 +293,7 @@ def _mirror_lower(M: np.ndarray, block: int = 512) -> np.ndarray:
     n = M.shape[0]
     for start in range(0, n, block):
         stop = min(start + block, n)
-        diagonal = M[start:stop, start:stop]
-        diagonal[...] = np.tril(diagonal) + np.tril(diagonal, -1).T
+        mirror_lower_triangle(M[start:stop, start:stop])
         M[start:stop, stop:] = M[stop:, start:stop].T
     return M
 

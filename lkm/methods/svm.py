@@ -88,6 +88,7 @@ from lkm.numerics.kernels import (
     exponent_scale,
     gaussian_from_sq,
     gaussian_gram,
+    mirror_lower_triangle,
     sq_dists,
     squared_euclidean,
 )
@@ -292,9 +293,7 @@ def _precomputed_problem(
         block = kernel[: (stop - start) * (n - first)].reshape(stop - start, n - first)
         fill(start, stop, first, block)
         if symmetric:  # the diagonal square's lower half from its upper half
-            square = block[:, : stop - start]
-            lower = np.tril_indices(stop - start, -1)
-            square[lower] = square.T[lower]
+            mirror_lower_triangle(block[:, : stop - start].T)
         write(slice(start, stop), slice(first, n), block)
         if symmetric and stop < n:
             write(slice(stop, n), slice(start, stop), block[:, stop - start :].T)

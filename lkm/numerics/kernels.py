@@ -221,6 +221,13 @@ PRODUCT_BLOCK_BYTES = 64 * 2**20
 MIN_BLOCK_ROWS = 32
 
 
+def mirror_lower_triangle(square: np.ndarray) -> np.ndarray:
+    """``square``'s strict upper triangle set from its lower one, in place (one masked copy,
+    no index arrays); ``mirror_lower_triangle(square.T)`` copies the upper into the lower."""
+    np.copyto(square, square.T, where=~np.tri(square.shape[0], dtype=bool))
+    return square
+
+
 def _blocked_products(A: np.ndarray, B: np.ndarray, out: np.ndarray, same: bool, block_rows: int | None):
     """Fill ``out`` with ``A @ B.T`` one row block at a time, yielding ``(rows, cols)`` after
     each block so the caller can transform it while it is still warm.
@@ -242,8 +249,7 @@ def _blocked_products(A: np.ndarray, B: np.ndarray, out: np.ndarray, same: bool,
         np.matmul(A[rows], right.T, out=out[rows, cols])
         yield rows, cols
         if same:
-            diagonal = out[rows, rows]  # its strict upper triangle from the lower (no index arrays)
-            np.copyto(diagonal, diagonal.T, where=~np.tri(j - i, dtype=bool))
+            mirror_lower_triangle(out[rows, rows])
             out[:i, rows] = out[rows, :i].T
 
 
