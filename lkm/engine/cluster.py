@@ -353,7 +353,9 @@ def connect(address: str, label: str = "--cluster") -> Iterator[Cluster]:
                         n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                         dashboard_address="127.0.0.1:0",  # loopback, any free port: no clash with another cluster
                         memory_limit=0,  # lkm plans memory itself (lkm.numerics.kernels.check_memory)
-                        env=worker_env(threads_per_worker(n)), silence_logs=logging.ERROR, preload=[__name__],
+                        # CRITICAL: when Ctrl-C stops the scheduler first, a worker's next heartbeat
+                        # logs an ERROR traceback; lkm reports failed fits and dead workers itself
+                        env=worker_env(threads_per_worker(n)), silence_logs=logging.CRITICAL, preload=[__name__],
                     )
                 client = distributed.Client(local, set_as_default=False)
             else:
