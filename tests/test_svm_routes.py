@@ -245,3 +245,38 @@ def test_one_vs_rest_class_weights_give_each_side_its_rows_total_weight() -> Non
     weights, counts = np.array([1.0, 50.0, 1.0]), np.array([10, 30, 60])
     assert SVMClassifier._ova_weight_options(weights, counts, 1) == " -w1 50.0 -w-1 1.0"
     assert SVMClassifier._ova_weight_options(weights, counts, 0) == f" -w1 1.0 -w-1 {(50 * 30 + 60) / 90!r}"
+
+
+@pytest.mark.parametrize("route", ["precomputed", "own"])
+def test_the_model_does_not_depend_on_libsvms_cache_size(route: str, monkeypatch) -> None:
+    """A cache of 0.05 MB (a few columns: LIBSVM recomputes most of them) and "auto" fit
+    bit-identical models: the cache decides how often a column is computed, not its values."""
+    X_train, y_train, X_test, _ = _split(load_digits, standardize=False)
+    small = _fit_on(route, monkeypatch, SVMClassifier(C=3.0, sigma=2.0, cache_size=0.05), X_train, y_train)
+    auto = _fit_on(route, monkeypatch, SVMClassifier(C=3.0, sigma=2.0), X_train, y_train)
+    np.testing.assert_array_equal(small.support_, auto.support_)
+    np.testing.assert_array_equal(small.dual_coef_, auto.dual_coef_)
+    np.testing.assert_array_equal(small.rho_, auto.rho_)
+
+
+def test_auto_cache_holds_every_own_kernel_column_within_the_memory_share(monkeypatch) -> None:
+    monkeypatch.setattr(svm_module, "available_memory", lambda: (10 * 2**30, "test"))
+    auto = SVMClassifier()
+    assert auto._cache_mb(5_000, own_kernel=False) == svm_module.DEFAULT_CACHE_MB
+    assert auto._cache_mb(1_000, own_kernel=True) == svm_module.DEFAULT_CACHE_MB  # 3.8 MB of columns
+    assert auto._cache_mb(20_000, own_kernel=True) == pytest.approx(4.0 * 20_000**2 / 2**20)
+    assert auto._cache_mb(60_000, own_kernel=True) == pytest.approx(0.4 * 10 * 1024)  # the share binds
+    assert SVMClassifier(cache_size=50)._cache_mb(60_000, own_kernel=True) == 50.0
+
+
+@pytest.mark.parametrize("multiclass", ["ovo", "ova"])
+def test_check_input_false_fits_and_predicts_the_same_model(multiclass: str) -> None:
+    """``check_input=False`` (SVM-KNN's local SVMs) skips scikit-learn's checks only."""
+    X_train, y_train, X_test, _ = _split(load_iris)
+    gram = np.exp(-((X_train[:, None] - X_train[None]) ** 2).sum(-1) / 8.0)
+    query = np.exp(-((X_test[:, None] - X_train[None]) ** 2).sum(-1) / 8.0)
+    checked = SVMClassifier(kernel="precomputed", multiclass=multiclass).fit(gram, y_train)
+    trusted = SVMClassifier(kernel="precomputed", multiclass=multiclass).fit(gram, y_train, check_input=False)
+    np.testing.assert_array_equal(checked.support_, trusted.support_)
+    np.testing.assert_array_equal(checked.decision_function(query), trusted.decision_function(query, check_input=False))
+    np.testing.assert_array_equal(checked.predict(query), trusted.predict(query, check_input=False))

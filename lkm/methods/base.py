@@ -203,19 +203,27 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True  # densified once at validation (:func:`densify`)
         return tags
 
-    def _validate_training(self, X: Any, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _validate_training(self, X: Any, y: np.ndarray, check_input: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Validate parameters and data; set ``classes_`` and ``n_features_in_``.
 
         Returns X as float64 (the caller's array object when it already is one, so a
         :class:`DistanceCache` recognizes it) and y as indices into ``classes_``. An
         estimator with a ``sigma`` parameter gets ``sigma_``, the width in use
         (``"scale"`` resolved from X by :func:`scaled_sigma`).
+
+        ``check_input=False`` (scikit-learn's convention, as in ``DecisionTreeClassifier.fit``)
+        skips the parameter and data checks for a caller that fits many small models on
+        arrays it built itself (SVM-KNN's local SVMs): X must be a finite 2-D float64
+        array and y a 1-D label array of at least two classes.
         """
-        self._validate_params()
-        self._reject_boolean_numbers()
-        X, y = validate_data(self, densify(X), y, dtype=np.float64)
-        check_feature_scale(X, type(self).__name__)
-        check_classification_targets(y)
+        if check_input:
+            self._validate_params()
+            self._reject_boolean_numbers()
+            X, y = validate_data(self, densify(X), y, dtype=np.float64)
+            check_feature_scale(X, type(self).__name__)
+            check_classification_targets(y)
+        else:
+            self.n_features_in_ = X.shape[1]
         self.classes_, y_index = np.unique(y, return_inverse=True)
         if self.classes_.size < 2:
             raise ValueError(
@@ -239,7 +247,11 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
                     f"not a boolean; got {value!r}"
                 )
 
-    def _validate_query(self, X: Any) -> np.ndarray:
+    def _validate_query(self, X: Any, check_input: bool = True) -> np.ndarray:
+        """Query rows as float64, checked against the fit (``check_input=False``: X as
+        given, see :meth:`_validate_training`)."""
+        if not check_input:
+            return X
         check_is_fitted(self)
         X = validate_data(self, densify(X), dtype=np.float64, reset=False)
         check_feature_scale(X, type(self).__name__, role="query")

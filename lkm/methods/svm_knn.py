@@ -131,6 +131,9 @@ class SVMKNN(LocalKernelClassifier):
             n_fit * n_fit * 8 <= PRECOMPUTED_MAX_BYTES)
         D_train = sq_dists(X_fit, X_fit, cache, self.metric) if whole else None
         indefinite = 0
+        # one estimator for every local SVM, trained without re-validating the arrays built
+        # here (scikit-learn's checks were three quarters of SVM-KNN's time)
+        svm = SVMClassifier(C=self.C, tol=self.tol, kernel="precomputed", multiclass=self.multiclass)
         order = np.argsort(inverse, kind="stable")
         bounds = np.searchsorted(inverse[order], np.arange(sets.shape[0] + 1))
         for g, idx in enumerate(sets):
@@ -146,15 +149,14 @@ class SVMKNN(LocalKernelClassifier):
             if self.metric != "euclidean" and self.kernel == "gaussian":
                 eig = np.linalg.eigvalsh((gram + gram.T) / 2.0)
                 indefinite += bool(eig[0] < -INDEFINITE_RTOL * eig[-1])
-            svm = SVMClassifier(C=self.C, tol=self.tol, kernel="precomputed", multiclass=self.multiclass)
-            svm.fit(gram, y[idx])
+            svm.fit(gram, y[idx], check_input=False)
             present = svm.classes_
-            local = svm.decision_function(gram_query)
+            local = svm.decision_function(gram_query, check_input=False)
             if present.size == 2:
                 local = np.column_stack([-local, local])
             scores[members] = (local.min(axis=1, keepdims=True) - 1.0)
             scores[np.ix_(members, present)] = local
-            pred[members] = svm.predict(gram_query)
+            pred[members] = svm.predict(gram_query, check_input=False)
         self.info_.update({
             "unanimous_share": float(unanimous.mean()) if n else 0.0,
             "local_svms": int(sets.shape[0]),
