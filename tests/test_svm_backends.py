@@ -95,6 +95,19 @@ def test_bench_anchor_times_the_intelex_backend_or_says_why_not(monkeypatch) -> 
     assert "not installed" in intelex_anchor(X, y, X, y, C=1.0, sigma=4.0)["note"]
 
 
+def test_bench_times_svc_given_lkms_memory_and_prints_it() -> None:
+    from lkm.bench.speed import format_bench, svc_given_lkms_memory
+
+    X, y = _standardized(load_breast_cancer)
+    same = svc_given_lkms_memory(X[:300], y[:300], X[300:], y[300:], C=1.0, sigma=4.0)
+    assert same["name"] == "SVC(cache_size=200)"  # 300² entries are far below the default
+    assert same["seconds"] > 0 and 0.9 < same["accuracy"] <= 1.0
+    row = {"name": "svm_x_vs_svc", "ours": "o", "reference": "r", "ours_seconds": 1.0, "reference_seconds": 2.0,
+           "ratio": 0.5, "target": 1.1, "target_seconds": None, "passed": True, "ours_accuracy": 0.9,
+           "reference_accuracy": 0.9, "same_memory": {**same, "seconds": 4.0}}
+    assert "svm_x_vs_svc given lkm's memory: SVC(cache_size=200) 4.00 s (ours / it 0.25)" in format_bench([row])
+
+
 def test_sparsest_translation_zeros_the_background_and_keeps_the_model(monkeypatch) -> None:
     """MNIST-like rows: a background value at each column's minimum. LIBSVM's own kernel gets
     the translated rows (fewer stored values), the fitted model is the same."""
