@@ -209,20 +209,23 @@ def _openblas() -> bool:
 
 @pytest.mark.skipif(not _openblas(), reason="the bit-level claims are OpenBLAS's")
 def test_second_blas_thread_leaves_gram_bits_and_changes_the_cholesky_bits() -> None:
-    """Why the Gram runs on one BLAS thread and the Cholesky at the caller's count: the
-    fragility rerun's second thread cannot change gemm's bits (each output entry is
-    summed in one thread), only the factorization's (its blocking depends on the thread
-    count), so LRR stays perturbed by it while skipping the gemm hand-offs."""
+    """Why the Gram runs under ``small_blas`` and the Cholesky at the caller's count: the
+    fragility rerun's second thread then cannot change the Gram's bits (one thread
+    whatever the caller's count; OpenBLAS's two-thread gemm itself gives other bits on
+    some CPUs, e.g. this CI's SkylakeX kernels), only the factorization's (its blocking
+    depends on the thread count), so LRR stays perturbed by it while skipping the gemm
+    hand-offs."""
     from lkm.numerics.kernels import inner_products
-    from lkm.numerics.threads import blas_threads
+    from lkm.numerics.threads import blas_threads, small_blas
 
     X, y = _data(n=300, centers=2)
     X = np.hstack([X, np.random.default_rng(0).standard_normal((300, 30))])
     fits = {}
     for threads in (1, 2):
         with blas_threads(threads):
-            fits[threads] = (inner_products(X),
-                             LocalRiskRegularization(kernel="gaussian", sigma=3.0, lam=1e-4).fit(X, y).dual_coef_)
+            with small_blas(2.0 * X.shape[0] ** 2 * X.shape[1]):
+                gram = inner_products(X)
+            fits[threads] = (gram, LocalRiskRegularization(kernel="gaussian", sigma=3.0, lam=1e-4).fit(X, y).dual_coef_)
     assert np.array_equal(fits[1][0], fits[2][0])
     np.testing.assert_allclose(fits[2][1], fits[1][1], rtol=1e-6, atol=1e-9)
     assert not np.array_equal(fits[1][1], fits[2][1])

@@ -34,8 +34,9 @@ SMALL_BLAS_FLOPS = 2**30
 def small_blas(flops: float) -> contextlib.AbstractContextManager[Any]:
     """One BLAS thread for a matrix product (gemm) of fewer than :data:`SMALL_BLAS_FLOPS`
     flops: it takes microseconds to milliseconds on one core, and each extra OpenBLAS
-    thread adds a hand-off that costs milliseconds when the other cores are busy. The same
-    bits either way: OpenBLAS's threaded gemm splits the output, and computes each entry
-    in one thread with the same reduction order (not so for LAPACK's factorizations,
-    whose blocking changes with the thread count: leave those at the caller's count)."""
+    thread adds a hand-off that costs milliseconds when the other cores are busy. The
+    product's bits then do not depend on the caller's thread count either (OpenBLAS's
+    two-thread gemm gives other bits than its one-thread gemm on some CPUs: measured on
+    a SkylakeX VM, 2026-11-26). LAPACK's factorizations are left at the caller's count:
+    their blocking changes with it, which is what the fragility reruns perturb."""
     return blas_threads(1 if flops < SMALL_BLAS_FLOPS else None)
