@@ -61,7 +61,7 @@ bench-cluster: install  ## the dask cluster engine (local:2) against --jobs 1 an
 bench-cli: install  ## wall time of everyday commands (help, methods, datasets list, a sonar sweep, lkm report): median of 5
 	$(BIN)/python scripts/bench_cli.py -n 5
 
-reproduce: $(ENV)  ## every paper, the cross-paper ranking, then the report results/report/index.html (+ report.md); ~2 h cold on 2 cores (the benchmark 38 min, the readings ~6), resumable
+reproduce: $(ENV)  ## every paper, the cross-paper ranking, then the report results/report/index.html (+ report.md); ~2 h cold on 2 cores (71 min before the benchmark, measured 2026-11-26; the benchmark ~40-45), resumable
 	$(LKM) reproduce all --jobs 2
 
 reproduce-smoke: $(ENV)  ## the same with few settings (what CI checks): every output and results/report-smoke/, fast
