@@ -152,11 +152,12 @@ class SVMKNN(LocalKernelClassifier):
             svm.fit(gram, y[idx], check_input=False)
             present = svm.classes_
             local = svm.decision_function(gram_query, check_input=False)
+            # the local SVM's predict, from the values just computed (its labels are y's indices)
+            pred[members] = svm._labels_from_decision(svm._check_finite(local))
             if present.size == 2:
                 local = np.column_stack([-local, local])
             scores[members] = (local.min(axis=1, keepdims=True) - 1.0)
             scores[np.ix_(members, present)] = local
-            pred[members] = svm.predict(gram_query, check_input=False)
         self.info_.update({
             "unanimous_share": float(unanimous.mean()) if n else 0.0,
             "local_svms": int(sets.shape[0]),
