@@ -172,6 +172,41 @@ def test_tangent_local_grams_gathered_from_the_training_matrix_equal_per_query_o
     np.testing.assert_allclose(gathered, per_query, rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        NHKNN(n_neighbors=30, sigma=2.0),
+        NLDCV(n_neighbors=30, sigma=2.0),
+        NHKNN(n_neighbors=30, kernel="linear"),
+        NLDCV(n_neighbors=30, q=8.0, metric="tangent"),
+        NHKNN(n_neighbors=30, q=3.0, metric="tangent", non_psd="gram"),
+    ],
+)
+def test_whole_class_neighbourhoods_share_one_kernel_pca_with_the_per_query_distances(estimator, monkeypatch) -> None:
+    """K at least every class's size: one kernel PCA for all queries gives the per-query
+    route's distances (a change of basis and of anchor within each hull), and its counts."""
+    from lkm.methods import subspace
+
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    train, query = slice(0, 150), slice(150, 350)  # classes of 10-20 digits: K = 30 takes all
+    shared = estimator.fit(X[train], y[train]).class_distances(X[query])
+    info = dict(estimator.info_)
+    monkeypatch.setattr(subspace, "SHARE_WHOLE_CLASSES", False)
+    per_query = estimator.fit(X[train], y[train]).class_distances(X[query])
+    np.testing.assert_allclose(shared, per_query, rtol=1e-9, atol=1e-9 * np.abs(per_query).max())
+    assert info == estimator.info_
+
+
+@pytest.mark.parametrize("estimator", [NHKNN(n_neighbors=30, sigma=2.0), NLDCV(n_neighbors=30, sigma=2.0)])
+def test_whole_class_neighbourhoods_do_not_depend_on_training_row_order(estimator) -> None:
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    perm = np.random.default_rng(3).permutation(150)
+    ref = estimator.fit(X[:150], y[:150]).decision_function(X[150:300])
+    np.testing.assert_array_equal(estimator.fit(X[perm], y[perm]).decision_function(X[150:300]), ref)
+
+
 def test_digits_accuracy_against_1nn() -> None:
     """sklearn digits (d = 64), one stratified split of 400 test digits (deterministic).
     Measured: 1-NN 0.9825, HKNN K=5 0.9975, LDCV K=2 0.9925, NHKNN K=10 0.9975, NLDCV K=5

@@ -62,6 +62,9 @@ PSD_TOL = 1e-8
 #: (about n²/2 distances, n² float64) up to this many training rows, and gather every
 #: local Gram matrix from it; above it, each query's C·K neighbours get their own.
 FULL_TRAIN_GRAM_MAX = 12_000
+#: Kernel methods whose K reaches every class's size (every query's neighbourhood is the
+#: whole training set) take one kernel PCA for all queries (off: the per-query route).
+SHARE_WHOLE_CLASSES = True
 #: Neighbour coordinates / local kernel entries gathered at once (bytes).
 CHUNK_BYTES = 32 * 2**20
 
@@ -387,11 +390,11 @@ def _hull_distances(N: np.ndarray, Q: np.ndarray, rcond: float) -> np.ndarray:
 def _pooled_differences(N: np.ndarray, Q: np.ndarray, slices: list[slice]) -> tuple[np.ndarray, np.ndarray]:
     """Each class's neighbours minus its first (nearest) one, pooled (b, M - C, p): they
     span the range of the within-class scatter S_W, like the class-centred vectors but
-    without their one dependency per class; and the queries minus each class's anchor
-    (b, C, p), whose projections onto N(S_W) equal those of x_q - μ_i (μ_i - x_1 lies in
-    R(S_W))."""
+    without their one dependency per class; and the queries Q (b, j, p) minus each
+    class's anchor (b, j, C, p), whose projections onto N(S_W) equal those of x_q - μ_i
+    (μ_i - x_1 lies in R(S_W))."""
     Z = np.concatenate([N[:, sl][:, 1:] - N[:, sl][:, :1] for sl in slices], axis=1)
-    R = np.stack([Q - N[:, sl.start] for sl in slices], axis=1)
+    R = np.stack([Q - N[:, sl.start, None] for sl in slices], axis=2)
     return Z, R
 
 
@@ -525,7 +528,8 @@ class LDCV(_LocalSubspaceClassifier):
         with _one_blas_thread():
             for blk in self._query_blocks(n, 8 * M * d * 2):
                 N = self.X_[idx[blk]]  # (b, M, d)
-                out[blk] = _residual_norms(*_pooled_differences(N, Xq[blk], slices), self.rcond)
+                Z, R = _pooled_differences(N, Xq[blk][:, None], slices)
+                out[blk] = _residual_norms(Z, R[:, 0], self.rcond)
         return out, nearest
 
 
@@ -591,6 +595,21 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
         """Kernel-PCA coordinates of one block: neighbours (b, M, r), query (b, r), with
         the columns beyond each query's rank set to 0, and the number of non-PSD grams.
         ``D_train``: the training rows' squared distances, if computed, to gather from."""
+        A, JG, n_bad = self._local_basis(idx, D_train)
+        Yn = np.swapaxes(A @ JG, 1, 2)  # (b, M neighbours, M coords)
+        return Yn, self._query_coordinates(A, dq), n_bad
+
+    def _query_coordinates(self, A: np.ndarray, dq: np.ndarray) -> np.ndarray:
+        """``y(x) = A J l_x`` (b, r) of queries with squared distances dq (b, M) to the
+        neighbours, in each query's own basis A (b, M, M), or in one shared basis (1, M, M)."""
+        lq = self._kernel(dq)
+        lq -= lq.mean(axis=1, keepdims=True)  # J l_x
+        return lq @ A[0].T if A.shape[0] == 1 else np.einsum("brm,bm->br", A, lq)
+
+    def _local_basis(self, idx: np.ndarray, D_train: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
+        """For each neighbourhood (rows of idx, (b, M)): ``A`` (b, M, M), whose rows are
+        ``Λ^{-1/2}uᵀ`` (zero beyond the rank), so that ``y(x) = A J l_x`` (eqs. (21)-(22));
+        the centred columns ``J G`` (b, M, M); and the number of non-PSD local grams."""
         b, M = idx.shape
         if D_train is not None:
             Dnn = D_train[idx[:, :, None], idx[:, None, :]]  # (b, M, M)
@@ -600,7 +619,6 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
             DU = DISTANCES[self.metric](self.X_[uniq], None)
             Dnn = DU[inv[:, :, None], inv[:, None, :]]
         G = self._kernel(Dnn)
-        lq = self._kernel(dq)  # (b, M)
         JG = _centred_columns(G)  # J G, J = I - 1_M (eq. (15)): O(M²), not a product
         Gc = _centred_columns(np.swapaxes(JG, 1, 2))  # J G J (G symmetric)
         w, U = np.linalg.eigh(Gc)
@@ -620,11 +638,8 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
         # singular values of the centred features above rcond·s_max, and above round-off
         keep = w > max(self.rcond**2, KPCA_NOISE * M * EPS) * top
         scale = np.where(keep, 1.0 / np.sqrt(np.where(keep, w, 1.0)), 0.0)  # (b, M)
-        # y(x) = Λ^{-1/2} Uᵀ J l_x for the neighbours (columns of G) and the query
         A = np.swapaxes(U, 1, 2) * scale[:, :, None]  # (b, M, M): rows are Λ^{-1/2}uᵀ
-        Yn = np.swapaxes(A @ JG, 1, 2)  # (b, M neighbours, M coords)
-        Yq = np.einsum("brm,bm->br", A, lq - lq.mean(axis=1, keepdims=True))
-        return Yn, Yq, n_bad
+        return A, JG, n_bad
 
     def _distances(self, Xq: np.ndarray, cache: DistanceCache | None) -> tuple[np.ndarray, np.ndarray]:
         idx, dq, nearest = self._neighbors(Xq, cache)
@@ -632,35 +647,72 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
         M = idx.shape[1]
         out = np.empty((n, self.classes_.size))
         n_bad = n_empty = 0
-        # the union of a block's neighbours gets one distance matrix, about (b·M)² entries
-        # for b·M² needed: Euclidean ones are cheap BLAS (keep b·M near 2048). Any other
-        # metric (a tangent distance) is the cost itself: up to FULL_TRAIN_GRAM_MAX
-        # training rows, all their distances once (persisted, shared by every query, K, q
-        # and method on this training set), else one query's neighbours at a time
-        step = max(1, 2048 // M) if self.metric == "euclidean" else 1
+        # Any metric but the Euclidean one (a tangent distance) is the cost itself: up to
+        # FULL_TRAIN_GRAM_MAX training rows, all their distances once (persisted, shared by
+        # every query, K, q and method on this training set)
         D_train = None
         if self.metric != "euclidean" and self.X_.shape[0] <= FULL_TRAIN_GRAM_MAX:
             D_train = sq_dists(self.X_, self.X_, cache, self.metric)
-            step = max(1, 2048 // M)
         with _one_blas_thread():
-            for i in range(0, n, step):
-                blk = slice(i, min(n, i + step))
-                Yn, Yq, bad = self._local_coordinates(idx[blk], dq[blk], D_train)
-                n_bad += bad
-                out[blk], empty = self._feature_distances(Yn, Yq)
-                n_empty += empty
+            if SHARE_WHOLE_CLASSES and (self.k_per_class_ == self.class_count_).all():
+                n_bad, n_empty = self._whole_class_distances(idx, dq, D_train, out)
+            else:
+                # the union of a block's neighbours gets one distance matrix, about (b·M)²
+                # entries for b·M² needed: Euclidean ones are cheap BLAS (keep b·M near
+                # 2048); other metrics gather from D_train, else one query at a time
+                step = max(1, 2048 // M) if self.metric == "euclidean" or D_train is not None else 1
+                for i in range(0, n, step):
+                    blk = slice(i, min(n, i + step))
+                    Yn, Yq, bad = self._local_coordinates(idx[blk], dq[blk], D_train)
+                    n_bad += bad
+                    out[blk], empty = self._feature_distances(Yn, Yq)
+                    n_empty += empty
         self.info_["non_psd_local_grams"] = n_bad
         if self._counts_empty:
             self.info_["empty_null_space"] = n_empty
         return out, nearest
 
+    def _whole_class_distances(
+        self, idx: np.ndarray, dq: np.ndarray, D_train: np.ndarray | None, out: np.ndarray
+    ) -> tuple[int, int]:
+        """Class distances into ``out`` when K reaches every class's size: every query's
+        neighbourhood is the whole training set (in its own order), so one kernel PCA
+        serves all queries, exactly the same subspaces as the per-query route (the
+        coordinates differ by an orthogonal change of basis and the anchors by a point of
+        the same hull, so the distances agree to round-off). The training rows are taken in
+        class blocks, each sorted by content, so the result does not depend on the order
+        of the training rows. Returns the non-PSD and empty-null-space counts (per query)."""
+        n = dq.shape[0]
+        rows = [r[np.lexsort(self.X_[r].T[::-1])] for r in self.class_rows_]
+        canonical = np.concatenate(rows)
+        where = np.empty(self.X_.shape[0], dtype=np.intp)
+        where[canonical] = np.arange(canonical.size)
+        dq_canonical = np.empty_like(dq)
+        np.put_along_axis(dq_canonical, where[idx], dq, axis=1)
+        A, JG, bad = self._local_basis(canonical[None], D_train)
+        Yn = np.swapaxes(A @ JG, 1, 2)  # (1, M neighbours, M coords)
+        empty = 0
+        step = max(1, CHUNK_BYTES // (8 * canonical.size * self.classes_.size))
+        for i in range(0, n, step):
+            blk = slice(i, min(n, i + step))
+            out[blk], e = self._feature_distances(Yn, self._query_coordinates(A, dq_canonical[blk]))
+            empty += e
+        return n if bad else 0, empty
+
     #: Whether :meth:`_feature_distances` counts queries with an empty null space.
     _counts_empty = False
 
     def _feature_distances(self, Yn: np.ndarray, Yq: np.ndarray) -> tuple[np.ndarray, int]:
-        """Class distances (b, C) from the block's coordinates, and the number of queries
-        whose null space is empty (every distance 0)."""
+        """Class distances (b, C) from the block's coordinates: neighbours Yn (b, M, r),
+        or (1, M, r) shared by every query, and queries Yq (b, r); and the number of
+        queries whose null space is empty (every distance 0)."""
         raise NotImplementedError
+
+
+def _as_stack(Yn: np.ndarray, Yq: np.ndarray) -> np.ndarray:
+    """The queries Yq (b, r) as :func:`_residual_norms`' (stack, vectors, r): one vector
+    per stack entry (b, 1, r), or all of them against one shared stack entry (1, b, r)."""
+    return Yq[None] if Yn.shape[0] == 1 else Yq[:, None]
 
 
 class NHKNN(_KernelSubspaceClassifier):
@@ -707,8 +759,10 @@ class NHKNN(_KernelSubspaceClassifier):
 
     def _feature_distances(self, Yn: np.ndarray, Yq: np.ndarray) -> tuple[np.ndarray, int]:
         out = np.empty((Yq.shape[0], self.classes_.size))
+        Q = _as_stack(Yn, Yq)
         for c, sl in enumerate(self._class_slices()):
-            out[:, c] = _residual_norms(Yn[:, sl][:, 1:] - Yn[:, sl][:, :1], Yq - Yn[:, sl][:, 0], self.rcond)
+            V = Yn[:, sl][:, 1:] - Yn[:, sl][:, :1]
+            out[:, c] = _residual_norms(V, Q - Yn[:, sl.start, None], self.rcond).reshape(-1)
         return out, 0
 
 
@@ -751,9 +805,9 @@ class NLDCV(_KernelSubspaceClassifier):
         self.info_["empty_null_space"] = 0
 
     def _feature_distances(self, Yn: np.ndarray, Yq: np.ndarray) -> tuple[np.ndarray, int]:
-        slices = self._class_slices()
-        Z, R = _pooled_differences(Yn, Yq, slices)
-        dist = _residual_norms(Z, R, self.rcond)
+        Z, R = _pooled_differences(Yn, _as_stack(Yn, Yq), self._class_slices())
+        dist = _residual_norms(Z, R.reshape(Z.shape[0], -1, R.shape[-1]), self.rcond).reshape(Yq.shape[0], -1)
+        R = R.reshape(dist.shape + R.shape[-1:])
         scale = np.linalg.norm(R, axis=-1).max(axis=1)
         empty = int((dist.max(axis=1) <= 1e-8 * np.maximum(scale, np.finfo(float).tiny)).sum())
         return dist, empty
