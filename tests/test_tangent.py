@@ -56,6 +56,36 @@ def test_batched_solution_equals_per_pair_lstsq(usps) -> None:
     np.testing.assert_allclose(D[pairs[:, 0], pairs[:, 1]], brute, rtol=1e-8)
 
 
+def test_certified_cholesky_route_equals_the_eigh_pseudo_inverse(usps, monkeypatch) -> None:
+    """The unrolled Cholesky of the 7 × 7 systems (certified λ_min) gives the eigh
+    route's distances; pairs it cannot certify (repeated and blank images) take eigh."""
+    from lkm.numerics import tangent
+
+    X = usps[0][:120].copy()
+    X[100:110] = X[:10]  # duplicated images: S singular
+    X[110:] = 0.0  # blank images: no tangents
+    A, B = X[:70], X[50:]
+    fast = tangent_sq_distances(A, B)
+    # S = I - CᵀC, C = Q_x Q_yᵀ (orthonormal rows) sharing 0-3 directions, or nearly so
+    rng = np.random.default_rng(0)
+    Qx, Qy = (np.linalg.qr(rng.normal(size=(60, 40, 7)))[0].transpose(0, 2, 1) for _ in range(2))
+    shared = np.arange(60) % 4
+    for n, k in enumerate(shared):
+        Qy[n, :k] = Qx[n, :k] + (10.0 ** -(n % 8)) * rng.normal(size=(k, 40)) * (n % 3 > 0)
+        Qy[n] = np.linalg.qr(Qy[n].T)[0].T
+    C = Qx @ Qy.transpose(0, 2, 1)
+    S = np.eye(7) - C.transpose(0, 2, 1) @ C
+    h = rng.normal(size=(60, 7))
+    gain, certified = tangent._inverse_quadratic_forms(S, h)
+    lam = np.linalg.eigvalsh(S)[:, 0]
+    assert 10 < certified.sum() < 50
+    assert np.all(lam[certified] > tangent.CERTIFY_FACTOR * tangent.PAIR_RCOND)  # a lower bound: never too lax
+    exact = np.einsum("ni,ni->n", h[certified], np.linalg.solve(S[certified], h[certified, :, None])[..., 0])
+    np.testing.assert_allclose(gain[certified], exact, rtol=1e-8)
+    monkeypatch.setattr(tangent, "_inverse_quadratic_forms", lambda S, h: (np.zeros(len(S)), np.zeros(len(S), bool)))
+    np.testing.assert_allclose(fast, tangent_sq_distances(A, B), rtol=1e-10, atol=1e-10)
+
+
 def test_a_shifted_digit_is_tangent_close_and_different_digits_are_not(usps) -> None:
     from scipy.ndimage import shift
 
