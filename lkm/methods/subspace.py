@@ -18,6 +18,9 @@ Every projection uses a rank-revealing basis (SVD or eigh with a relative cutoff
 ``rcond``): the difference vectors are dependent whenever neighbours repeat or K > d + 1,
 where eq. (4)'s inv(ZᵀZ) does not exist. All queries are processed as stacked arrays
 (one batched SVD/eigh per class and block of queries), with no Python loop over queries.
+When K reaches every class's size (small classes, e.g. 26 letters in a few hundred
+rows), every query's neighbourhood is the whole training set and NHKNN/NLDCV take one
+kernel PCA for all of them (:meth:`_KernelSubspaceClassifier._whole_class_distances`).
 
 Kernel width: the paper writes the Gaussian kernel as ``k(x, y) = exp(-d²(x, y)/q)``;
 lkm's is ``exp(-d²/(2σ²))``, so ``q = 2σ²``. The kernel estimators accept either
