@@ -448,6 +448,31 @@ def test_killed_driver_rerun_completes_only_missing_tasks(tmp_path) -> None:
         _kill_all(procs)
 
 
+def test_closing_a_cluster_logs_nothing_even_at_critical(capfd) -> None:
+    """After Ctrl-C a local cluster's in-process scheduler may log, at CRITICAL and with a
+    traceback, each send to the client just closed (seen once in CI under the one-line
+    message): closing keeps every distributed logger silent, and restores them after."""
+    import logging
+
+    from lkm.engine.cluster import Cluster
+
+    scheduler_log = logging.getLogger("distributed.scheduler")
+    handler = logging.StreamHandler()
+    scheduler_log.addHandler(handler)
+
+    class Noisy:
+        def close(self) -> None:
+            scheduler_log.critical("Closed comm <BatchedSend: closed> while trying to write")
+            logging.getLogger("distributed").critical("and its parent")
+
+    try:
+        Cluster(Noisy(), ClusterAddress("local:2", 2), local=Noisy()).close()
+        assert capfd.readouterr().err == ""
+        assert not scheduler_log.disabled and not logging.getLogger("distributed").disabled
+    finally:
+        scheduler_log.removeHandler(handler)
+
+
 @needs_dask
 @linux_only
 def test_ctrl_c_on_a_local_cluster_run_stops_it_in_one_line_and_leaves_no_process(tmp_path) -> None:

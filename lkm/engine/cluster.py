@@ -252,11 +252,15 @@ class Cluster:
             del scattered[key]
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.client.close()
-        if self.local is not None:
+        # Silent: after Ctrl-C the in-process scheduler of a local cluster may still be
+        # sending to the client just closed and logs each failed send at CRITICAL, with a
+        # traceback, under the one-line message the user already has
+        with _silenced_logs():
             with contextlib.suppress(Exception):
-                self.local.close()
+                self.client.close()
+            if self.local is not None:
+                with contextlib.suppress(Exception):
+                    self.local.close()
 
 
 @dataclass
@@ -394,6 +398,21 @@ def _check_workers(cluster: Cluster, where: str) -> None:
         worker, version = next(iter(other.items()))
         raise LkmError(f"{where}: worker {worker} has lkm {version}, this is lkm {lkm.__version__}; "
                        "install the same lkm on every worker")
+
+
+@contextlib.contextmanager
+def _silenced_logs() -> Iterator[None]:
+    """Every ``distributed`` logger off for the block (CRITICAL included), then as before."""
+    names = ["distributed", *(n for n in logging.root.manager.loggerDict if n.startswith("distributed."))]
+    loggers = [logging.getLogger(n) for n in names]
+    before = [lg.disabled for lg in loggers]
+    for lg in loggers:
+        lg.disabled = True
+    try:
+        yield
+    finally:
+        for lg, was in zip(loggers, before, strict=True):
+            lg.disabled = was
 
 
 @contextlib.contextmanager
