@@ -255,7 +255,7 @@ class Cluster:
         # Silent: after Ctrl-C the in-process scheduler of a local cluster may still be
         # sending to the client just closed and logs each failed send at CRITICAL, with a
         # traceback, under the one-line message the user already has
-        with _silenced_logs():
+        with _quiet_logs():
             with contextlib.suppress(Exception):
                 self.client.close()
             if self.local is not None:
@@ -401,27 +401,21 @@ def _check_workers(cluster: Cluster, where: str) -> None:
 
 
 @contextlib.contextmanager
-def _silenced_logs() -> Iterator[None]:
-    """Every ``distributed`` logger off for the block (CRITICAL included), then as before."""
-    names = ["distributed", *(n for n in logging.root.manager.loggerDict if n.startswith("distributed."))]
-    loggers = [logging.getLogger(n) for n in names]
-    before = [lg.disabled for lg in loggers]
-    for lg in loggers:
+def _quiet_logs() -> Iterator[None]:
+    """distributed's logs off for the block, CRITICAL included, then as before: its
+    connection retries (WARNING) while connecting, and the sends to a client just closed
+    (CRITICAL, with a traceback) while a cluster closes after Ctrl-C. lkm's one-line error
+    says it all. The parent's level covers loggers created inside the block; existing
+    children that set their own level are disabled."""
+    parent = logging.getLogger("distributed")
+    children = [logging.getLogger(n) for n in logging.root.manager.loggerDict if n.startswith("distributed.")]
+    level, disabled = parent.level, [lg.disabled for lg in children]
+    parent.setLevel(logging.CRITICAL + 1)
+    for lg in children:
         lg.disabled = True
     try:
         yield
     finally:
-        for lg, was in zip(loggers, before, strict=True):
+        parent.setLevel(level)
+        for lg, was in zip(children, disabled, strict=True):
             lg.disabled = was
-
-
-@contextlib.contextmanager
-def _quiet_logs() -> Iterator[None]:
-    """distributed's connection retries log at WARNING; the one-line error says it all."""
-    log = logging.getLogger("distributed")
-    level = log.level
-    log.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        log.setLevel(level)
