@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,28 @@ def user_registry_path() -> Path:
     return Path(platformdirs.user_data_dir("lkm")) / "datasets.yaml"
 
 
+#: What a path that is neither a regular file nor a folder is, by its ``st_mode`` test.
+_SPECIAL_KINDS = (
+    (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+)
+
+
+def check_not_special(path: Path, expected: str = "a regular file") -> None:
+    """Refuse ``path`` when it exists but is neither a regular file nor a folder (a
+    device, a FIFO, a socket), by ``os.stat`` alone: reading ``/dev/zero`` never ends and
+    opening a FIFO blocks. A missing path passes (the caller says what is missing)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return
+    kind = next((name for test, name in _SPECIAL_KINDS if test(mode)), "a special file")
+    link = f" (a link to {os.path.realpath(path)})" if path.is_symlink() else ""
+    raise DataError(f"{path}{link}: is {kind}, not {expected}")
+
+
 def format_of(path: Path, fmt: str | None) -> str:
     """``fmt`` checked, or the format the file's suffix says (a folder is an OpenML cache)."""
     if fmt is not None:
@@ -96,6 +119,7 @@ def user_dataset(
     from lkm.files import file_sha256
 
     path = Path(path).expanduser().absolute()
+    check_not_special(path, "a folder (an OpenML data_home)" if fmt == "openml" else "a regular file")
     fmt = format_of(path, fmt)
 
     if impute is not None and impute not in IMPUTE:
