@@ -26,6 +26,22 @@ def _owner(path: Path) -> str:
     return next((key for key, module in PAPERS.items() if path.parent == spec_folder(module.__name__)), "cross-paper")
 
 
+def _write_new(out: Path, text: str) -> None:
+    """Write ``text`` to a new file ``out``: a symbolic link (even a dangling one, which
+    would create its target) or an existing file is refused, never followed or overwritten."""
+    if out.is_symlink():
+        raise LkmError(f"--out: {out} is a symbolic link (to {out.readlink()}); give the path of a new file")
+    if out.exists():
+        raise LkmError(f"--out: {out} exists; choose another file")
+    try:
+        with open(out, "x", encoding="utf-8") as fh:  # O_CREAT | O_EXCL: never through a link made meanwhile
+            fh.write(text)
+    except FileExistsError:
+        raise LkmError(f"--out: {out} exists; choose another file") from None
+    except OSError as exc:
+        raise LkmError(f"--out: cannot write {out}: {exc.strerror or exc}") from exc
+
+
 @specs_app.command("list")
 def list_specs() -> None:
     """Every spec lkm ships: its name (what `lkm run NAME` and `lkm specs show NAME` take),
@@ -42,7 +58,7 @@ def list_specs() -> None:
 @specs_app.command("show")
 def show(
     name: Annotated[str, typer.Argument(help="A spec's name, as `lkm specs list` prints it.", show_default=False)],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the spec to this file (refused if it exists) instead of printing it.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the spec to this new file (refused if it exists or is a symbolic link) instead of printing it.")] = None,
 ) -> None:
     """Print a shipped spec, or with --out copy it to a file to edit and run with `lkm run FILE`.
 
@@ -57,12 +73,7 @@ def show(
         if out is None:
             console.print(text, end="", highlight=False, markup=False, soft_wrap=True)
             return
-        if out.exists():
-            raise LkmError(f"--out: {out} exists; choose another file")
-        try:
-            out.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise LkmError(f"--out: cannot write {out}: {exc.strerror or exc}") from exc
+        _write_new(out, text)
     except LkmError as exc:
         raise exit_error(exc) from None
     console.print(f"wrote {out} (run it with `lkm run {out}`)", highlight=False)
