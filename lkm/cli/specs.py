@@ -63,7 +63,7 @@ def show(
     """Print a shipped spec, or with --out copy it to a file to edit and run with `lkm run FILE`.
 
     Examples: `lkm specs show lpl_vs_svm`; `lkm specs show lpl_vs_svm --out my_lpl.yaml`.
-    A spec that `extends:` another names it by file: copy both.
+    A copied spec that `extends:` a shipped one still finds it: `extends:` takes a shipped spec's name.
     """
     try:
         specs = _packaged()

@@ -28,6 +28,7 @@ from pydantic import (
 from lkm.errors import SpecError, did_you_mean
 from lkm.spec.grids import Scalar, parse_grid, unique_values
 from lkm.spec.names import short_repr, validate_run_name
+from lkm.spec.outputs import load_plugins
 from lkm.spec.protocols import (
     HoldoutProtocol,
     KFoldProtocol,
@@ -649,14 +650,13 @@ def load_spec(path: str | Path, smoke: bool = False, max_fits: int | None = None
 
 
 def _resolve_extends(data: Any, path: Path, seen: tuple[Path, ...]) -> Any:
-    """Merge a spec over the spec its ``extends`` key names (a path relative to it)."""
+    """Merge a spec over the spec its ``extends`` key names (see :func:`_extended_file`)."""
     if not isinstance(data, dict) or "extends" not in data:
         return data
     if not isinstance(data["extends"], str) or not data["extends"] or "\x00" in data["extends"]:
-        raise SpecError(f"{path}: extends: expected the path of another spec file, got {short_repr(data['extends'])}")
-    parent = path.parent / data["extends"]
-    if not parent.is_file():
-        raise SpecError(f"{path}: extends: no such spec file {parent}")
+        raise SpecError(f"{path}: extends: expected the path of another spec file or the name of a spec lkm ships, "
+                        f"got {short_repr(data['extends'])}")
+    parent = _extended_file(data["extends"], path)
     if parent.resolve() in seen:
         raise SpecError(f"{path}: extends: {parent} extends itself (a cycle)")
     if len(seen) > 10:
@@ -667,6 +667,37 @@ def _resolve_extends(data: Any, path: Path, seen: tuple[Path, ...]) -> Any:
         raise SpecError(f"{parent}: the spec must be a mapping of keys")
     rest = {k: v for k, v in data.items() if k != "extends"}
     return {**base, **rest}  # top-level keys replace the base spec's
+
+
+def _shipped_specs() -> dict[str, Path]:
+    """The specs lkm ships, by name (what `lkm run NAME` takes): those of every
+    :data:`~lkm.spec.outputs.PLUGIN_GROUP` module that defines ``packaged_specs()``
+    (:func:`lkm.papers.packaged_specs`; this layer finds it without importing it)."""
+    found: dict[str, Path] = {}
+    for module in load_plugins().values():
+        packaged = getattr(module, "packaged_specs", None)
+        if callable(packaged):
+            found.update(packaged())
+    return found
+
+
+def _extended_file(value: str, path: Path) -> Path:
+    """The spec file ``extends: value`` in the spec file ``path`` names: a path relative
+    to ``path``'s folder when that file exists (it wins), else a spec lkm ships of that
+    name, with or without ``.yaml`` (``extends: lpl_vs_svm``). Neither: one line naming
+    ``path``, the key and the closest names."""
+    beside = path.parent / value
+    if beside.is_file():
+        return beside
+    if len(Path(value).parts) > 1:
+        raise SpecError(f"{path}: extends: no such spec file {beside} (a path in extends is relative to this spec's folder)")
+    name = value.removesuffix(".yaml").removesuffix(".yml")
+    shipped = _shipped_specs()
+    if name in shipped:
+        return shipped[name]
+    local = [p.name for p in path.parent.glob("*.y*ml") if p.is_file() and p.name != path.name]
+    raise SpecError(f"{path}: extends: {short_repr(value)} is neither a file beside this spec ({beside}) nor a spec "
+                    f"lkm ships{did_you_mean(name, [*shipped, *local])} (`lkm specs list` lists them)")
 
 
 def spec_to_yaml(spec: Spec) -> str:
