@@ -13,6 +13,7 @@ from lkm.cli.app import (
     DataDirOpt,
     DryOpt,
     JobsOpt,
+    MaxFitsOpt,
     ProgressOpt,
     app,
     console,
@@ -39,6 +40,7 @@ def compare(
     progress: ProgressOpt = True,
     smoke: Annotated[bool, typer.Option("--smoke", help="Rank against the benchmark's smoke run (3 small sets, 3 folds) instead: checks a new method end to end in seconds. Not evidence.")] = False,
     cluster: ClusterOpt = None,
+    max_fits: MaxFitsOpt = None,
 ) -> None:
     """Rank ESTIMATOR against every method of the benchmark, fitting only ESTIMATOR.
 
@@ -48,19 +50,26 @@ def compare(
     Wilcoxon–Holm p and Bayesian signed-rank probabilities (1-point ROPE) against each
     method, and where it sits in accuracy against seconds. The number of fits is printed
     before any starts. A data set on which ESTIMATOR fails is recorded as failed and left
-    out of the ranking, with a warning.
+    out of the ranking, with a warning; when every fit fails, the command ends with the
+    failures and exit 1.
+
+    A local reference (--against, or the smoke run) is checked first, as `lkm report`
+    checks a run: its spec.yaml must be the one its plan.json was written from, every
+    planned fit recorded and the records consistent, and the spec a benchmark (two or more
+    data sets, every method one setting per data set chosen by inner CV or fixed, a tuned
+    method); otherwise it is refused in one line (exit 2).
 
     Examples: `lkm compare sklearn.neighbors.KNeighborsClassifier --param n_neighbors=1,3,5,9,15,25 --jobs 2`;
     `lkm compare svm --name SVM-default`; `lkm compare mine.yaml --smoke`.
     """
-    from lkm.report.compare import compare_spec, inner_cv, published_run
+    from lkm.report.compare import NoResult, compare_spec, inner_cv
 
     try:
         with engine(jobs, cluster, dry_run, cluster_label(ctx)) as on_cluster:
             use_data_dir(data_dir)
-            reference = _reference(against, smoke, published_run)
-            entry = _entry(estimator, param, name, *inner_cv(reference))
-            spec = compare_spec(reference, entry)
+            reference, reference_ids = _reference(against, smoke)
+            entry, source = _entry(estimator, param, name, *inner_cv(reference))
+            spec = compare_spec(reference, entry, source, max_fits)
             run_dir = out or Path("results") / "compare" / f"{spec.name.removeprefix('compare-')}{'-smoke' if smoke else ''}"
             _announce(spec, reference)
             failed = False
@@ -72,43 +81,50 @@ def compare(
                 failed = True
             if dry_run:
                 return
-            _report(run_dir, reference, smoke, failed)
+            try:
+                _report(run_dir, reference, smoke, failed, reference_ids)
+            except NoResult as exc:
+                if failed:  # run_spec printed the failures (its summary table) and their one error line
+                    raise typer.Exit(1) from None
+                raise exit_error(exc, 1) from None
     except LkmError as exc:
         raise exit_error(exc) from None
 
 
-def _reference(against: Path | None, smoke: bool, published_run: Any) -> Path:
-    if against is not None:
-        ref = against
-    elif smoke:
-        ref = Path("results") / "cross_paper-smoke"
-        if not (ref / "spec.yaml").is_file():
-            raise LkmError(f"{ref}: no smoke run of the benchmark here; run `lkm run cross_paper --smoke` first "
-                           "(or give --against)")
-    else:
-        ref = published_run()
-    if not (ref / "spec.yaml").is_file():
-        raise LkmError(f"{ref}: not a run folder of the benchmark (no spec.yaml); give --against results/cross_paper")
-    return ref
+def _reference(against: Path | None, smoke: bool) -> tuple[Path, set[str] | None]:
+    """The reference run folder and the task ids of the records to rank with: a local run
+    checked by :func:`lkm.report.compare.verify_reference`, or the published run (None:
+    every record, its files checked by the pack's manifest)."""
+    from lkm.report.compare import published_run, verify_reference
+
+    if against is None and not smoke:
+        return published_run(), None
+    ref = against if against is not None else Path("results") / "cross_paper-smoke"
+    if against is None and not (ref / "spec.yaml").is_file():
+        raise LkmError(f"{ref}: no smoke run of the benchmark here; run `lkm run cross_paper --smoke` first "
+                       "(or give --against)")
+    return ref, verify_reference(ref)
 
 
-def _entry(estimator: str, param: list[str] | None, name: str | None, cv: int, seed: int) -> dict[str, Any]:
+def _entry(estimator: str, param: list[str] | None, name: str | None, cv: int,
+           seed: int) -> tuple[dict[str, Any], str | None]:
+    """The new method's spec entry, and what names it in errors (its YAML file, if one)."""
     from lkm.report.compare import method_entry
     from lkm.spec import parse_grid
 
     path = Path(estimator)
     if path.suffix in (".yaml", ".yml"):
-        import yaml
+        from lkm.spec.yaml_text import load_yaml, read_spec_text
 
-        if not path.is_file():
-            raise SpecError(f"{path}: no such file")
-        entry = yaml.safe_load(path.read_text(encoding="utf-8"))
+        entry = load_yaml(read_spec_text(path), str(path))  # a YAML error: one line naming the file and line
         if not isinstance(entry, dict) or "estimator" not in entry:
             raise SpecError(f"{path}: expected one method entry, e.g. {{name: Mine, estimator: pkg.Mine, tune: {{grid: {{C: [1, 10]}}}}}}")
         entry.setdefault("name", name or str(entry["estimator"]).rsplit(".", 1)[-1])
+        if not isinstance(entry["name"], str) or not entry["name"].strip():
+            raise SpecError(f"{path}: name: expected the method's name as text, got {entry['name']!r}")
         if "tune" in entry and isinstance(entry["tune"], dict):
             entry["tune"] = {"cv": cv, "seed": seed, **entry["tune"]}
-        return entry
+        return entry, str(path)
     grids: dict[str, list[Any]] = {}
     for item in param or []:
         key, sep, grid = item.partition("=")
@@ -118,7 +134,7 @@ def _entry(estimator: str, param: list[str] | None, name: str | None, cv: int, s
             grids[key] = parse_grid(grid)
         except ValueError as exc:
             raise SpecError(f"--param {key}: {exc}") from None
-    return method_entry(estimator, name, grids, cv, seed)
+    return method_entry(estimator, name, grids, cv, seed), None
 
 
 def _announce(spec: Any, reference: Path) -> None:
@@ -134,10 +150,11 @@ def _announce(spec: Any, reference: Path) -> None:
                   f"The other methods' results are read from {reference}, not refitted.")
 
 
-def _report(run_dir: Path, reference: Path, smoke: bool, failed: bool) -> None:
+def _report(run_dir: Path, reference: Path, smoke: bool, failed: bool, reference_ids: set[str] | None) -> None:
     from lkm.report.compare import write_comparison
 
-    paths, payload = write_comparison(run_dir, reference, run_dir / "comparison", smoke=smoke)
+    paths, payload = write_comparison(run_dir, reference, run_dir / "comparison", smoke=smoke,
+                                      reference_ids=reference_ids)
     name = payload["new_method"]
     order = payload["methods_by_rank"]
     ranks = payload["average_ranks"]

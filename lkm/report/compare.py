@@ -4,11 +4,13 @@ without refitting the others (issue 27).
 The new method runs on the benchmark's exact splits: :func:`compare_spec` copies the
 data sets (with their subsample), protocol, preprocessing and inner-CV folds from the
 reference run's own ``spec.yaml`` and replaces the methods by the new one, so the task
-ids, outer folds and inner folds are those the reference used. The reference is a local
-run folder of ``cross_paper`` or, by default, the published results that ship with lkm:
-``docs/runs/cross_paper`` of the results pack, every file checked against the pack's
-manifest, whose sha256 is pinned in ``lkm/report/published.json`` (:func:`published_run`,
-:mod:`lkm.report.pack`; ``lkm docs snapshot`` rewrites manifest and pin).
+ids, outer folds and inner folds are those the reference used. The reference is, by
+default, the published results that ship with lkm: ``docs/runs/cross_paper`` of the
+results pack, every file checked against the pack's manifest, whose sha256 is pinned in
+``lkm/report/published.json`` (:func:`published_run`, :mod:`lkm.report.pack`; ``lkm docs
+snapshot`` rewrites manifest and pin). A local run folder is checked by
+:func:`verify_reference` instead: its spec.yaml against its plan.json (as ``lkm report``
+does), its records against the plan, and its spec against what a ranking needs.
 
 :func:`write_comparison` joins the two runs' tables and writes the ranking, the new
 method's pairwise tests against each other method, its speed, and the two figures with
@@ -18,6 +20,9 @@ method fails is recorded as failed and left out of the ranking, which says so.
 
 from __future__ import annotations
 
+import json
+import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +46,89 @@ def published_run(root: Path | None = None) -> Path:
     return pack.root / BENCHMARK_RUN
 
 
+def verify_reference(run_dir: Path) -> set[str]:
+    """The task ids of the records a local benchmark run folder ranks with, once the folder
+    is found to be one; else an :class:`LkmError` line naming the file. Its spec.yaml must
+    be the one its plan.json was written from (:meth:`RunStore.read_plan`, which ``lkm
+    report`` uses too), every fit of the plan recorded, each record consistent
+    (:func:`_check_records`), and the spec a benchmark (:func:`ranking_gaps`)."""
+    from lkm.engine.store import RunStore
+    from lkm.report.ranking import ranking_gaps
+    from lkm.spec import load_spec
+
+    run_dir = Path(run_dir)
+    if not (run_dir / "spec.yaml").is_file():
+        raise LkmError(f"{run_dir}: not a run folder of the benchmark (no spec.yaml); give --against results/cross_paper")
+    store = RunStore(run_dir)
+    plan = store.read_plan()  # refuses a missing or unreadable plan.json, and a spec.yaml edited since the run
+    rerun = f"rerun `lkm run {run_dir / 'spec.yaml'} --out {run_dir}` to rewrite it (recorded fits are not refitted)"
+    task_ids = plan.get("task_ids")
+    if plan.get("spec_sha256") is None or not task_ids:
+        raise LkmError(f"{run_dir / 'plan.json'}: names no spec hash or no fits, so spec.yaml and the records "
+                       f"cannot be checked against it; {rerun}")
+    spec = load_spec(run_dir / "spec.yaml", max_fits=sys.maxsize)  # the run it describes was already allowed
+    gaps = ranking_gaps(spec)
+    if gaps:
+        raise LkmError(f"{run_dir}: not a benchmark run to rank against (spec {spec.name}): {'; '.join(gaps)}")
+    splits = plan.get("splits") if isinstance(plan.get("splits"), dict) else {}
+    expected = _planned_fits(spec, splits)
+    if len(set(task_ids)) != expected:
+        raise LkmError(f"{run_dir / 'plan.json'}: lists {len(set(task_ids))} fits where its spec.yaml and splits plan "
+                       f"{expected}: the plan was edited; {rerun}")
+    _check_records(store, spec, set(task_ids))
+    return set(task_ids)
+
+
+def _planned_fits(spec: Any, splits: dict[str, Any]) -> int:
+    """The fits (and studies) a plan of ``spec`` has with ``splits`` outer splits per
+    available data set: each split × the settings of every method that runs there."""
+    total = 0
+    for d in spec.datasets:
+        if d.id in splits:
+            n = int(splits[d.id]) if isinstance(splits[d.id], int) else 0
+            total += n * sum(len(spec.method_grid(m)) for m in spec.methods if m.runs_on(d.id, d.task_of))
+            total += sum(len(spec.study_grid(st)) for st in spec.studies)
+    return total
+
+
+def _check_records(store: Any, spec: Any, task_ids: set[str]) -> None:
+    """Refuse records that do not match the plan: a planned fit without a finished
+    record (ok with its accuracy, failed, or not applicable), a record of a data set or
+    method the spec lacks, two records of the same fit, or an accuracy that disagrees
+    with the misclassified rows the record lists."""
+    from lkm.engine.store import is_complete
+
+    where = store.records_dir
+    fix = f"restore the records, or rerun `lkm run {store.root / 'spec.yaml'} --out {store.root}`"
+    datasets, methods = {d.id for d in spec.datasets}, {m.name for m in spec.methods}
+    seen: dict[tuple[str, ...], str] = {}
+    recorded = set()
+    for rec in store.iter_records():
+        if rec["task_id"] not in task_ids or not (is_complete(rec) or rec.get("status") == "error"):
+            continue
+        recorded.add(rec["task_id"])
+        fit = (str(rec.get("dataset")), str(rec.get("split")), str(rec.get("method")),
+               json.dumps(rec.get("params"), sort_keys=True, default=str))
+        name = "/".join(fit[:3])
+        if fit[0] not in datasets or fit[2] not in methods:
+            raise LkmError(f"{where}: the record {rec['task_id']} is of {name}, not a data set and method of "
+                           f"{store.root / 'spec.yaml'}: the records were edited; {fix}")
+        if fit in seen:
+            raise LkmError(f"{where}: records {seen[fit]} and {rec['task_id']} both claim the fit {name} {fit[3]}: "
+                           f"the records were edited; {fix}")
+        seen[fit] = rec["task_id"]
+        errors, n_test = rec.get("errors"), rec.get("n_test")
+        if rec.get("status") == "ok" and isinstance(errors, list) and isinstance(n_test, int) and n_test > 0 \
+                and not math.isclose((n_test - len(errors)) / n_test, rec["accuracy"], abs_tol=1e-9):
+            raise LkmError(f"{where}: the record of {name} says accuracy {rec['accuracy']:g} but lists "
+                           f"{len(errors)} misclassified of {n_test} test rows: the records were edited; {fix}")
+    if recorded != task_ids:
+        raise LkmError(f"{where}: {len(task_ids - recorded)} of the {len(task_ids)} fits planned in "
+                       f"{store.root / 'plan.json'} have no finished record (the run did not finish, or records "
+                       f"were removed or edited): finish it with `lkm run {store.root / 'spec.yaml'} --out {store.root}` "
+                       "(recorded fits are not refitted)")
+
+
 def method_entry(estimator: str, name: str | None, grids: dict[str, list[Any]], cv: int, seed: int) -> dict[str, Any]:
     """The spec entry of the new method: parameters with one value are fixed, those with
     several are tuned by the reference's inner CV (``cv`` folds, ``seed``)."""
@@ -54,25 +142,28 @@ def method_entry(estimator: str, name: str | None, grids: dict[str, list[Any]], 
     return entry
 
 
-def compare_spec(reference: Path, entry: dict[str, Any]) -> Any:
+def compare_spec(reference: Path, entry: dict[str, Any], source: str | None = None, max_fits: int | None = None) -> Any:
     """The spec that runs ``entry`` (a method entry as in a spec's ``methods:``) on the
-    reference run's data sets, protocol and preprocessing (its own spec.yaml)."""
+    reference run's data sets, protocol and preprocessing (its own spec.yaml). ``source``
+    names the entry in errors (default: ``compare NAME``); ``max_fits`` is the plan-size
+    limit (``--max-fits``)."""
     from lkm.spec import load_spec, spec_from_dict
 
-    ref = load_spec(reference / "spec.yaml")
+    ref = load_spec(reference / "spec.yaml", max_fits=sys.maxsize)  # the reference's run was already allowed
     if entry.get("name") in {m.name for m in ref.methods}:
         raise LkmError(f"{entry['name']}: a method of that name is in the benchmark already; give another with --name")
     data = ref.model_dump(mode="json", exclude={"smoke", "paper", "perturb"}, exclude_none=True)
     data.update(name=f"compare-{_slug(entry['name'])}", description=f"{entry['name']} on the splits of {ref.name}",
                 methods=[entry], outputs={"tables": ["summary"], "figures": []})
-    return spec_from_dict(data, f"compare {entry['name']}")
+    return spec_from_dict(data, source or f"compare {entry['name']}", max_fits=max_fits)
 
 
 def inner_cv(reference: Path) -> tuple[int, int]:
     """The inner-CV folds and seed the reference's methods share (3 and 0 for the benchmark)."""
     from lkm.spec import load_spec
 
-    tunes = {(m.tune.cv, m.tune.seed) for m in load_spec(reference / "spec.yaml").methods if m.tune is not None}
+    spec = load_spec(reference / "spec.yaml", max_fits=sys.maxsize)
+    tunes = {(m.tune.cv, m.tune.seed) for m in spec.methods if m.tune is not None}
     return sorted(tunes)[0] if tunes else (3, 0)
 
 
@@ -89,10 +180,20 @@ def fit_count(spec: Any, n_splits: dict[str, int]) -> tuple[int, int]:
     return sum(n_splits.values()), (tune.size * tune.cv + 1 if tune is not None else 1)
 
 
-def write_comparison(new_run: Path, reference: Path, out: Path, smoke: bool = False) -> tuple[list[Path], dict[str, Any]]:
-    """Rank the one method of run ``new_run`` among the methods of ``reference`` on the data
-    sets both have (:func:`lkm.report.ranking.write_ranking` into ``out``)."""
+class NoResult(LkmError):
+    """The new method has no successful fit on any data set: there is nothing to rank."""
+
+
+def write_comparison(new_run: Path, reference: Path, out: Path, smoke: bool = False,
+                     reference_ids: set[str] | None = None) -> tuple[list[Path], dict[str, Any]]:
+    """Rank the one method of run ``new_run`` (the records of its plan) among the methods of
+    ``reference`` (the records of ``reference_ids``, from :func:`verify_reference`; None:
+    all, for the published pack) on the data sets both have
+    (:func:`lkm.report.ranking.write_ranking` into ``out``). Raises :class:`NoResult`
+    when the new method has no successful fit."""
+    from lkm.engine.store import RunStore
     from lkm.report.ranking import (
+        _planned_splits,
         inner_cv_words,
         load_benchmark_run,
         scores_table,
@@ -100,13 +201,21 @@ def write_comparison(new_run: Path, reference: Path, out: Path, smoke: bool = Fa
         write_ranking,
     )
 
-    spec_new, rec_new, best_new = load_benchmark_run(new_run)
-    spec_ref, rec_ref, best_ref = load_benchmark_run(reference)
+    new_ids = set(RunStore(new_run).read_plan().get("task_ids") or []) or None
+    spec_new, rec_new, best_new = load_benchmark_run(new_run, new_ids)
     name = spec_new.methods[0].name
+    if best_new.empty:
+        raise NoResult(f"{name}: no successful fit on any data set, nothing to rank (see {new_run / 'tables'}/)")
+    spec_ref, rec_ref, best_ref = load_benchmark_run(reference, reference_ids)
     new_sets = [d.id for d in spec_new.datasets]
     if [d.id for d in spec_ref.datasets] != new_sets or spec_ref.describe_protocol() != spec_new.describe_protocol():
         raise LkmError(f"{new_run}: its data sets or protocol are not those of {reference} "
                        "(run `lkm compare` again: it copies them from the reference)")
+    splits_new, splits_ref = _planned_splits(new_run), _planned_splits(reference)
+    differ = sorted(d for d in set(splits_new) & set(splits_ref) if splits_new[d] != splits_ref[d])
+    if differ:
+        raise LkmError(f"{reference / 'plan.json'}: {differ[0]} has {splits_ref[differ[0]]} outer splits there but "
+                       f"{splits_new[differ[0]]} on the data (the plan of {new_run}): the plan was edited")
     table_ref = scores_table(reference, spec_ref, rec_ref, best_ref)
     table_new = scores_table(new_run, spec_new, rec_new, best_new)
     table = pd.concat([table_ref, table_new], axis=1)

@@ -30,6 +30,7 @@ This module reads stored records only (nothing is fitted) and imports no paper.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,22 +75,46 @@ SUMMARY_NAME = "cross_paper_summary"
 TIE_DECIMALS = 9
 
 
-def load_benchmark_run(run_dir: Path) -> tuple[Any, pd.DataFrame, pd.DataFrame]:
-    """The run's spec, its records, and the selected (here: the one tuned) setting per
-    data set and method."""
+def load_benchmark_run(run_dir: Path, task_ids: set[str] | None = None) -> tuple[Any, pd.DataFrame, pd.DataFrame]:
+    """The run's spec, its records (only those of ``task_ids`` when given: the run's
+    plan), and the selected (here: the one tuned) setting per data set and method."""
     from lkm.engine.store import RunStore
     from lkm.spec import load_spec
 
     run_dir = Path(run_dir)
     if not (run_dir / "spec.yaml").is_file():
         raise LkmError(f"{run_dir}: no run folder here (no spec.yaml); run `lkm run {RUN_NAME} --out {run_dir}` first")
-    spec = load_spec(run_dir / "spec.yaml")
-    records = RunStore(run_dir).records_frame()
+    spec = load_spec(run_dir / "spec.yaml", max_fits=sys.maxsize)  # the run it describes was already allowed
+    records = RunStore(run_dir).records_frame(task_ids)
     if records.empty:
         raise LkmError(f"{run_dir}: the run has no records yet; run `lkm run {RUN_NAME} --out {run_dir}`")
     agg = aggregate(records, spec)
     best = select_best(agg, spec) if not agg.empty else agg
     return spec, records, best
+
+
+def ranking_gaps(spec: Any) -> list[str]:
+    """What ``spec`` lacks to be ranked as a benchmark (empty: nothing): two or more data
+    sets (ranks over one set are no ranking); methods; one setting per data set and method
+    chosen without the test folds (tuned by inner CV, or one fixed setting: a sweep
+    without ``tune:`` is selected on the test folds, as a paper's run does); a tuned
+    method, whose inner CV (folds, seed) a new method copies; one outer split per fold (a
+    learning curve has several training sizes)."""
+    gaps = []
+    if len(spec.datasets) < 2:
+        gaps.append(f"{len(spec.datasets)} data set(s), a ranking needs two or more")
+    if not spec.methods:
+        gaps.append("no methods")
+    swept = [m.name for m in spec.methods if len(spec.method_grid(m)) > 1]
+    if swept:
+        gaps.append(f"settings chosen on the test folds, not by inner CV (several settings without `tune:`: "
+                    f"{', '.join(swept)})")
+    if spec.methods and not any(m.tune is not None for m in spec.methods):
+        gaps.append("no method tuned by inner CV (`tune:`), so no inner CV to copy")
+    curves = sorted({d.id for d in spec.datasets if getattr(spec.protocol_for(d.id), "kind", "") == "learning_curve"})
+    if curves:
+        gaps.append(f"a learning-curve protocol (several training sizes) on {', '.join(curves)}")
+    return gaps
 
 
 def _planned_splits(run_dir: Path) -> dict[str, int]:
