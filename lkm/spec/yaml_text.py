@@ -120,6 +120,21 @@ _SpecLoader.add_implicit_resolver(
 )
 
 
+
+def _without_sexagesimal(loader: type) -> None:
+    """YAML 1.2 numbers only: YAML 1.1 reads ``1:10:3`` as the base-60 integer 4203, so
+    a grid written without its decimal point (``sigma: 1:10:3``) became one silent value.
+    With this, a scalar holding ``:`` is never an int or a float (it stays a string)."""
+    numbers = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+    loader.yaml_implicit_resolvers = {
+        first: [(tag, re.compile(r"(?!.*:)" + rx.pattern, rx.flags) if tag in numbers else rx) for tag, rx in resolvers]
+        for first, resolvers in loader.yaml_implicit_resolvers.items()
+    }
+
+
+_without_sexagesimal(_SpecLoader)
+
+
 def load_yaml(text: str, source: str = "<spec>") -> Any:
     """Parse spec text (safe tags only, within the limits of :class:`_Bounded`); every
     problem is a one-line SpecError naming ``source`` and the line."""
