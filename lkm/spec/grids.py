@@ -35,9 +35,14 @@ def parse_grid(value: Any) -> list[Scalar]:
     """
     if isinstance(value, (list, tuple)):
         _check_grid_length(len(value), value)
+        for v in value:
+            _check_scalar(v, value)
         return [_finite(_coerce(v), value) for v in value]
+    _check_scalar(value, value)
     if isinstance(value, str):
         s = value.strip()
+        if ":" in s and s.count(":") != 2 and _all_numbers(s.split(":")):
+            raise ValueError(f"grid {short_repr(value)}: a log-spaced grid is 'start:stop:count' (three numbers)")
         if s.count(":") == 2:
             a, b, n = (p.strip() for p in s.split(":"))
             try:
@@ -54,6 +59,27 @@ def parse_grid(value: Any) -> list[Scalar]:
             return [_finite(_coerce(v), value) for v in parts]
         return [_finite(_coerce(s), value)]
     return [_finite(_coerce(value), value)]
+
+
+#: How a grid can be written, for the message on anything else.
+GRID_FORMS = "a value, a list of values ([0.5, 1, 2]), 'start:stop:count' or 'a,b,c'"
+
+
+def _check_scalar(v: Any, grid: Any) -> None:
+    """A grid value is one number, word, boolean or null: a mapping or a list inside a
+    grid is a mistake (pydantic would report it as ``[0].float``)."""
+    if isinstance(v, (dict, list, tuple, set)):
+        what = "a mapping" if isinstance(v, dict) else "a list"
+        where = f"grid {short_repr(grid)}" if v is grid else f"grid {short_repr(grid)}: value {short_repr(v)}"
+        raise ValueError(f"{where} is {what}; a grid is {GRID_FORMS}")
+
+
+def _all_numbers(parts: list[str]) -> bool:
+    try:
+        [float(p) for p in parts]
+    except ValueError:
+        return False
+    return True
 
 
 def _check_grid_length(n: int, value: Any) -> None:
