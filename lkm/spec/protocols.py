@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
 from lkm.errors import SpecError
@@ -67,6 +67,15 @@ def random_split(
     except ValueError as exc:
         raise SpecError(f"protocol: dataset '{dataset.name}': {exc}") from None
     return np.sort(tr), np.sort(te)
+
+
+def split_size(v: float | int | None) -> float | int | None:
+    """A train or test size as scikit-learn's ``train_test_split`` takes it, checked
+    before any data is read: a fraction of the rows strictly between 0 and 1, or a whole
+    number of rows >= 1 (None: the rest)."""
+    if v is not None and (isinstance(v, float) and not 0 < v < 1 or isinstance(v, int) and v < 1):
+        raise ValueError(f"expected a fraction of the rows between 0 and 1 (0.25) or a number of rows >= 1 (100), got {v!r}")
+    return v
 
 
 class _Protocol(BaseModel):
@@ -123,12 +132,13 @@ class HoldoutProtocol(_Protocol):
     seed: int = 0
     stratified: bool = True
 
+    _sizes = field_validator("train_size", "test_size")(split_size)
+
     @model_validator(mode="after")
-    def _sizes_positive(self) -> HoldoutProtocol:
-        for key in ("train_size", "test_size"):
-            v = getattr(self, key)
-            if v is not None and v <= 0:
-                raise ValueError(f"{key} must be > 0")
+    def _fractions_fit(self) -> HoldoutProtocol:
+        if isinstance(self.train_size, float) and isinstance(self.test_size, float) and self.train_size + self.test_size > 1:
+            raise ValueError(f"train_size {self.train_size} + test_size {self.test_size} = "
+                             f"{self.train_size + self.test_size:g}: fractions of the rows add up to at most 1")
         return self
 
     def splits(self, dataset: Dataset) -> list[Split]:
@@ -173,6 +183,8 @@ class LearningCurveProtocol(_Protocol):
     test_size: float | int = Field(0.25, gt=0, description="test rows (count or fraction)")
     repeats: int = Field(1, ge=1)
     seed: int = 0
+
+    _sizes = field_validator("test_size")(split_size)
 
     def splits(self, dataset: Dataset) -> list[Split]:
         y = dataset.y
