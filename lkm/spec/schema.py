@@ -102,6 +102,10 @@ ProtocolField = Annotated[
     | SemiSupervisedProtocol,
     Field(discriminator="kind"),
 ]
+#: The protocol models by their ``kind`` (the tag pydantic also puts in an error's key path).
+PROTOCOL_KINDS: dict[str, type[BaseModel]] = {
+    m.model_fields["kind"].default: m for m in typing.get_args(typing.get_args(ProtocolField)[0])
+}
 
 
 #: DatasetSpec keys of a user's file; left out of its dump when unset, so the task ids of
@@ -524,17 +528,39 @@ class Spec(_Model):
 
 # -- loading and validation -----------------------------------------------------
 def _loc(loc: tuple[Any, ...]) -> str:
+    """A pydantic error's key path as a spec writes it: ``methods[0].params``."""
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("kfold", "holdout", "predefined", "learning_curve", "realizations") and (
-            out.endswith("protocol")
-        ):
+        elif part in PROTOCOL_KINDS and out.endswith("protocol"):
             continue  # pydantic adds the union tag to the path
         else:
             out += f".{part}" if out else str(part)
     return out
+
+
+def _error_message(err: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
+    """The key path and the one-line message of a pydantic error, in a spec's words
+    (what is accepted, never pydantic's internal names: tags, discriminators, ``[key]``)."""
+    loc, kind = tuple(err["loc"]), err["type"]
+    kinds = ", ".join(PROTOCOL_KINDS)
+    if kind == "extra_forbidden":
+        known = _known_keys(loc)
+        return loc, f"unknown key{did_you_mean(str(loc[-1]), known) if known else ''}"
+    if kind == "missing":
+        return loc, "required key missing"
+    if kind == "union_tag_invalid":
+        tag = err["ctx"]["tag"]
+        return (*loc, "kind"), f"unknown protocol kind {short_repr(tag)}{did_you_mean(tag, PROTOCOL_KINDS)}; kinds: {kinds}"
+    if kind == "union_tag_not_found":
+        return (*loc, "kind"), f"required key missing: a protocol names its kind, one of {kinds}"
+    if kind == "model_attributes_type" and loc and loc[-1] == "protocol":
+        return loc, f"expected a mapping such as {{kind: kfold, folds: 10}}, got {short_repr(err['input'])}"
+    if loc and loc[-1] == "[key]":
+        return loc[:-2], (f"key {short_repr(loc[-2])} is not a name: inside {{...}} a comma starts a new key, "
+                          "so write several values as a list ([0.5, 1, 2]) or in quotes ('0.5,1,2')")
+    return loc, err["msg"].removeprefix("Value error, ")
 
 
 def spec_from_dict(
@@ -580,11 +606,10 @@ def _validated(data: dict[str, Any], source: str, max_fits: int | None, paper_of
     try:
         spec = Spec.model_validate(data, context={"notes": notes, "spec_dir": spec_dir})
     except ValidationError as exc:
-        err = exc.errors()[0]
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = f"unknown key{did_you_mean(str(err['loc'][-1]), _known_keys(err['loc']))}"
-        where = _loc(err["loc"])
+        errors = exc.errors()
+        # an unknown key first: a misspelt `estimater` also makes `estimator` missing
+        loc, msg = _error_message(next((e for e in errors if e["type"] == "extra_forbidden"), errors[0]))
+        where = _loc(loc)
         raise SpecError(f"{source}: {where}: {msg}" if where else f"{source}: {msg}") from None
     spec._notes.extend(notes)
     if paper_of is not None:
@@ -622,17 +647,25 @@ def _merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
 
 
 def _known_keys(loc: tuple[Any, ...]) -> list[str]:
-    models: dict[str, type[BaseModel]] = {
-        "datasets": DatasetSpec, "methods": MethodSpec, "studies": StudySpec, "selection": SelectionSpec,
-        "outputs": OutputsSpec, "paper": PaperSpec, "protocol": KFoldProtocol,
-    }
-    model: type[BaseModel] = models.get(str(loc[0]), Spec) if len(loc) > 1 else Spec
-    if loc[0] == "protocol":
-        return list({*KFoldProtocol.model_fields, *HoldoutProtocol.model_fields, *LearningCurveProtocol.model_fields,
-                     *RealizationsProtocol.model_fields, *SemiSupervisedProtocol.model_fields})
-    if loc[0] == "paper" and len(loc) > 2:
-        model = PaperValue
-    return list(model.model_fields)
+    """The keys the mapping holding the unknown key ``loc[-1]`` takes: its model found by
+    walking ``loc`` from :class:`Spec` (a protocol's by its kind tag; [] for a free mapping)."""
+    models: list[type[BaseModel]] = [Spec]
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        if part in PROTOCOL_KINDS and PROTOCOL_KINDS[part] in models:
+            models = [PROTOCOL_KINDS[part]]
+            continue
+        models = [m for model in models if part in model.model_fields
+                  for m in _models_in(model.model_fields[part].annotation)]
+    return list(dict.fromkeys(k for m in models for k in m.model_fields))
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models a field's type holds (``list[MethodSpec] | None`` -> [MethodSpec])."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
 
 
 def load_spec(path: str | Path, smoke: bool = False, max_fits: int | None = None) -> Spec:
