@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -91,3 +92,51 @@ def cache_dir() -> Path:
     import pooch  # imported late: listings and loads from the mirror need no pooch
 
     return Path(pooch.os_cache("lkm")).expanduser()
+
+# -- CSV for spreadsheets -------------------------------------------------------------
+#: First characters that make a spreadsheet read a cell as a formula (OWASP, "CSV injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: Text a spreadsheet reads as a number ("-1.30", "+0.52"), not as a formula.
+_CSV_NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+#: A number, a space and words ("+0.52 pts (mean of 2 sets)", "+0.26 log10 s, testing vs
+#: SVM": lkm's claim effects): no operator, quote, ``!``, ``|``, ``@``, ``:``, ``;``, bracket
+#: or line break, and no function call (a name right before "("), so nothing a spreadsheet
+#: could run or fetch (Excel reads it as an intersection of names: #NAME?; others: an error).
+_NUMBER_PHRASE = rf"{_CSV_NUMBER} (?!.*\w\()[^=+\-*/^&<>!|\"'@#$\[\]{{}};:\t\r\n]*"
+
+
+def spreadsheet_text(cell: str) -> str:
+    """``cell`` as a spreadsheet shows it as text: OWASP's rule, a single quote ``'``
+    before a cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return
+    (``=cmd|' /C calc'!A0`` is written ``'=cmd|' /C calc'!A0``; ``-2`` as a name ``'-2``),
+    except a number followed by words that call and fetch nothing (:data:`_NUMBER_PHRASE`)."""
+    if cell.startswith(FORMULA_STARTS) and not re.fullmatch(_NUMBER_PHRASE, cell):
+        return "'" + cell
+    return cell
+
+
+def write_csv(path: str | Path, df: Any) -> Path:
+    """Write the DataFrame ``df`` as CSV (no index) atomically: the one CSV writer of lkm.
+
+    Text a spreadsheet would evaluate is written as text (:func:`spreadsheet_text`), in
+    column names and in string cells only: numbers are never touched, nor a column whose
+    text cells are all numbers (``-1.30``, empty for none: numbers written as text, which
+    ``pandas.read_csv`` reads as floats). ``read_csv`` gives such a name back with its quote.
+    """
+    from pandas.api.types import is_object_dtype, is_string_dtype
+
+    safe = None
+    for i in range(df.shape[1]):
+        cells = df.iloc[:, i]
+        if not (is_object_dtype(cells) or is_string_dtype(cells)):
+            continue
+        starts = cells.map(lambda v: isinstance(v, str) and v.startswith(FORMULA_STARTS))
+        if not starts.any() or all(re.fullmatch(_CSV_NUMBER, v) for v in cells if isinstance(v, str) and v):
+            continue
+        safe = df.copy() if safe is None else safe
+        safe.isetitem(i, cells.map(lambda v: spreadsheet_text(v) if isinstance(v, str) else v))
+    names = [spreadsheet_text(c) if isinstance(c, str) else c for c in df.columns]
+    if names != list(df.columns):
+        safe = (df.copy() if safe is None else safe).set_axis(names, axis=1)
+    out = df if safe is None else safe
+    return atomic_save(path, lambda tmp: out.to_csv(tmp, index=False))

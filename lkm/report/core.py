@@ -761,14 +761,14 @@ def write_table(df: pd.DataFrame, base: Path, caption: str, notes: list[str] | t
     """Write ``df`` as ``base.md``, ``base.csv``, ``base.tex`` and ``base.json`` (the
     displayed cells with caption and notes, read by the HTML report); ``notes`` (footnotes
     such as what a mark means) go below the Markdown and LaTeX tables. The CSV holds the
-    data (:func:`csv_frame`: mean and std in columns of their own), not the display cells."""
-    from lkm.files import atomic_save, atomic_write
+    data (:func:`csv_frame`: mean and std in columns of their own), not the display cells,
+    written by :func:`lkm.files.write_csv` (text a spreadsheet would evaluate is quoted)."""
+    from lkm.files import atomic_write, write_csv
 
     md, csv, tex, js = (base.with_suffix(s) for s in (".md", ".csv", ".tex", ".json"))
     below = "".join(f"\n{n}\n" for n in notes)
     atomic_write(md, f"**{markdown_text(caption)}**\n\n" + markdown_table(df) + "\n" + markdown_text(below))
-    data = csv_frame(df)
-    atomic_save(csv, lambda tmp: data.to_csv(tmp, index=False))
+    write_csv(csv, csv_frame(df))
     atomic_write(tex, latex_table(df, caption, notes))
     atomic_write(js, table_json(df, caption, notes))
     return [md, csv, tex, js]
