@@ -254,7 +254,7 @@ def _name_part(items: list[Any], limit: int = 30) -> str:
 def report(
     run_dir: Annotated[Path | None, typer.Argument(help="A run directory written by `lkm run` or `lkm sweep` (not with --all).", show_default=False)] = None,
     all_: Annotated[bool, typer.Option("--all", help="The report of every reproduction (index.html, report.md, figures/, tables/) from recorded runs or from a results pack, instead of one run's tables.")] = False,
-    results: Annotated[str, typer.Option("--results", metavar="FOLDER|PACK", help="With --all: the folder holding the run folders (what `lkm reproduce --results` wrote), or a results pack: the one that ships with lkm, `docs/runs`, a pack archive (.tar.gz) or its URL (append #sha256=HEX to check the archive).")] = "results",
+    results: Annotated[str, typer.Option("--results", metavar="FOLDER|PACK", help="With --all: the folder holding the run folders (what `lkm reproduce --results` wrote), or a results pack: the one that ships with lkm, `docs/runs`, a pack archive (.tar.gz) or its URL (append #sha256=HEX, the archive's 64-hex-digit sha256, to check it). An archive may unpack to at most 1 GiB and weigh at most 256 MiB; LKM_PACK_MAX_BYTES sets the first (the second is a quarter of it).")] = "results",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="With --all: the report folder (default: RESULTS/report; for a pack, results/snapshot-report). A pack's report and its run tables are written there only, never into the pack.", show_default=False)] = None,
     smoke: Annotated[bool, typer.Option("--smoke", help="With --all: the report of the smoke runs (`lkm reproduce all --smoke`), into RESULTS/report-smoke/.")] = False,
     jobs: JobsOpt = 2,
@@ -318,18 +318,25 @@ def report(
 def _report_all(results: str, out: Path | None, smoke: bool, jobs: int) -> None:
     """`lkm report --all`: the report folder from the recorded runs under ``results``, or
     the full report of a results pack (:func:`lkm.reproduction.rebuild.report_from_pack`)."""
+    from lkm.engine.workers import interrupt_exit_code, interrupt_name
     from lkm.papers import CROSS_SPEC, PAPERS
-    from lkm.report.pack import is_pack, open_pack
+    from lkm.report.pack import is_pack_source, open_pack
     from lkm.reproduction.site import build_site
 
     started = time.perf_counter()
     folder = Path(results)
     try:
-        if "://" in results or folder.is_file() or is_pack(folder):
+        if is_pack_source(results):
             if smoke:
                 raise LkmError("--smoke: a results pack holds full runs, not smoke runs")
             pack = open_pack(results)
-            written = _report_pack(pack, out or Path("results") / "snapshot-report", jobs, PAPERS, CROSS_SPEC)
+            report_dir = out or Path("results") / "snapshot-report"
+            try:
+                written = _report_pack(pack, report_dir, jobs, PAPERS, CROSS_SPEC)
+            except KeyboardInterrupt as exc:  # SIGTERM too (interrupt_on): the workers are already killed
+                raise exit_error(LkmError(
+                    f"interrupted ({interrupt_name(exc)}); the steps already built are kept in {report_dir}"
+                    " — run the same command again to finish the report"), interrupt_exit_code(exc)) from None
             what = f"from the results pack {results} (version {pack.version}, {len(pack.runs)} runs)"
         else:
             if not folder.is_dir():

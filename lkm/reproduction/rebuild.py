@@ -15,16 +15,24 @@ the report shows is computed from them into ``DIR``, never into the pack:
 3. the report itself, ``DIR/index.html`` and ``DIR/report.md``
    (:func:`lkm.reproduction.site.build_site`); ``DIR/runs/PACK.json`` is the pack's
    manifest (its version and checksums).
+
+Ctrl-C or SIGTERM stops a build at once: its queued steps are cancelled and its workers
+killed (:func:`_stop_pool`); the steps already done are recorded, and the next build
+removes the temporaries (``.lkm-tmp-<pid>-…``) a killed build left in ``DIR`` and
+redoes only the rest.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
 import multiprocessing
 import shutil
+import signal
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -33,7 +41,8 @@ from types import ModuleType
 
 from lkm.engine.workers import threads_per_worker
 from lkm.errors import LkmError
-from lkm.report.pack import MANIFEST, Pack
+from lkm.files import atomic_write, file_sha256, remove_stale_temps
+from lkm.report.pack import MANIFEST, Pack, resolve_inside
 
 #: The mark of a folder this module built (an existing ``--out`` must carry it or be empty).
 BUILT_MARK = ".lkm-report"
@@ -56,12 +65,11 @@ def check_out(out: Path, pack: Path) -> None:
 
 def sync_runs(pack: Pack, runs: Path) -> int:
     """Copy the pack's files into ``runs`` (a file with the manifest's sha256 is kept) and
-    remove run folders the pack no longer has; returns the files copied."""
-    from lkm.files import file_sha256
-
+    remove run folders the pack no longer has; returns the files copied. A destination
+    that resolves outside ``runs`` (through a symbolic link) is refused before it is written."""
     copied = 0
     for rel, sha in pack.files.items():
-        dest = runs / rel
+        dest = resolve_inside(runs, rel)  # never outside DIR/runs, whatever the manifest or a link says
         if dest.is_file() and file_sha256(dest) == sha:
             continue
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -69,7 +77,7 @@ def sync_runs(pack: Pack, runs: Path) -> int:
         copied += 1
     keep = set(pack.runs)
     for d in sorted(runs.iterdir()):
-        if d.is_dir() and (d / "spec.yaml").is_file() and d.name not in keep:
+        if d.is_dir() and not d.is_symlink() and (d / "spec.yaml").is_file() and d.name not in keep:
             shutil.rmtree(d)
     shutil.copyfile(pack.root / MANIFEST, runs / MANIFEST)
     return copied
@@ -141,8 +149,6 @@ def _read_state(out: Path) -> dict[str, str]:
 
 
 def _write_state(out: Path, pack: Pack, steps: dict[str, str]) -> None:
-    from lkm.files import atomic_write
-
     atomic_write(out / BUILT_MARK, json.dumps({"pack": str(pack.root), "version": pack.version, "steps": steps},
                                               indent=1, sort_keys=True) + "\n")
 
@@ -150,11 +156,30 @@ def _write_state(out: Path, pack: Pack, steps: dict[str, str]) -> None:
 def _worker_setup(threads: int) -> None:
     """A worker's warnings (matplotlib, scikit-learn) stay out of the command's output, and
     its BLAS uses ``threads`` threads: the workers already share the cores, and two
-    BLAS threads per worker made the benchmark's posterior products 4× slower."""
+    BLAS threads per worker made the benchmark's posterior products 4× slower. Ctrl-C is
+    the parent's to handle (it kills the workers), and SIGTERM ends a worker at once
+    (a forked worker inherits the parent's handler, which would raise in its step)."""
     from lkm.numerics.threads import blas_threads
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     warnings.simplefilter("ignore")
     blas_threads(threads).__enter__()  # for the worker's life
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """End ``pool`` now: its queued steps cancelled, its workers killed. (Leaving its
+    ``with`` block would wait for every step submitted: a minute.) A killed step's output
+    is never half written (atomic writes); its stray temporary is removed by the next
+    build, which redoes only the steps not recorded as done."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # private; no public kill before 3.14
+    for proc in processes:
+        with contextlib.suppress(OSError, ValueError):
+            proc.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        with contextlib.suppress(OSError, ValueError, AssertionError):
+            proc.join(timeout=2)
 
 
 def report_from_pack(pack: Pack, papers: dict[str, ModuleType], cross_spec: str | None, out: Path,
@@ -164,7 +189,9 @@ def report_from_pack(pack: Pack, papers: dict[str, ModuleType], cross_spec: str 
     :class:`lkm.reproduction.site.SiteFiles`."""
     from lkm.reproduction.site import build_site
 
+    started = time.time()
     check_out(out, pack.root)
+    remove_stale_temps(out, before=started, recursive=True)  # what a killed build left
     runs = out / RUNS
     runs.mkdir(parents=True, exist_ok=True)
     previous = _read_state(out)
@@ -188,8 +215,9 @@ def report_from_pack(pack: Pack, papers: dict[str, ModuleType], cross_spec: str 
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     workers = max(1, min(jobs, len(todo) or 1))
     threads = threads_per_worker(workers)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_setup,
-                             initargs=(threads,)) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_setup,
+                               initargs=(threads,))
+    try:
         pending = {pool.submit(fn, *args): key for key, (fn, args, _) in todo.items()}
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -201,6 +229,10 @@ def report_from_pack(pack: Pack, papers: dict[str, ModuleType], cross_spec: str 
                 done += 1
                 if on_done is not None:
                     on_done(what, done, total)
+    except BaseException:  # Ctrl-C, SIGTERM (interrupt_on) or a step's error: stop now
+        _stop_pool(pool)
+        raise
+    pool.shutdown()
     site = build_site(runs, papers, cross_spec, out=out,
                       source=f"the results pack {pack.root} (version {pack.version})",
                       rebuild=f"lkm report --all --results {pack.root} --out {out}")
