@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lkm.errors import LkmError
-from lkm.files import TMP_PREFIX, atomic_save, atomic_write, os_message, text_sha256
+from lkm.files import TMP_PREFIX, atomic_save, atomic_write, os_message, text_sha256, write_csv
 
 if TYPE_CHECKING:  # pandas is imported where tables are made, not by every command
     import pandas as pd
@@ -482,13 +482,14 @@ class RunStore:
         """Write the tidy results table as CSV and Parquet (atomically). Every structured
         cell (a dict or list such as ``params``, ``info``, ``per_class_accuracy``) is
         written as JSON, so ``json.loads`` reads it back from either file; strings are kept
-        as written and missing values stay empty."""
+        as written and missing values stay empty; in the CSV, text a spreadsheet would
+        evaluate as a formula (a name ``=cmd|...``) is quoted (:func:`lkm.files.write_csv`)."""
         csv, parquet = self.root / "results.csv", self.root / "results.parquet"
         flat = df.copy()
         for col in flat.columns:  # one type per column (parquet), JSON not Python reprs (both)
             if flat[col].dtype == object:
                 flat[col] = flat[col].map(json_cell)
-        atomic_save(csv, lambda tmp: flat.to_csv(tmp, index=False))
+        write_csv(csv, flat)
         atomic_save(parquet, lambda tmp: flat.to_parquet(tmp, index=False))
         return [csv, parquet]
 
