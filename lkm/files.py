@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import os
 import re
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,47 @@ def atomic_save(path: str | Path, writer: Callable[[Path], Any]) -> Path:
     return path
 
 
+#: The name of a temporary of :func:`atomic_path` (or of a pack's unpacking): ``.lkm-tmp-<pid>-<name>``.
+_TMP_NAME = re.compile(rf"^{re.escape(TMP_PREFIX)}(\d+)-.")
+
+
+def remove_stale_temps(folder: Path, *, before: float | None = None, recursive: bool = False) -> int:
+    """Remove lkm's own temporaries (``.lkm-tmp-<pid>-…`` files and folders) in ``folder``
+    (and below, ``recursive``) that a killed process left: those whose pid is no longer
+    alive or, with ``before`` (a ``time.time()``), last changed before it (the pid was
+    reused). Never this process's own, nor any other name. Returns how many went."""
+    removed = 0
+    for top, dirs, files in os.walk(folder) if folder.is_dir() else ():
+        for name in [*dirs, *files]:
+            m = _TMP_NAME.match(name)
+            if not m or int(m.group(1)) == os.getpid():
+                continue
+            path = Path(top) / name
+            with contextlib.suppress(OSError):
+                if _pid_alive(int(m.group(1))) and (before is None or path.lstat().st_mtime >= before):
+                    continue
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+                removed += 1
+        dirs[:] = [d for d in dirs if recursive and not _TMP_NAME.match(d)]
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (on POSIX; elsewhere assumed alive)."""
+    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
 def text_sha256(text: str) -> str:
     """sha256 of a text as UTF-8 (plan.json's ``spec_sha256``)."""
     return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
@@ -92,6 +134,7 @@ def cache_dir() -> Path:
     import pooch  # imported late: listings and loads from the mirror need no pooch
 
     return Path(pooch.os_cache("lkm")).expanduser()
+
 
 # -- CSV for spreadsheets -------------------------------------------------------------
 #: First characters that make a spreadsheet read a cell as a formula (OWASP, "CSV injection").
