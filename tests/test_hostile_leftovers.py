@@ -140,3 +140,99 @@ def test_specs_show_out_still_refuses_an_existing_file_and_writes_a_new_one(work
         "error: --out: present.yaml exists; choose another file"
     res = invoke("specs", "show", "lpl_vs_svm", "--out", "new.yaml")
     assert res.exit_code == 0 and (workdir / "new.yaml").read_text().startswith("# Tsuji")
+
+
+# -- spec error messages that misled (before -> after in each docstring) -----------------
+BASE = "name: x\ndatasets: [iris]\n"
+SVM = "methods: [{name: S, estimator: svm}]\n"
+
+
+def run_error(workdir: Path, text: str) -> str:
+    """`lkm run s.yaml --dry-run`'s one error line, without `error: s.yaml: `."""
+    (workdir / "s.yaml").write_text(text)
+    line = error_line(invoke("run", "s.yaml", "--dry-run"))
+    assert line.startswith("error: s.yaml: "), line
+    return line.removeprefix("error: s.yaml: ")
+
+
+def plan(workdir: Path, text: str) -> str:
+    (workdir / "s.yaml").write_text(text)
+    res = invoke("run", "s.yaml", "--dry-run")
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+def test_a_misspelt_required_key_is_named_not_the_key_it_leaves_missing(workdir):
+    """Before: `methods[0].estimator: Field required` for `estimater: svm`."""
+    msg = run_error(workdir, BASE + "methods: [{name: S, estimater: svm}]\n")
+    assert msg == "methods[0].estimater: unknown key (did you mean 'estimator'?)"
+
+
+def test_an_unknown_key_is_matched_against_the_keys_of_its_own_mapping(workdir):
+    """Before: `methods[0].tune.folds: unknown key (choose from: datasets, estimator, name, ...)`
+    (a method's keys), and `tune.grid: Field required` for `grd`."""
+    msg = run_error(workdir, BASE + "methods: [{name: S, estimator: svm, tune: {grid: {C: [1]}, folds: 3}}]\n")
+    assert msg == "methods[0].tune.folds: unknown key (choose from: cv, grid, seed, subsample)"
+    msg = run_error(workdir, BASE + "methods: [{name: S, estimator: svm, tune: {grd: {C: [1]}}}]\n")
+    assert msg == "methods[0].tune.grd: unknown key (did you mean 'grid'?)"
+    msg = run_error(workdir, BASE + SVM + "protocol: {kind: holdout, train_size: 0.5, folds: 3}\n")
+    assert msg.startswith("protocol.folds: unknown key (choose from: ") and "train_size" in msg and "stratified" in msg
+
+
+def test_a_base_60_looking_grid_is_a_grid_not_a_silent_number(workdir):
+    """Before: `sweep: {C: 1:10:3}` ran C = 4203 alone (YAML 1.1 base 60), `1:10:0` C = 4200,
+    and `-1:10:3` blamed `methods[0] (S).params.C = -4203`."""
+    assert "iris     S           10         3    30" in plan(workdir, BASE + SVM + "sweep: {C: 1:10:3}\n")
+    msg = run_error(workdir, BASE + SVM + "sweep: {C: 1:10:0}\n")
+    assert msg == "sweep: C: grid '1:10:0': log-spaced grids need finite start, stop > 0 and count >= 1"
+    assert run_error(workdir, BASE + SVM + "sweep: {C: -1:10:3}\n").startswith("sweep: C: grid '-1:10:3': ")
+    msg = run_error(workdir, BASE + SVM + "sweep: {C: 1:10}\n")
+    assert msg == "sweep: C: grid '1:10': a log-spaced grid is 'start:stop:count' (three numbers)"
+
+
+@pytest.mark.parametrize("grid, shown", [("{a: 1}", "grid {'a': 1} is a mapping"),
+                                         ("[[1, 2]]", "grid [[1, 2]]: value [1, 2] is a list")])
+def test_a_grid_that_is_no_grid_says_how_grids_are_written(workdir, grid, shown):
+    """Before: `sweep.C[0].float: Input should be a valid number` (a union branch's name)."""
+    msg = run_error(workdir, BASE + SVM + f"sweep: {{C: {grid}}}\n")
+    assert msg == f"sweep: C: {shown}; a grid is a value, a list of values ([0.5, 1, 2]), 'start:stop:count' or 'a,b,c'"
+
+
+def test_a_comma_inside_braces_is_named_as_a_new_key(workdir):
+    """Before: `sweep[2].[key]: Input should be a valid string` for `sweep: {C: 1,2,x}`."""
+    msg = run_error(workdir, BASE + SVM + "sweep: {C: 1,2,x}\n")
+    assert msg.startswith("sweep: key 2 is not a name: inside {...} a comma starts a new key") and "'0.5,1,2'" in msg
+
+
+def test_an_unknown_or_missing_protocol_kind_says_which_kinds_exist(workdir):
+    """Before: `protocol: Input tag 'kfld' found using 'kind' does not match any of the expected
+    tags: ...` and `protocol: Unable to extract tag using discriminator 'kind'`."""
+    kinds = "kfold, holdout, predefined, learning_curve, realizations, semisupervised"
+    msg = run_error(workdir, BASE + SVM + "protocol: {kind: kfld}\n")
+    assert msg == f"protocol.kind: unknown protocol kind 'kfld' (did you mean 'kfold'?); kinds: {kinds}"
+    msg = run_error(workdir, BASE + SVM + "protocol: {folds: 5}\n")
+    assert msg == f"protocol.kind: required key missing: a protocol names its kind, one of {kinds}"
+    msg = run_error(workdir, BASE + SVM + "protocol: kfold\n")
+    assert msg == "protocol: expected a mapping such as {kind: kfold, folds: 10}, got 'kfold'"
+    # no union tag in the path (was protocol.semisupervised.labeled)
+    assert run_error(workdir, BASE + SVM + "protocol: {kind: semisupervised, labeled: 0}\n").startswith("protocol.labeled: ")
+
+
+@pytest.mark.parametrize("protocol, key, value", [
+    ("{kind: holdout, train_size: 0.5, test_size: 1.5}", "test_size", "1.5"),
+    ("{kind: holdout, train_size: 0}", "train_size", "0"),
+    ("{kind: holdout, train_size: 100.0}", "train_size", "100.0"),
+    ("{kind: learning_curve, sizes: [10], test_size: 2.0}", "test_size", "2.0"),
+])
+def test_a_split_size_out_of_range_is_named_at_its_key(workdir, protocol, key, value):
+    """Before: `protocol: dataset 'iris': The 'test_size' parameter of train_test_split must be
+    a float in the range (0.0, 1.0), ... Got 1.5 instead.` (and `protocol: train_size must be > 0`)."""
+    msg = run_error(workdir, BASE + SVM + f"protocol: {protocol}\n")
+    assert msg == (f"protocol.{key}: expected a fraction of the rows between 0 and 1 (0.25) "
+                   f"or a number of rows >= 1 (100), got {value}")
+
+
+def test_split_fractions_adding_up_past_one_are_named(workdir):
+    msg = run_error(workdir, BASE + SVM + "protocol: {kind: holdout, train_size: 0.7, test_size: 0.7}\n")
+    assert msg == "protocol: train_size 0.7 + test_size 0.7 = 1.4: fractions of the rows add up to at most 1"
+    assert "hold-out realization" in plan(workdir, BASE + SVM + "protocol: {kind: holdout, train_size: 0.7, test_size: 0.3}\n")
