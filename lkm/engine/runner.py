@@ -38,7 +38,7 @@ from lkm.errors import DataError, DatasetUnavailable, LkmError, NotApplicable, S
 from lkm.methods import resolve_estimator
 from lkm.methods.base import accepts_keyword, cache_kwargs
 from lkm.numerics.kernels import DISTANCE_CHECKS, DistanceCache
-from lkm.numerics.metrics import fit_scores
+from lkm.numerics.metrics import fit_scores, non_finite_rows, one_class_warning
 from lkm.numerics.preprocessing import preprocess
 from lkm.spec import MethodSpec, Spec
 from lkm.spec.protocols import Split
@@ -468,6 +468,9 @@ def _run_job(
             if semi is not None:  # the transductive score: the pool's unlabeled rows
                 y_unl = checked_predictions(est.predict(semi.X_unlabeled), len(semi.y_unlabeled), "unlabeled")
                 train_score["unlabeled_accuracy"] = float(np.mean(y_unl == semi.y_unlabeled))
+            # Scores beyond accuracy (lkm.numerics.metrics); decision values are an extra pass, after the timing.
+            decision = decision_values(est, X_test, None if task.tune else cache)
+            warning = one_class_warning(y_test, y_pred)
         except NotApplicable as exc:  # outside the method's domain: recorded, not a failure
             emit({**base, "status": NOT_APPLICABLE, "error": f"{task.dataset}/{split.id}/{task.method}: {exc}"})
             continue
@@ -483,12 +486,10 @@ def _run_job(
         wrong = np.flatnonzero(~correct)
         errors = ({"errors": [[int(split.test[i]), y_pred[i]] for i in wrong]}
                   if wrong.size <= MAX_RECORDED_ERRORS else {})
-        # Scores beyond accuracy (lkm.numerics.metrics); decision values are an extra pass, after the timing.
-        decision = decision_values(est, X_test, None if task.tune else cache)
         scores = fit_scores(y_test, y_pred, decision, getattr(est, "classes_", np.unique(y_train)))
         emit({
             **base, "status": "ok", "accuracy": float(correct.mean()), **scores, "per_class_accuracy": per_class,
-            **errors,
+            **errors, **({"warnings": [warning]} if warning else {}),
             "fit_seconds": t1 - t0, "predict_seconds": t2 - t1, **train_score,
             "info": {**info, **tune_info},
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -498,20 +499,32 @@ def _run_job(
 
 def checked_predictions(y_pred: Any, expected: int, rows: str) -> np.ndarray:
     """``predict``'s output as an array of one label per row, else a one-line ValueError
-    naming the expected and the returned counts (a user estimator's wrong shape is a
-    failed fit, not a crash of the run)."""
+    naming the expected and the returned counts, or how many rows it predicted NaN or
+    infinite for (a user estimator's wrong shape or NaN is a failed fit, never a score
+    nor a crash of the run)."""
     y_pred = np.asarray(y_pred)
     if y_pred.ndim == 1 and y_pred.shape[0] == expected:
+        check_finite_output(y_pred, "predict", rows)
         return y_pred
     got = f"{y_pred.shape[0]} predictions" if y_pred.ndim == 1 else f"an array of shape {y_pred.shape}"
     raise ValueError(f"predict returned {got} for {expected} {rows} rows (expected {expected} predictions)")
+
+
+def check_finite_output(values: np.ndarray, method: str, rows: str) -> None:
+    """Raise a one-line ValueError when ``method``'s output holds NaN or infinite values:
+    ``predict returned NaN for 12 of 40 test rows``."""
+    bad = non_finite_rows(values)
+    if bad:
+        what = " and ".join(f"{kind} for {n}" for kind, n in bad.items())
+        raise ValueError(f"{method} returned {what} of {len(values)} {rows} rows")
 
 
 def decision_values(est: Any, X: np.ndarray, cache: Any = None) -> np.ndarray | None:
     """The estimator's decision values on ``X`` (``decision_function``, else
     ``predict_proba``), passing ``cache`` only where accepted
     (:func:`lkm.methods.base.cache_kwargs`); None when it has neither
-    or they fail (a missing score is not a failed fit)."""
+    or they fail (a missing score is not a failed fit). NaN or infinite values raise a
+    one-line ValueError (:func:`check_finite_output`): a failed fit, as NaN predictions are."""
     for name in ("decision_function", "predict_proba"):
         fn = getattr(est, name, None)  # getattr: predict_proba may raise AttributeError by design
         if fn is None:
@@ -524,7 +537,8 @@ def decision_values(est: Any, X: np.ndarray, cache: Any = None) -> np.ndarray | 
             values = values[:, 1]
         if values.ndim not in (1, 2) or values.shape[0] != X.shape[0]:  # not one row per query: left out
             return None
-        return values if np.all(np.isfinite(values)) else None
+        check_finite_output(values, name, "test")
+        return values
     return None
 
 

@@ -71,3 +71,34 @@ def fit_scores(y_true: np.ndarray, y_pred: np.ndarray, decision: np.ndarray | No
         "macro_f1": float(f1.mean()),
         "roc_auc": roc_auc(y_true, decision, np.asarray(classes)),
     }
+
+
+def _float_or_zero(x: object) -> float:
+    """An object label as a float for the finiteness test: None is NaN, text and other labels 0."""
+    if x is None:
+        return float("nan")
+    return float(x) if isinstance(x, (float, np.floating)) else 0.0
+
+
+def non_finite_rows(values: object) -> dict[str, int]:
+    """How many rows of ``values`` (one per test row; 2-D: in any column) hold NaN (or
+    None) and how many an infinity: ``{"NaN": 12}``, counts of zero left out. Labels that
+    are text or integers are never non-finite."""
+    v = np.asarray(values)
+    if v.dtype == object:
+        v = np.array([_float_or_zero(x) for x in v.ravel()], dtype=float).reshape(v.shape)
+    elif v.dtype.kind != "f":
+        return {}
+    rows = v.reshape(len(v), -1) if v.ndim else v.reshape(1, 1)
+    counts = {"NaN": int(np.isnan(rows).any(axis=1).sum()), "infinite values": int(np.isinf(rows).any(axis=1).sum())}
+    return {what: n for what, n in counts.items() if n}
+
+
+def one_class_warning(y_true: np.ndarray, y_pred: np.ndarray) -> str | None:
+    """A warning when the predictions are one class and the true labels several: the
+    classifier learnt nothing a score tells apart from a constant (None otherwise)."""
+    predicted, present = set(np.asarray(y_pred).tolist()), set(np.asarray(y_true).tolist())
+    if len(predicted) != 1 or len(present) < 2:
+        return None
+    return (f"predicted one class ({next(iter(predicted))}) for all {len(y_pred)} test rows, "
+            f"which hold {len(present)} classes")

@@ -275,23 +275,50 @@ def failure_warnings(records: pd.DataFrame) -> list[str]:
             for r in failed_fits(records).itertuples()]
 
 
+#: Marks a score at the selected setting some of whose fits carry a warning (a record's
+#: ``warnings``: e.g. one class predicted for a test part holding several).
+WARNING_MARK = "‡"
+
+
+def fit_warnings(records: pd.DataFrame | None) -> dict[tuple[str, str, str], tuple[int, str]]:
+    """Per (dataset, method, setting) of successful fits with ``warnings`` in their
+    records: how many, and the first warning (records without the field have none)."""
+    if records is None or "warnings" not in records.columns:
+        return {}
+    out: dict[tuple[str, str, str], tuple[int, str]] = {}
+    for r in records[records["status"] == "ok"].itertuples():
+        if isinstance(r.warnings, list) and r.warnings:
+            key = (r.dataset, r.method, json.dumps(r.params, sort_keys=True, default=str))
+            n, first = out.get(key, (0, str(r.warnings[0])))
+            out[key] = (n + 1, first)
+    return out
+
+
 def summary_table(best: pd.DataFrame, spec: Spec, unavailable: dict[str, str],
                   records: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
     """The summary table and its notes: per dataset and method the selected setting
     (marked :data:`EDGE_MARK` at the edge of its grid), accuracy at it (and the
     selection metric when it is not accuracy), the paper's value; a method whose every
-    fit on a dataset failed is a row saying so with its first error."""
+    fit on a dataset failed is a row saying so with its first error. An accuracy some of
+    whose fits carry a warning (:func:`fit_warnings`) is marked :data:`WARNING_MARK`,
+    with a note naming the warning."""
     paper = _paper_lookup(spec)
     has_paper = bool(paper)
     metric = spec.selection.metric
     edges = _edges_by_row(best, spec)
+    warned = fit_warnings(records)
+    warned_notes = []
     rows = []
     for pos, r in enumerate(best.itertuples()):
         mspec = next(m for m in spec.methods if m.name == r.method)
+        n_warned, warning = warned.get((r.dataset, r.method, r.setting), (0, ""))
+        if n_warned:
+            warned_notes.append(f"{WARNING_MARK} {r.method} on {r.dataset}: {n_warned} of {int(r.splits)} fits "
+                                f"at the selected setting warn; first: {warning}")
         row = {
             "dataset": r.dataset, "method": r.method,
             "selected": _fmt_selected(r.params, spec.swept_params(mspec), edges.get(pos, set())),
-            "accuracy % (ours)": format_rate(r.accuracy, r.accuracy_std),
+            "accuracy % (ours)": format_rate(r.accuracy, r.accuracy_std) + (f" {WARNING_MARK}" if n_warned else ""),
             ci_column("accuracy % (ours)"): format_interval(r.accuracy_ci_low, r.accuracy_ci_high),
         }
         if metric != "accuracy":
@@ -321,7 +348,7 @@ def summary_table(best: pd.DataFrame, spec: Spec, unavailable: dict[str, str],
     partly = failed[failed.apply(lambda f: (f["dataset"], f["method"]) in shown, axis=1)] if not failed.empty else failed
     notes += [f"{f.method} on {f.dataset}: {f.failed} of {f.total} fits failed, first: {f.error}"
               for f in partly.itertuples()]
-    return pd.DataFrame(rows), notes
+    return pd.DataFrame(rows), notes + warned_notes
 
 
 def sweep_table(agg: pd.DataFrame, spec: Spec) -> pd.DataFrame:
