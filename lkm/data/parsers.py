@@ -459,16 +459,52 @@ def idx(paths: Sequence[Path], *, part: str | None = None, label_map: str | None
     return _table(images.reshape(len(images), -1), labels, images_path)
 
 
+#: The largest dense array (bytes) a sparse file may become: rows x features x 8 bytes
+#: (float64). ``LKM_MAX_DENSE_BYTES`` overrides it (a number of bytes).
+MAX_DENSE_BYTES = 2 * 1024**3
+
+
+def max_dense_bytes() -> int:
+    """:data:`MAX_DENSE_BYTES`, or ``$LKM_MAX_DENSE_BYTES`` when set (a positive integer)."""
+    import os
+
+    text = os.environ.get("LKM_MAX_DENSE_BYTES", "").strip()
+    if not text:
+        return MAX_DENSE_BYTES
+    try:
+        value = int(float(text))
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ParseError(f"LKM_MAX_DENSE_BYTES={text!r}: not a positive number of bytes")
+    return value
+
+
+def _gib(n: int) -> str:
+    return f"{n / 1024**3:.2f} GiB" if n >= 1024**3 else f"{n / 1024**2:.1f} MiB"
+
+
+def check_dense_size(rows: int, features: int, path: Path) -> None:
+    """Refuse, before allocating, a sparse file whose dense form (``rows x features x 8``
+    bytes) exceeds :func:`max_dense_bytes`: one line naming the file and the sizes."""
+    need, bound = rows * features * 8, max_dense_bytes()
+    if need > bound:
+        raise ParseError(f"{display_path(path)}: {rows} rows x {features} features would be a dense array of "
+                         f"{_gib(need)}, over the limit of {_gib(bound)} (LKM_MAX_DENSE_BYTES, in bytes, raises it)")
+
+
 def svmlight(paths: Sequence[Path], *, part: str | None = None, impute: str | None = None) -> Table:
     """svmlight / LIBSVM text (``label index:value ...``) read with
     :func:`sklearn.datasets.load_svmlight_file`; absent entries are 0, features are named
-    ``x1``, ``x2``, ... by index (0- or 1-based as the file is)."""
+    ``x1``, ``x2``, ... by index (0- or 1-based as the file is). A file whose dense form
+    would exceed :func:`max_dense_bytes` is refused before it is made dense."""
     from sklearn.datasets import load_svmlight_file
 
     tables = []
     for path in paths:
         with reading(path):
             X, y = load_svmlight_file(str(path))
+            check_dense_size(*X.shape, path)
             X = X.toarray()
             tables.append(_user_table(X, y, path, None, None, impute))
     return _stack(tables)
