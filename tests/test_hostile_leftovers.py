@@ -236,3 +236,12 @@ def test_split_fractions_adding_up_past_one_are_named(workdir):
     msg = run_error(workdir, BASE + SVM + "protocol: {kind: holdout, train_size: 0.7, test_size: 0.7}\n")
     assert msg == "protocol: train_size 0.7 + test_size 0.7 = 1.4: fractions of the rows add up to at most 1"
     assert "hold-out realization" in plan(workdir, BASE + SVM + "protocol: {kind: holdout, train_size: 0.7, test_size: 0.3}\n")
+
+
+def test_a_copied_spec_that_extends_a_shipped_one_runs_where_it_was_copied(workdir):
+    """`lkm specs show --help`: a copied spec's `extends: lpl_vs_svm.yaml` finds the shipped spec."""
+    assert invoke("specs", "show", "lpl_vs_svm_scaled", "--out", "mine.yaml").exit_code == 0
+    assert "extends: lpl_vs_svm.yaml" in (workdir / "mine.yaml").read_text()
+    res = invoke("run", "mine.yaml", "--dry-run")
+    assert res.exit_code == 0, res.output
+    assert "plan for lpl_vs_svm_scaled" in res.stdout
