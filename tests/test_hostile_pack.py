@@ -415,7 +415,9 @@ def test_leftovers_of_killed_unpackings_are_removed_and_a_half_folder_unpacked_a
     pack = open_pack(str(archive))
     assert pack.version == "hostile.1" and pack.root == half
     assert sorted(p.name for p in packs.iterdir()) == [key]
+    (packs / f".lkm-tmp-{dead_pid()}-{key}").mkdir()  # killed while another open was unpacking
     assert open_pack(str(archive)).files == pack.files  # from the cache
+    assert sorted(p.name for p in packs.iterdir()) == [key]
 
 
 def test_a_full_disk_while_unpacking_names_the_cache_and_keeps_nothing(tmp_path: Path, cache: Path,

@@ -391,13 +391,13 @@ def _unpack(archive: Path, packs: Path, key: str) -> Pack:
     """The pack in ``archive``, unpacked once into ``packs/<key>/<top folder>``: into a
     temporary folder first, verified, then renamed into place. A folder already in place
     that does not verify (an older lkm's half unpacking) is unpacked again."""
+    remove_stale_temps(packs)  # the temporary folders of killed unpackings
     final = packs / key
     if final.exists() or final.is_symlink():
         try:
             return verify_pack(_only_folder(final))
         except PackError:
             _remove(final)
-    remove_stale_temps(packs)  # the temporary folders of killed unpackings
     tmp = packs / f"{TMP_PREFIX}{os.getpid()}-{key}"
     _remove(tmp)
     try:
