@@ -319,8 +319,6 @@ def write_archive(pack: Pack, dest: Path) -> str:
     return file_sha256(dest)
 
 
-
-
 def pack_limits() -> tuple[int, int]:
     """The most an archive may unpack to and its own largest size, in bytes:
     :data:`MAX_BYTES_VAR` (bytes, or a number with K, M or G) or 1 GiB, and a quarter of it."""
