@@ -191,6 +191,31 @@ def test_a_run_folder_that_is_not_a_benchmark_is_refused_with_what_it_lacks(work
     assert "several settings without `tune:`: PL" in line and "no method tuned by inner CV" in line
 
 
+def test_a_papers_run_of_the_shipped_pack_is_refused_with_what_it_lacks(workdir):
+    """A run of a results pack is checked against the pack's manifest, then must be a benchmark too."""
+    line = refused(REPO / "docs" / "runs" / "lpl_vs_svm")
+    assert "not a benchmark run to rank against (spec lpl_vs_svm)" in line and "no method tuned by inner CV" in line
+
+
+def test_an_edited_copy_of_the_shipped_pack_is_refused(workdir, tmp_path):
+    """Case: the benchmark's spec.yaml edited in a copy of the pack (plan.json of a
+    snapshot has no spec hash: the pack's manifest is what checks it)."""
+    pack = Path(shutil.copytree(REPO / "docs" / "runs", tmp_path / "pack"))
+    spec_file = pack / "cross_paper" / "spec.yaml"
+    spec_file.write_text(spec_file.read_text().replace("seed: 0", "seed: 1"))
+    line = refused(pack / "cross_paper")
+    assert f"{spec_file}: sha256" in line and "differs from the pack's manifest" in line
+
+
+def test_the_shipped_benchmark_named_with_against_is_accepted(workdir):
+    """--against docs/runs/cross_paper (the published run named explicitly) is checked
+    against the pin, as the default, and planned."""
+    res = compare("sklearn.neighbors.KNeighborsClassifier", "--name", "kNN-new", "--against",
+                  str(REPO / "docs" / "runs" / "cross_paper"), "--dry-run")
+    assert res.exit_code == 0, res.output
+    assert "130 outer folds on 26 data sets" in res.stdout
+
+
 def test_a_clean_copy_of_the_reference_is_ranked_against(ref, workdir):
     """The refusals above do not hit a clean reference."""
     res = compare("sklearn.neighbors.KNeighborsClassifier", "--param", "n_neighbors=3", "--name", "kNN-new",

@@ -92,9 +92,10 @@ def compare(
 
 
 def _reference(against: Path | None, smoke: bool) -> tuple[Path, set[str] | None]:
-    """The reference run folder and the task ids of the records to rank with: a local run
-    checked by :func:`lkm.report.compare.verify_reference`, or the published run (None:
-    every record, its files checked by the pack's manifest)."""
+    """The reference run folder and the task ids of the records to rank with (None: every
+    record of a results pack's run, its files checked against the pack's manifest): by
+    default the published run, else a run folder checked by
+    :func:`lkm.report.compare.verify_reference`."""
     from lkm.report.compare import published_run, verify_reference
 
     if against is None and not smoke:

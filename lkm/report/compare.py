@@ -46,37 +46,60 @@ def published_run(root: Path | None = None) -> Path:
     return pack.root / BENCHMARK_RUN
 
 
-def verify_reference(run_dir: Path) -> set[str]:
-    """The task ids of the records a local benchmark run folder ranks with, once the folder
-    is found to be one; else an :class:`LkmError` line naming the file. Its spec.yaml must
-    be the one its plan.json was written from (:meth:`RunStore.read_plan`, which ``lkm
-    report`` uses too), every fit of the plan recorded, each record consistent
-    (:func:`_check_records`), and the spec a benchmark (:func:`ranking_gaps`)."""
+def verify_reference(run_dir: Path) -> set[str] | None:
+    """The task ids of the records a benchmark run folder given with ``--against`` ranks
+    with, once the folder is found to be one; else an :class:`LkmError` line naming the
+    file. A local run's spec.yaml must be the one its plan.json was written from
+    (:meth:`RunStore.read_plan`, which ``lkm report`` uses too), the plan's fits those of
+    its spec, every one recorded and each record consistent (:func:`_check_records`). A
+    run of a results pack (None: all its records) has every file checked against the
+    pack's manifest instead (:func:`_verify_pack_of`), as its plan.json, a snapshot's, has
+    no hash. Either must be a benchmark (:func:`ranking_gaps`)."""
     from lkm.engine.store import RunStore
+    from lkm.report.pack import is_pack
     from lkm.report.ranking import ranking_gaps
     from lkm.spec import load_spec
 
     run_dir = Path(run_dir)
     if not (run_dir / "spec.yaml").is_file():
         raise LkmError(f"{run_dir}: not a run folder of the benchmark (no spec.yaml); give --against results/cross_paper")
-    store = RunStore(run_dir)
-    plan = store.read_plan()  # refuses a missing or unreadable plan.json, and a spec.yaml edited since the run
-    rerun = f"rerun `lkm run {run_dir / 'spec.yaml'} --out {run_dir}` to rewrite it (recorded fits are not refitted)"
-    task_ids = plan.get("task_ids")
-    if plan.get("spec_sha256") is None or not task_ids:
-        raise LkmError(f"{run_dir / 'plan.json'}: names no spec hash or no fits, so spec.yaml and the records "
-                       f"cannot be checked against it; {rerun}")
+    if is_pack(run_dir.parent):
+        _verify_pack_of(run_dir)
+        plan: dict[str, Any] = {}
+    else:
+        plan = RunStore(run_dir).read_plan()  # refuses a missing or unreadable plan.json, and a spec.yaml edited since
+        if plan.get("spec_sha256") is None or not plan.get("task_ids"):
+            raise LkmError(f"{run_dir / 'plan.json'}: names no spec hash or no fits, so spec.yaml and the records "
+                           f"cannot be checked against it; {_rerun(run_dir)}")
     spec = load_spec(run_dir / "spec.yaml", max_fits=sys.maxsize)  # the run it describes was already allowed
     gaps = ranking_gaps(spec)
     if gaps:
         raise LkmError(f"{run_dir}: not a benchmark run to rank against (spec {spec.name}): {'; '.join(gaps)}")
-    splits = plan.get("splits") if isinstance(plan.get("splits"), dict) else {}
-    expected = _planned_fits(spec, splits)
-    if len(set(task_ids)) != expected:
-        raise LkmError(f"{run_dir / 'plan.json'}: lists {len(set(task_ids))} fits where its spec.yaml and splits plan "
-                       f"{expected}: the plan was edited; {rerun}")
-    _check_records(store, spec, set(task_ids))
-    return set(task_ids)
+    if not plan:
+        return None
+    task_ids = set(plan["task_ids"])
+    expected = _planned_fits(spec, plan.get("splits") if isinstance(plan.get("splits"), dict) else {})
+    if len(task_ids) != expected:
+        raise LkmError(f"{run_dir / 'plan.json'}: lists {len(task_ids)} fits where its spec.yaml and splits plan "
+                       f"{expected}: the plan was edited; {_rerun(run_dir)}")
+    _check_records(RunStore(run_dir), spec, task_ids)
+    return task_ids
+
+
+def _rerun(run_dir: Path) -> str:
+    return f"rerun `lkm run {run_dir / 'spec.yaml'} --out {run_dir}` to rewrite it (recorded fits are not refitted)"
+
+
+def _verify_pack_of(run_dir: Path) -> None:
+    """Check every file of the results pack holding ``run_dir`` against its manifest, and
+    for the pack that ships with lkm the manifest against its pin (:mod:`lkm.report.pack`)."""
+    from lkm.report.pack import PIN_FILE, published_pack, repo_root, verify_pack
+
+    pinned = json.loads(PIN_FILE.read_text(encoding="utf-8"))["pack"]
+    if run_dir.parent.resolve() == (repo_root() / pinned).resolve():
+        published_pack()
+    else:
+        verify_pack(run_dir.parent)
 
 
 def _planned_fits(spec: Any, splits: dict[str, Any]) -> int:
