@@ -216,9 +216,9 @@ def write_comparison(new_run: Path, reference: Path, out: Path, smoke: bool = Fa
     when the new method has no successful fit."""
     from lkm.engine.store import RunStore
     from lkm.report.ranking import (
-        _planned_splits,
         inner_cv_words,
         load_benchmark_run,
+        planned_splits,
         scores_table,
         seconds_per_fold,
         write_ranking,
@@ -234,7 +234,7 @@ def write_comparison(new_run: Path, reference: Path, out: Path, smoke: bool = Fa
     if [d.id for d in spec_ref.datasets] != new_sets or spec_ref.describe_protocol() != spec_new.describe_protocol():
         raise LkmError(f"{new_run}: its data sets or protocol are not those of {reference} "
                        "(run `lkm compare` again: it copies them from the reference)")
-    splits_new, splits_ref = _planned_splits(new_run), _planned_splits(reference)
+    splits_new, splits_ref = planned_splits(new_run), planned_splits(reference)
     differ = sorted(d for d in set(splits_new) & set(splits_ref) if splits_new[d] != splits_ref[d])
     if differ:
         raise LkmError(f"{reference / 'plan.json'}: {differ[0]} has {splits_ref[differ[0]]} outer splits there but "

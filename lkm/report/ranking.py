@@ -117,7 +117,7 @@ def ranking_gaps(spec: Any) -> list[str]:
     return gaps
 
 
-def _planned_splits(run_dir: Path) -> dict[str, int]:
+def planned_splits(run_dir: Path) -> dict[str, int]:
     """Outer splits per data set as the run planned them (plan.json), if it says."""
     try:
         splits = json.loads((run_dir / "plan.json").read_text(encoding="utf-8")).get("splits") or {}
@@ -158,7 +158,7 @@ def cross_paper_table(run_dir: Path) -> pd.DataFrame:
 
 def scores_table(run_dir: Path, spec: Any, records: pd.DataFrame, best: pd.DataFrame) -> pd.DataFrame:
     """:func:`cross_paper_table` from a run already loaded (:func:`_load`)."""
-    missing = _completeness(spec, records, _planned_splits(run_dir))
+    missing = _completeness(spec, records, planned_splits(run_dir))
     table = pd.DataFrame(np.nan, index=pd.Index([d.id for d in spec.datasets], name="dataset"),
                          columns=[m.name for m in spec.methods])
     for r in best.itertuples():
