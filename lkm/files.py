@@ -84,7 +84,7 @@ def remove_stale_temps(folder: Path, *, before: float | None = None, recursive: 
                 continue
             path = Path(top) / name
             with contextlib.suppress(OSError):
-                if _pid_alive(int(m.group(1))) and (before is None or path.lstat().st_mtime >= before):
+                if pid_alive(int(m.group(1))) and (before is None or path.lstat().st_mtime >= before):
                     continue
                 if path.is_dir() and not path.is_symlink():
                     shutil.rmtree(path)
@@ -95,7 +95,7 @@ def remove_stale_temps(folder: Path, *, before: float | None = None, recursive: 
     return removed
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     """Whether process ``pid`` exists (on POSIX; elsewhere assumed alive)."""
     if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
         return True

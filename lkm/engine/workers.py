@@ -39,6 +39,8 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from lkm.files import pid_alive
+
 #: One job for :func:`run_calls`: a function and its arguments.
 Call = tuple[Callable[..., Any], tuple[Any, ...]]
 
@@ -144,7 +146,7 @@ def start_parent_watchdog(parent_pid: int, interval: float = WATCHDOG_SECONDS) -
     if _watchdog is not None and _watchdog.is_alive():
         return True
     watched = os.getppid()
-    if watched != parent_pid and not _alive(parent_pid):
+    if watched != parent_pid and not pid_alive(parent_pid):
         os._exit(1)  # the parent died before this worker got going
     # Normally watched == parent_pid; if the worker was started through an intermediate
     # process, watch that one (it dies with the parent's executor).
@@ -157,18 +159,6 @@ def start_parent_watchdog(parent_pid: int, interval: float = WATCHDOG_SECONDS) -
 
     _watchdog = threading.Thread(target=watch, name="lkm-parent-watchdog", daemon=True)
     _watchdog.start()
-    return True
-
-
-def _alive(pid: int) -> bool:
-    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 
