@@ -477,11 +477,9 @@ def test_a_rebuild_removes_the_temporaries_of_killed_builds_and_nothing_else(tmp
     assert all(p.read_text() == "partial" for p in kept)
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads /proc to see the build's workers")
-def test_sigterm_stops_a_pack_build_at_once_and_the_rerun_finishes_it(tmp_path: Path) -> None:
-    """Case: SIGTERM took 66 s to end `lkm report --all --results ...`: leaving the
-    worker pool waited for every queued step. Now the workers are killed: the build exits
-    143 with one line before its last step has run, and a rerun completes it."""
+def _start_slow_build(tmp_path: Path) -> tuple[subprocess.Popen, Path, list[str], dict[str, str]]:
+    """`lkm report --all` of a pack whose first step is long (the benchmark's ranking),
+    started in its own session; returns once its workers run."""
     pack = tmp_path / "pack"
     for name in ("cross_paper", "lpl_vs_svm"):  # the benchmark's ranking: a long step, then the runs
         shutil.copytree(SHIPPED / name, pack / name)
@@ -495,8 +493,21 @@ def test_sigterm_stops_a_pack_build_at_once_and_the_rerun_finishes_it(tmp_path: 
     try:
         assert wait_until(lambda: (out / "runs" / MANIFEST).is_file() and live_processes("ppid", proc.pid)
                           or proc.poll() is not None, timeout=600)
+        assert live_processes("ppid", proc.pid) and proc.poll() is None, proc.communicate()
+    except BaseException:
+        kill_group(proc)
+        raise
+    return proc, out, command, env
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads /proc to see the build's workers")
+def test_sigterm_stops_a_pack_build_at_once_and_the_rerun_finishes_it(tmp_path: Path) -> None:
+    """Case: SIGTERM took 66 s to end `lkm report --all --results ...`: leaving the
+    worker pool waited for every queued step. Now the workers are killed: the build exits
+    143 with one line before its last step has run, and a rerun completes it."""
+    proc, out, command, env = _start_slow_build(tmp_path)
+    try:
         workers = live_processes("ppid", proc.pid)
-        assert workers and proc.poll() is None, proc.communicate()
         sent = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=60)  # a ceiling for a loaded machine; ~0.3 s when idle
@@ -514,3 +525,17 @@ def test_sigterm_stops_a_pack_build_at_once_and_the_rerun_finishes_it(tmp_path: 
     assert rerun.returncode == 0, rerun.stderr
     assert (out / "index.html").is_file() and (out / "runs" / "lpl_vs_svm" / "tables" / "summary.json").is_file()
     assert not list(out.rglob(".lkm-tmp-*"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads /proc to see the build's workers")
+def test_kill_9_of_a_pack_build_ends_its_workers(tmp_path: Path) -> None:
+    """Case: after `kill -9` of `lkm report --all --results ...` its workers went on with
+    their steps; now they end with their parent (the runs' watchdog)."""
+    proc, _, _, _ = _start_slow_build(tmp_path)
+    workers = live_processes("ppid", proc.pid)
+    try:
+        proc.kill()
+        proc.wait(timeout=60)
+        assert wait_until(lambda: not any(running(pid) for pid in workers), timeout=60), workers
+    finally:
+        kill_group(proc)

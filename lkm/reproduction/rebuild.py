@@ -29,6 +29,7 @@ import hashlib
 import importlib
 import json
 import multiprocessing
+import os
 import shutil
 import signal
 import sys
@@ -153,18 +154,21 @@ def _write_state(out: Path, pack: Pack, steps: dict[str, str]) -> None:
                                               indent=1, sort_keys=True) + "\n")
 
 
-def _worker_setup(threads: int) -> None:
+def _worker_setup(threads: int, parent_pid: int) -> None:
     """A worker's warnings (matplotlib, scikit-learn) stay out of the command's output, and
     its BLAS uses ``threads`` threads: the workers already share the cores, and two
     BLAS threads per worker made the benchmark's posterior products 4× slower. Ctrl-C is
     the parent's to handle (it kills the workers), and SIGTERM ends a worker at once
-    (a forked worker inherits the parent's handler, which would raise in its step)."""
+    (a forked worker inherits the parent's handler, which would raise in its step). A
+    worker ends with its parent, even one killed by ``kill -9`` (the runs' watchdog)."""
+    from lkm.engine.workers import start_parent_watchdog
     from lkm.numerics.threads import blas_threads
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     warnings.simplefilter("ignore")
     blas_threads(threads).__enter__()  # for the worker's life
+    start_parent_watchdog(parent_pid)
 
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
@@ -216,7 +220,7 @@ def report_from_pack(pack: Pack, papers: dict[str, ModuleType], cross_spec: str 
     workers = max(1, min(jobs, len(todo) or 1))
     threads = threads_per_worker(workers)
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_setup,
-                               initargs=(threads,))
+                               initargs=(threads, os.getpid()))
     try:
         pending = {pool.submit(fn, *args): key for key, (fn, args, _) in todo.items()}
         while pending:
