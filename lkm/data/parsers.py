@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from lkm.errors import did_you_mean
+from lkm.numerics.kernels import env_bytes, format_bytes
 
 
 class ParseError(Exception):
@@ -460,28 +461,13 @@ def idx(paths: Sequence[Path], *, part: str | None = None, label_map: str | None
 
 
 #: The largest dense array (bytes) a sparse file may become: rows x features x 8 bytes
-#: (float64). ``LKM_MAX_DENSE_BYTES`` overrides it (a number of bytes).
+#: (float64). ``LKM_MAX_DENSE_BYTES`` overrides it (a size: ``4GiB``, ``2e9``).
 MAX_DENSE_BYTES = 2 * 1024**3
 
 
 def max_dense_bytes() -> int:
-    """:data:`MAX_DENSE_BYTES`, or ``$LKM_MAX_DENSE_BYTES`` when set (a positive integer)."""
-    import os
-
-    text = os.environ.get("LKM_MAX_DENSE_BYTES", "").strip()
-    if not text:
-        return MAX_DENSE_BYTES
-    try:
-        value = int(float(text))
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise ParseError(f"LKM_MAX_DENSE_BYTES={text!r}: not a positive number of bytes")
-    return value
-
-
-def _gib(n: int) -> str:
-    return f"{n / 1024**3:.2f} GiB" if n >= 1024**3 else f"{n / 1024**2:.1f} MiB"
+    """:data:`MAX_DENSE_BYTES`, or ``$LKM_MAX_DENSE_BYTES`` when set (a size: ``4GiB``, ``2e9``)."""
+    return env_bytes("LKM_MAX_DENSE_BYTES", MAX_DENSE_BYTES)
 
 
 def check_dense_size(rows: int, features: int, path: Path) -> None:
@@ -490,7 +476,7 @@ def check_dense_size(rows: int, features: int, path: Path) -> None:
     need, bound = rows * features * 8, max_dense_bytes()
     if need > bound:
         raise ParseError(f"{display_path(path)}: {rows} rows x {features} features would be a dense array of "
-                         f"{_gib(need)}, over the limit of {_gib(bound)} (LKM_MAX_DENSE_BYTES, in bytes, raises it)")
+                         f"{format_bytes(need)}, over the limit of {format_bytes(bound)} (LKM_MAX_DENSE_BYTES raises it)")
 
 
 def svmlight(paths: Sequence[Path], *, part: str | None = None, impute: str | None = None) -> Table:

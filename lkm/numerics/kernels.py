@@ -69,14 +69,26 @@ _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 10**3, "kib": 2**10, "m": 2**20, "mb"
           "g": 2**30, "gb": 10**9, "gib": 2**30, "t": 2**40, "tb": 10**12, "tib": 2**40}
 
 
-def parse_bytes(text: str) -> int:
+def parse_bytes(text: str, name: str = MEMORY_LIMIT_ENV) -> int:
     """``"4GiB"`` → 4·2³⁰ bytes: a number with an optional unit (K/M/G/T and KiB/MiB/…
-    binary, KB/MB/… decimal). Raises :class:`~lkm.errors.LkmError` naming the text."""
+    binary, KB/MB/… decimal). Raises :class:`~lkm.errors.LkmError` naming ``name`` and the text."""
     match = re.fullmatch(r"\s*([0-9.]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*", text)
     unit = match.group(2).lower() if match else None
     if match is None or unit not in _UNITS:
-        raise LkmError(f"{MEMORY_LIMIT_ENV}={text!r}: expected a size such as 4GiB, 500MB or 2e9")
+        raise LkmError(f"{name}={text!r}: expected a size such as 4GiB, 500MB or 2e9")
     return int(float(match.group(1)) * _UNITS[unit])
+
+
+def env_bytes(name: str, default: int) -> int:
+    """The positive size the environment variable ``name`` gives (:func:`parse_bytes`),
+    else ``default``: the one reader of lkm's size limits."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    value = parse_bytes(text, name)
+    if value <= 0:
+        raise LkmError(f"{name}={text!r}: expected a positive size such as 4GiB, 500MB or 2e9")
+    return value
 
 
 def format_bytes(n: float) -> str:

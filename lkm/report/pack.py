@@ -321,14 +321,10 @@ def write_archive(pack: Pack, dest: Path) -> str:
 
 def pack_limits() -> tuple[int, int]:
     """The most an archive may unpack to and its own largest size, in bytes:
-    :data:`MAX_BYTES_VAR` (bytes, or a number with K, M or G) or 1 GiB, and a quarter of it."""
-    raw = os.environ.get(MAX_BYTES_VAR, "").strip()
-    if not raw:
-        return MAX_UNPACKED_BYTES, MAX_ARCHIVE_BYTES
-    m = re.fullmatch(r"(\d+)\s*([KMG]?)(?:i?B)?", raw, re.IGNORECASE)
-    if m is None or int(m.group(1)) == 0:
-        raise PackError(f"{MAX_BYTES_VAR}={raw!r}: give a positive number of bytes, e.g. 2G or 500M")
-    limit = int(m.group(1)) << (10 * " KMG".index(m.group(2).upper() or " "))
+    :data:`MAX_BYTES_VAR` (a size such as 2GiB or 500M) or 1 GiB, and a quarter of it."""
+    from lkm.numerics.kernels import env_bytes  # numpy: only an archive needs it
+
+    limit = env_bytes(MAX_BYTES_VAR, MAX_UNPACKED_BYTES)
     return limit, max(1, limit // 4)
 
 
