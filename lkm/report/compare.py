@@ -58,7 +58,7 @@ def verify_reference(run_dir: Path) -> set[str] | None:
     from lkm.engine.store import RunStore
     from lkm.report.pack import is_pack
     from lkm.report.ranking import ranking_gaps
-    from lkm.spec import load_spec
+    from lkm.spec import load_spec, planned_fits
 
     run_dir = Path(run_dir)
     if not (run_dir / "spec.yaml").is_file():
@@ -78,12 +78,18 @@ def verify_reference(run_dir: Path) -> set[str] | None:
     if not plan:
         return None
     task_ids = set(plan["task_ids"])
-    expected = _planned_fits(spec, plan.get("splits") if isinstance(plan.get("splits"), dict) else {})
+    splits = plan.get("splits") if isinstance(plan.get("splits"), dict) else {}
+    expected = planned_fits(spec, {d.id: _count(splits.get(d.id)) for d in spec.datasets})
     if len(task_ids) != expected:
         raise LkmError(f"{run_dir / 'plan.json'}: lists {len(task_ids)} fits where its spec.yaml and splits plan "
                        f"{expected}: the plan was edited; {_rerun(run_dir)}")
     _check_records(RunStore(run_dir), spec, task_ids)
     return task_ids
+
+
+def _count(value: Any) -> int:
+    """A plan's split count, 0 for anything that is not a count (an edited plan)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _rerun(run_dir: Path) -> str:
@@ -100,18 +106,6 @@ def _verify_pack_of(run_dir: Path) -> None:
         published_pack()
     else:
         verify_pack(run_dir.parent)
-
-
-def _planned_fits(spec: Any, splits: dict[str, Any]) -> int:
-    """The fits (and studies) a plan of ``spec`` has with ``splits`` outer splits per
-    available data set: each split × the settings of every method that runs there."""
-    total = 0
-    for d in spec.datasets:
-        if d.id in splits:
-            n = int(splits[d.id]) if isinstance(splits[d.id], int) else 0
-            total += n * sum(len(spec.method_grid(m)) for m in spec.methods if m.runs_on(d.id, d.task_of))
-            total += sum(len(spec.study_grid(st)) for st in spec.studies)
-    return total
 
 
 def _check_records(store: Any, spec: Any, task_ids: set[str]) -> None:
