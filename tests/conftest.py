@@ -95,3 +95,31 @@ def _restored_data_dir(monkeypatch):
 def _isolated_user_registry(tmp_path, monkeypatch):
     """Never read or write the user's own dataset registry (`lkm datasets add`) from tests."""
     monkeypatch.setenv("LKM_USER_REGISTRY", str(tmp_path / "lkm-user-registry.yaml"))
+
+
+@pytest.fixture(scope="session")
+def benchmark_smoke(smoke_root: Path, data_dir: Path) -> Path:
+    """`lkm run cross_paper --smoke` (3 sets, 3 folds, 19 methods), made once per session
+    like :func:`smoke_results` (whichever worker asks first; the others wait on a lock).
+    Read only: a test copies it to edit or to write its summaries."""
+    from typer.testing import CliRunner
+
+    from lkm.cli import app
+    from lkm.papers import CROSS_SPEC
+
+    run = smoke_root / "benchmark" / "cross_paper-smoke"
+    done = smoke_root / ".benchmark.done"
+    with open(smoke_root / ".benchmark.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.is_file():
+            mp = pytest.MonkeyPatch()
+            mp.chdir(REPO)
+            mp.setenv("LKM_DATA_DIR", str(data_dir))
+            try:
+                res = CliRunner().invoke(app, ["run", CROSS_SPEC, "--smoke", "--out", str(run), "--jobs", "2",
+                                               "--no-progress"], catch_exceptions=False)
+            finally:
+                mp.undo()
+            assert res.exit_code == 0, res.output
+            done.write_text("ok\n")
+    return run

@@ -156,24 +156,16 @@ def test_nemenyi_groups_are_maximal_runs_within_the_critical_difference() -> Non
 
 
 @pytest.fixture(scope="module")
-def smoke_root(tmp_path_factory, data_dir: Path) -> Path:
-    """`lkm run cross_paper --smoke` into <tmp>/cross_paper-smoke, once."""
+def cross_root(tmp_path_factory, benchmark_smoke: Path) -> Path:
+    """A copy of the session's `lkm run cross_paper --smoke` in <tmp>/cross_paper-smoke."""
     root = tmp_path_factory.mktemp("cross")
-    mp = pytest.MonkeyPatch()
-    mp.chdir(REPO)
-    mp.setenv("LKM_DATA_DIR", str(data_dir))
-    try:
-        res = CliRunner().invoke(app, ["run", CROSS_SPEC, "--smoke", "--out", str(root / f"{RUN_NAME}-smoke"),
-                                       "--jobs", "2", "--no-progress"], catch_exceptions=False)
-    finally:
-        mp.undo()
-    assert res.exit_code == 0, res.output
+    shutil.copytree(benchmark_smoke, root / f"{RUN_NAME}-smoke")
     return root
 
 
-def test_smoke_summary_ranks_every_method_of_the_spec(smoke_root: Path) -> None:
-    paths = write_cross_paper(smoke_root, smoke=True)
-    out = smoke_root / "cross_paper_summary-smoke"
+def test_smoke_summary_ranks_every_method_of_the_spec(cross_root: Path) -> None:
+    paths = write_cross_paper(cross_root, smoke=True)
+    out = cross_root / "cross_paper_summary-smoke"
     names = {p.name for p in paths}
     assert {"ranking.md", "ranking.csv", "ranking.tex", "pairwise.md", "pairwise.csv", "speed.md", "friedman.json",
             "critical_difference.png", "accuracy_time.png"} <= names
@@ -223,11 +215,11 @@ def _fail(run: Path, method: str, datasets: set[str]) -> None:
         part.write_text("\n".join(lines) + "\n")
 
 
-def test_a_method_missing_on_one_data_set_costs_that_set_not_its_rank(smoke_root: Path, tmp_path: Path) -> None:
+def test_a_method_missing_on_one_data_set_costs_that_set_not_its_rank(cross_root: Path, tmp_path: Path) -> None:
     """A failed fold on one of three sets leaves that set out of the ranking (every
     method keeps its place); the caption says which set and why."""
     copy = tmp_path / f"{RUN_NAME}-smoke"
-    shutil.copytree(smoke_root / f"{RUN_NAME}-smoke", copy)
+    shutil.copytree(cross_root / f"{RUN_NAME}-smoke", copy)
     _fail(copy, "LDCV", {"sonar"})
     assert math.isnan(cross_paper_table(copy).loc["sonar", "LDCV"])
     write_cross_paper(tmp_path, smoke=True)
@@ -240,9 +232,9 @@ def test_a_method_missing_on_one_data_set_costs_that_set_not_its_rank(smoke_root
     assert (result["n_methods"], result["n_datasets"]) == (19, 2)
 
 
-def test_a_method_missing_on_most_data_sets_is_dropped_and_named(smoke_root: Path, tmp_path: Path) -> None:
+def test_a_method_missing_on_most_data_sets_is_dropped_and_named(cross_root: Path, tmp_path: Path) -> None:
     copy = tmp_path / f"{RUN_NAME}-smoke"
-    shutil.copytree(smoke_root / f"{RUN_NAME}-smoke", copy)
+    shutil.copytree(cross_root / f"{RUN_NAME}-smoke", copy)
     _fail(copy, "LDCV", {"sonar", "iris"})
     write_cross_paper(tmp_path, smoke=True)
     out = tmp_path / "cross_paper_summary-smoke"
@@ -266,13 +258,13 @@ def _compare(args: list[str], data_dir: Path, cwd: Path):
         mp.undo()
 
 
-def test_compare_runs_on_the_benchmark_splits(smoke_root: Path, data_dir: Path) -> None:
+def test_compare_runs_on_the_benchmark_splits(cross_root: Path, data_dir: Path) -> None:
     """The compare spec's data sets, subsample, outer folds and inner CV are the
     reference run's: every planned split has the same training and test rows."""
     from lkm.engine.runner import build_plan
     from lkm.report.compare import compare_spec, inner_cv, method_entry
 
-    ref_dir = smoke_root / f"{RUN_NAME}-smoke"
+    ref_dir = cross_root / f"{RUN_NAME}-smoke"
     ref = load_spec(ref_dir / "spec.yaml")
     spec = compare_spec(ref_dir, method_entry("sklearn.neighbors.KNeighborsClassifier", "kNN-new",
                                               {"n_neighbors": [1, 5]}, *inner_cv(ref_dir)))
@@ -286,8 +278,8 @@ def test_compare_runs_on_the_benchmark_splits(smoke_root: Path, data_dir: Path) 
             [(s.train.tolist(), s.test.tolist()) for s in b.splits[d]]
 
 
-def test_compare_ranks_a_new_method_without_refitting_the_others(smoke_root: Path, data_dir: Path, tmp_path: Path) -> None:
-    ref = smoke_root / f"{RUN_NAME}-smoke"
+def test_compare_ranks_a_new_method_without_refitting_the_others(cross_root: Path, data_dir: Path, tmp_path: Path) -> None:
+    ref = cross_root / f"{RUN_NAME}-smoke"
     before = sorted(p.stat().st_mtime_ns for p in (ref / "records").glob("*"))
     res = _compare(["sklearn.neighbors.KNeighborsClassifier", "--param", "n_neighbors=1,5", "--name", "kNN-new",
                     "--against", str(ref), "--smoke"], data_dir, tmp_path)
@@ -303,10 +295,10 @@ def test_compare_ranks_a_new_method_without_refitting_the_others(smoke_root: Pat
 
 
 def test_compare_ranks_a_method_that_fails_on_some_sets_on_the_rest_with_a_warning(
-        smoke_root: Path, data_dir: Path, tmp_path: Path) -> None:
+        cross_root: Path, data_dir: Path, tmp_path: Path) -> None:
     """LDCV with K = 3 cannot run on iris (C·(K-1) = 6 >= d = 4): recorded as failed,
     ranked on sonar and heart-statlog, and the command warns."""
-    ref = smoke_root / f"{RUN_NAME}-smoke"
+    ref = cross_root / f"{RUN_NAME}-smoke"
     res = _compare(["ldcv", "--param", "n_neighbors=3", "--name", "LDCV-K3", "--against", str(ref), "--smoke"],
                    data_dir, tmp_path)
     assert res.exit_code == 0, res.output
@@ -317,8 +309,8 @@ def test_compare_ranks_a_method_that_fails_on_some_sets_on_the_rest_with_a_warni
     assert "3 of 3 folds failed" in result["failed_datasets"]["iris"] and "pooled difference vectors" in result["failed_datasets"]["iris"]
 
 
-def test_compare_refuses_bad_input_in_one_line(smoke_root: Path, data_dir: Path, tmp_path: Path) -> None:
-    ref = smoke_root / f"{RUN_NAME}-smoke"
+def test_compare_refuses_bad_input_in_one_line(cross_root: Path, data_dir: Path, tmp_path: Path) -> None:
+    ref = cross_root / f"{RUN_NAME}-smoke"
     res = _compare(["knn", "--against", str(ref)], data_dir, tmp_path)
     assert res.exit_code == 2 and "knn" in res.output
     res = _compare(["svm", "--param", "C", "--against", str(ref)], data_dir, tmp_path)
