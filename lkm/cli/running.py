@@ -125,10 +125,13 @@ def _fit_and_report(spec, plan, store, source: str, *, jobs: int, fresh: bool, p
     write_plan(plan, store)
     for ds, msg in plan.unavailable.items():
         err_console.print(text_line(("skipped", "yellow"), f" {ds}: {msg}"))
-    todo = len(plan.task_ids - done)
+    print_not_run(plan, done)
+    not_run = set(plan.not_run) - done
+    todo = len(plan.task_ids - done - not_run)
+    not_run_part = f", {len(not_run)} not run" if not_run else ""
     console.print(text_line(
-        (spec.name, "bold"), f": {len(plan.tasks)} fits ({len(plan.tasks) - todo} already recorded) "
-        f"on {len(plan.datasets)} dataset(s), {spec.describe_protocol()} -> {run_dir}/",
+        (spec.name, "bold"), f": {len(plan.tasks)} fits ({len(plan.tasks) - todo - len(not_run)} already recorded"
+        f"{not_run_part}) on {len(plan.datasets)} dataset(s), {spec.describe_protocol()} -> {run_dir}/",
     ))
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     warm_up = None
@@ -152,7 +155,8 @@ def _fit_and_report(spec, plan, store, source: str, *, jobs: int, fresh: bool, p
         **({"jobs": jobs} if cluster is None else {"jobs": None, "cluster": cluster.provenance()}),
         "seeds": {"protocol": getattr(spec.protocol, "seed", None)},
         "datasets": dataset_provenance(plan),
-        "tasks": {"planned": summary.planned, "recorded_before": summary.skipped, "ran": summary.ran, "failed": summary.failed},
+        "tasks": {"planned": summary.planned, "recorded_before": summary.skipped, "ran": summary.ran, "failed": summary.failed,
+                  **({"not_run": summary.not_run} if summary.not_run else {})},
     })
     stamp = store.report_stamp(spec_to_yaml(spec), plan.task_ids)
     if summary.ran == 0 and summary.failed == 0 and store.report_is_current(stamp):
@@ -268,6 +272,17 @@ def print_notes(spec) -> None:
         err_console.print(text_line(("note:", "yellow"), f" {note}"))
 
 
+def print_not_run(plan, done: set[str] = frozenset()) -> None:
+    """One line per method whose fits need an optional extra that is not installed
+    (:attr:`lkm.engine.runner.Plan.not_run`), before any fit: ``LPL-hnswlib needs hnswlib:
+    `pip install 'lkm[fast]'` — skipped``."""
+    for method, (extra, n) in plan.not_run_methods(done).items():
+        total = sum(t.method == method for t in plan.tasks)
+        part = "" if n == total else f" ({n} of {total} fits)"
+        err_console.print(text_line((method, "yellow"), f" needs {extra.package}: `{extra.install}` — skipped{part}"),
+                          soft_wrap=True)
+
+
 def _print_plan(plan, done: set[str], run_dir: Path) -> None:
     from lkm.engine.runner import plan_table
 
@@ -277,7 +292,10 @@ def _print_plan(plan, done: set[str], run_dir: Path) -> None:
                 [[str(r[c]) for c in cols] for r in rows], right=set(cols[2:]))
     total = sum(r["fits"] for r in rows)
     recorded = sum(r["recorded"] for r in rows)
-    console.print(f"{total} fits in all, {recorded} already recorded, {total - recorded} to run.")
+    not_run = len(set(plan.not_run) - done)
+    left = f"{total - recorded - not_run} to run, {not_run} not run" if not_run else f"{total - recorded} to run"
+    console.print(f"{total} fits in all, {recorded} already recorded, {left}.")
+    print_not_run(plan, done)
     for ds, msg in plan.unavailable.items():
         console.print(text_line(("unavailable", "yellow"), f" {ds}: {msg}"))
 

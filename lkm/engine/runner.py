@@ -15,6 +15,12 @@ preprocessing fitted on all rows), not per split: it measures a property of the 
 and a kernel, it does not train and test. Study tasks have content-hash ids like the
 fits, run through the same path (one job each), are skipped once recorded, and
 are stored as records with ``kind: "study"`` and their result rows under ``rows``.
+
+A fit whose setting needs an optional extra that is not installed (``neighbors:
+hnswlib``, ``backend: intelex``: :mod:`lkm.methods.extras`) is found when the plan is
+built (:attr:`Plan.not_run`), never fitted, and recorded with status
+:data:`~lkm.methods.extras.NOT_RUN` and the extra it ``needs`` before the first fit;
+a not-run record is not a completed one, so a rerun with the extra installed fits it.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from lkm.engine.workers import describe_user_failure, user_code_failures
 from lkm.errors import DataError, DatasetUnavailable, LkmError, NotApplicable, SpecError
 from lkm.methods import resolve_estimator
 from lkm.methods.base import accepts_keyword, cache_kwargs
+from lkm.methods.extras import NOT_RUN, Extra, missing_extra
 from lkm.numerics.kernels import DISTANCE_CHECKS, DistanceCache
 from lkm.numerics.metrics import fit_scores, non_finite_rows, one_class_warning
 from lkm.numerics.preprocessing import preprocess
@@ -91,10 +98,22 @@ class Plan:
     splits: dict[str, list[Split]]
     tasks: list[Task | StudyTask]  # fits first, then study tasks
     unavailable: dict[str, str] = field(default_factory=dict)
+    #: Fits not to run, by task id: their setting needs an optional extra that is not installed.
+    not_run: dict[str, Extra] = field(default_factory=dict)
 
     @property
     def task_ids(self) -> set[str]:
         return {t.id for t in self.tasks}
+
+    def not_run_methods(self, done: set[str] | frozenset[str] = frozenset()) -> dict[str, tuple[Extra, int]]:
+        """Per method with fits not to run (in plan order; those in ``done``, recorded
+        complete, left out): the extra they need and how many."""
+        out: dict[str, tuple[Extra, int]] = {}
+        for t in self.tasks:
+            extra = self.not_run.get(t.id)
+            if extra is not None and t.id not in done:
+                out[t.method] = (extra, out.get(t.method, (extra, 0))[1] + 1)
+        return out
 
     def counts(self) -> Counter:
         """Number of tasks per (dataset, method or study name)."""
@@ -125,6 +144,7 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
         except LkmError as exc:
             raise type(exc)(f"{source}: {exc}") from None
     tasks = []
+    not_run: dict[str, Extra] = {}
     checked: set[tuple[str, str]] = set()
     for ds_spec in spec.datasets:
         if ds_spec.id not in datasets:
@@ -154,6 +174,9 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
                     if perturb:  # likewise: a perturbed run has ids of its own
                         payload["perturb"] = perturb
                     tasks.append(Task(task_id(payload), ds_spec.id, split, m.name, m.estimator, params, tune, perturb))
+                    missing = missing_extra(m.estimator, params)
+                    if missing is not None:
+                        not_run[tasks[-1].id] = missing
     for ds_spec in spec.datasets:
         if ds_spec.id not in datasets:
             continue
@@ -164,7 +187,7 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
                     "study": st.study, "name": st.name, "params": params,
                 }
                 tasks.append(StudyTask(task_id(payload), ds_spec.id, st.name, st.study, params))
-    return Plan(spec, datasets, splits, tasks, unavailable)
+    return Plan(spec, datasets, splits, tasks, unavailable, not_run)
 
 
 def _check_metric_on(metric: Any, dataset: Dataset, method: MethodSpec, spec: Spec, source: str,
@@ -200,6 +223,7 @@ class RunSummary:
     failed: int
     seconds: float
     first_error: str | None = None
+    not_run: int = 0  # fits not run: their optional extra is not installed (Plan.not_run)
 
 
 #: Where a job puts each record the moment its fit ends (a callable taking the record).
@@ -258,15 +282,19 @@ def execute(
     done = store.completed_ids()
     groups: dict[tuple[str, str, str], list[Task]] = {}
     studies: list[StudyTask] = []
+    not_run: list[Task] = []
     for t in plan.tasks:
         if t.id in done:
             continue
         if isinstance(t, StudyTask):
             studies.append(t)
+        elif t.id in plan.not_run:
+            not_run.append(t)
         else:
             groups.setdefault((t.dataset, t.split.id, t.method), []).append(t)
-    skipped = len(plan.tasks) - sum(len(g) for g in groups.values()) - len(studies)
-    todo = len(plan.tasks) - skipped
+    record_not_run(plan, store, not_run)  # before the first fit
+    skipped = len(plan.tasks) - sum(len(g) for g in groups.values()) - len(studies) - len(not_run)
+    todo = len(plan.tasks) - skipped - len(not_run)
     start = time.perf_counter()
     counts = {"ran": 0, "failed": 0, "reported": 0}
     errors: list[str] = []
@@ -323,7 +351,25 @@ def execute(
                 run_calls(ordered, jobs=min(effective_jobs(jobs), len(args)), on_result=collect, on_wait=report_progress,
                           resume=dead.resume, on_dead=dead.record)
     return RunSummary(len(plan.tasks), skipped, counts["ran"], counts["failed"], time.perf_counter() - start,
-                      errors[0] if errors else None)
+                      errors[0] if errors else None, len(not_run))
+
+
+def record_not_run(plan: Plan, store: RunStore, tasks: list[Task]) -> None:
+    """Record ``tasks`` (of :attr:`Plan.not_run`) with status ``not run``, the extra they
+    ``needs`` (``lkm[fast]``) and the reason (``needs hnswlib: pip install 'lkm[fast]'``);
+    a task whose record already says so is not recorded again."""
+    if not tasks:
+        return
+    ids = {t.id for t in tasks}
+    recorded = {r["task_id"] for r in store.iter_records()
+                if r["task_id"] in ids and r.get("status") == NOT_RUN}
+    store.append([{
+        "task_id": t.id, "dataset": t.dataset, "split": t.split.id, "repeat": t.split.repeat,
+        "fold": t.split.fold, "method": t.method, "estimator": t.estimator, "params": t.params,
+        "status": NOT_RUN, "needs": plan.not_run[t.id].needs,
+        "error": f"{t.dataset}/{t.split.id}/{t.method}: {plan.not_run[t.id].reason}",
+        "lkm_version": __version__,
+    } for t in tasks if t.id not in recorded])
 
 
 class DeadWorkers:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from lkm.methods.extras import NOT_RUN, not_run_cell
 from lkm.numerics.metrics import SCORE_LABELS, SCORES
 from lkm.numerics.stats import rate_interval
 from lkm.report.registry import ReportContext, figure, table
@@ -269,6 +270,33 @@ def failed_fits(records: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def not_run_fits(records: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, method) with fits not run for want of an optional extra (status
+    ``not run``, :mod:`lkm.methods.extras`): ``not_run`` and ``total`` fit counts, the
+    ``cell`` tables show (``not run: needs lkm[fast]``) and the first record's reason."""
+    columns = ["dataset", "method", "not_run", "total", "cell", "reason"]
+    fits = records[records["kind"] != "study"] if "kind" in records.columns else records
+    if fits.empty or not {"status", "dataset", "method"} <= set(fits.columns) or not (fits["status"] == NOT_RUN).any():
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for (ds, method), g in fits.groupby(["dataset", "method"], sort=False):
+        skipped = g[g["status"] == NOT_RUN]
+        if not skipped.empty:
+            first = skipped.iloc[0]
+            rows.append({"dataset": ds, "method": method, "not_run": len(skipped), "total": len(g),
+                         "cell": not_run_cell(first.get("needs")), "reason": str(first.get("error", ""))})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def not_run_cells(records: pd.DataFrame | None) -> dict[tuple[str, str], str]:
+    """``{(dataset, method): "not run: needs lkm[fast]"}`` for every method none of whose
+    fits on the dataset ran (:func:`not_run_fits`): the cell a table shows in its place."""
+    if records is None:
+        return {}
+    nr = not_run_fits(records)
+    return {(r.dataset, r.method): r.cell for r in nr.itertuples() if r.not_run == r.total}
+
+
 def failure_warnings(records: pd.DataFrame) -> list[str]:
     """One line per dataset and method with failed fits, with its first error."""
     return [f"{r.method} on {r.dataset}: {r.failed} of {r.total} fits failed; first: {r.error}"
@@ -338,6 +366,12 @@ def summary_table(best: pd.DataFrame, spec: Spec, unavailable: dict[str, str],
         if (f.dataset, f.method) not in shown:
             rows.append({"dataset": f.dataset, "method": f.method, "selected": "–",
                          "accuracy % (ours)": f"failed ({f.failed} of {f.total} fits): {f.error}", "splits": 0})
+    not_run = not_run_fits(records) if records is not None else not_run_fits(pd.DataFrame())
+    listed = shown | {(f.dataset, f.method) for f in failed.itertuples()}
+    for n in not_run.itertuples():
+        if (n.dataset, n.method) not in listed:
+            rows.append({"dataset": n.dataset, "method": n.method, "selected": "–", "accuracy % (ours)": n.cell,
+                         ci_column("accuracy % (ours)"): "–", "splits": 0})
     for ds in unavailable:
         for m in (m for m in spec.methods if m.runs_on(ds)):
             rows.append({"dataset": ds, "method": m.name, "selected": "–",
@@ -348,6 +382,8 @@ def summary_table(best: pd.DataFrame, spec: Spec, unavailable: dict[str, str],
     partly = failed[failed.apply(lambda f: (f["dataset"], f["method"]) in shown, axis=1)] if not failed.empty else failed
     notes += [f"{f.method} on {f.dataset}: {f.failed} of {f.total} fits failed, first: {f.error}"
               for f in partly.itertuples()]
+    notes += [f"{n.method} on {n.dataset}: {n.not_run} of {n.total} fits {n.cell} ({n.reason})"
+              for n in not_run.itertuples() if (n.dataset, n.method) in listed]
     return pd.DataFrame(rows), notes + warned_notes
 
 
