@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from lkm.numerics.stats import Paired, count_words, format_p, paired_test
-from lkm.report.core import write_table
+from lkm.report.core import not_run_cells, write_table
 from lkm.reproduction.perturbed import PERTURBATION_WORDS
 from lkm.reproduction.runs import Run, run_loader
 
@@ -50,6 +50,17 @@ def verdict(ok: bool | str | None) -> str:
 
 
 Evaluator = Callable[[Any], tuple[str, "bool | str | None"]]
+
+
+def not_run(run: Run | None, method: str) -> str | None:
+    """``"not run: needs lkm[fast]"`` when none of ``method``'s fits in ``run`` ran because
+    an optional extra is not installed (:mod:`lkm.methods.extras`), else None. A claim
+    reading that method gives it as its verdict (and says so in its measure) instead of
+    "n/a"."""
+    if run is None:
+        return None
+    cells = {cell for (_, m), cell in not_run_cells(run.records).items() if m == method}
+    return sorted(cells)[0] if cells and run.ok[run.ok["method"] == method].empty else None
 
 
 #: Columns of a claims table that summarise its comparison (:class:`ClaimEffect`).

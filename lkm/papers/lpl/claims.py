@@ -21,6 +21,7 @@ from lkm.reproduction.claims import (
     claims_caption,
     comparable_claim,
     noninferior_claim,
+    not_run,
     note_effect,
     smoke_labelled,
     verdict,
@@ -250,6 +251,9 @@ def _claim_approximate_costs_little(backend: str):
             return "not run", None
         exact = run.agg[run.agg["method"] == "LPL-exact"]
         approx = run.agg[run.agg["method"] == method]
+        skipped = not_run(run, method)  # its optional extra is not installed
+        if skipped:
+            return f"{method} {skipped}", skipped
         if exact.empty or approx.empty:
             return f"LPL-exact / {method} not in the run", None
         drop = approx["dataset"].map(exact.set_index("dataset")["accuracy"]) - approx["accuracy"]

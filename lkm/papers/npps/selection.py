@@ -61,7 +61,15 @@ import numpy as np
 import pandas as pd
 
 from lkm.errors import SpecError
-from lkm.report.core import RATE, SMALL_PT, ci_column, load_pyplot, loglog_fit, records_interval
+from lkm.report.core import (
+    RATE,
+    SMALL_PT,
+    ci_column,
+    load_pyplot,
+    loglog_fit,
+    not_run_cells,
+    records_interval,
+)
 from lkm.report.registry import ReportContext, figure, table
 
 UNAVAILABLE = "data unavailable"
@@ -267,14 +275,30 @@ def _modern_row(ctx: ReportContext, r: dict[str, Any], selected_row: dict[str, A
     in the paper): its own patterns, SVs, time and error in the ALL columns, our SELECTED
     cells of the dataset's row (``selected_ours``; the paper's numbers are "–": they stay
     with that row, which the report compares) and speed-up = its time / SELECTED's; None
-    when the method has no records (an older run, or its fits failed)."""
+    when the method has no records (an older run, or its fits failed). A method not run
+    for want of its optional extra (scikit-learn-intelex: :mod:`lkm.methods.extras`) is a
+    row whose ALL cells say so (``not run: needs lkm[fast]``)."""
     ds = r["dataset"]
     method = _method(ctx, r["modern"], "outputs.options.npps_table2.rows.modern")
     recs = ctx.ok_records(ds, method.name)
     m = setting_stats(recs)
+    solver = _SOLVERS.get(str(method.params.get("backend", "")), method.name)
+    skipped = not_run_cells(ctx.records).get((ds, method.name)) if not m else None
+    if skipped:
+        row = {"dataset": f"{ds}, ALL on a modern solver ({solver})", "paper row": "–",
+               "note": f"not in the paper; SELECTED as in the {ds} row"}
+        for col in _COLUMNS:  # the paper's numbers stay with the dataset's row; "not run" has none
+            in_selected = col in _SELECTED_COLUMNS
+            row[col] = _cell(selected_ours[col], "–") if in_selected and has_paper else (
+                selected_ours[col] if in_selected else skipped)
+        row["setting ALL"] = "–"
+        row["setting SELECTED"] = selected_row["setting SELECTED"]
+        row[ci_column("error ALL %")] = "–"
+        row[ci_column("error SELECTED %")] = selected_row[ci_column("error SELECTED %")]
+        row["splits"] = 0
+        return row
     if not m:
         return None
-    solver = _SOLVERS.get(str(method.params.get("backend", "")), method.name)
     sel_seconds = s["svm_seconds"] + s["selection_seconds"]
     ours = {
         "patterns ALL": _n(m["n_train"]),
