@@ -230,6 +230,10 @@ def __getattr__(name: str) -> Any:  # PEP 562: import estimator modules on first
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:  # PEP 562: list the lazy names too (tab completion), importing nothing
+    return sorted(set(globals()) | set(__all__))
+
+
 #: Spec key -> estimator class (imports every estimator module on first access).
 METHODS: dict[str, type[LocalKernelClassifier]]
 
