@@ -86,6 +86,24 @@ def _checked_decision(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray
     return decision_function
 
 
+def _refusing_sample_weight(fn: Callable[..., T]) -> Callable[..., T]:
+    """``fn`` (a ``fit`` without a ``sample_weight`` parameter) raising a one-line
+    TypeError that names the public class and its reason
+    (:attr:`LocalKernelClassifier.sample_weight_refusal`) when given ``sample_weight``
+    (``None`` means unweighted and is dropped). The signature stays ``fn``'s
+    (``inspect.signature`` follows ``__wrapped__``), so scikit-learn's
+    ``has_fit_parameter(est, "sample_weight")`` stays False."""
+
+    @functools.wraps(fn)
+    def fit(self: LocalKernelClassifier, *args: Any, **kwargs: Any) -> T:
+        if "sample_weight" in kwargs and kwargs.pop("sample_weight") is not None:
+            raise TypeError(f"{type(self).__name__} does not take sample_weight: {self.sample_weight_refusal}")
+        return fn(self, *args, **kwargs)
+
+    fit.__lkm_refuses_sample_weight__ = True  # type: ignore[attr-defined]
+    return fit
+
+
 @functools.cache
 def accepts_keyword(cls: type, method: str, keyword: str) -> bool:
     """Whether ``cls.<method>`` takes the keyword argument ``keyword`` (inspected once per class)."""
@@ -96,6 +114,15 @@ def accepts_keyword(cls: type, method: str, keyword: str) -> bool:
     return keyword in parameters and parameters[keyword].kind in (
         inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY
     )
+
+
+def _takes_sample_weight(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` has a ``sample_weight`` parameter or takes any keyword (``**kwargs``)."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True  # unknown: leave it alone
+    return any(p.name == "sample_weight" or p.kind == p.VAR_KEYWORD for p in parameters)
 
 
 def _accepts_cache(cls: type, method: str) -> bool:
@@ -152,7 +179,8 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
     Subclasses implement ``fit(X, y, cache=None)`` (calling :meth:`_validate_training`)
     and ``decision_function(X, cache=None)`` (calling :meth:`_validate_query`), which
     returns shape (n,) for two classes (positive means ``classes_[1]``) and
-    (n, n_classes) otherwise.
+    (n, n_classes) otherwise. A ``fit`` without a ``sample_weight`` parameter raises a
+    one-line TypeError naming the class and :attr:`sample_weight_refusal` when given one.
 
     Numerical failure is caught here, once for every method: training and query
     features whose squared distances over- or underflow float64 raise
@@ -169,12 +197,18 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
     #: `lkm sweep` refuses to sweep a parameter that no setting uses
     #: (:func:`lkm.spec.unused_parameter`); any estimator may declare it.
     conditional_params: dict[str, tuple[str, tuple[Any, ...]]] = {}
+    #: Why ``fit`` takes no ``sample_weight`` (the TypeError's text after "<Class> does not
+    #: take sample_weight: "); read only for a ``fit`` without that parameter.
+    sample_weight_refusal: str = "its fit has no per-sample weights"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         fn = cls.__dict__.get("decision_function")
         if fn is not None and not getattr(fn, "__lkm_checked__", False):
             cls.decision_function = _checked_decision(fn)  # type: ignore[method-assign]
+        fit = cls.__dict__.get("fit")
+        if fit is not None and not getattr(fit, "__lkm_refuses_sample_weight__", False) and not _takes_sample_weight(fit):
+            cls.fit = _refusing_sample_weight(fit)  # type: ignore[method-assign]
 
     def _numerical_context(self) -> str:
         """``"sigma=1e-160, lam=0.5"``: the values of ``_numerical_params``."""

@@ -29,6 +29,10 @@ class NearestNeighbor(LocalKernelClassifier):
     samples of two classes are exactly equally far).
     """
 
+    sample_weight_refusal = (
+        "1-NN predicts the nearest training row's label, which has no per-row weights"
+    )
+
     _parameter_constraints: dict = {"metric": [StrOptions(set(METRICS))]}
     _numerical_params = ("metric",)
 

@@ -345,9 +345,11 @@ def npps_select(
     }
 
 
-def _selection_info(result: dict[str, Any], n: int, k_requested: int, method: str, neighbors: str) -> dict[str, Any]:
+def _selection_info(result: dict[str, Any], n: int, k_requested: int, method: str, neighbors: str,
+                    stacklevel: int = 3) -> dict[str, Any]:
     """``info_`` of a fit from :func:`npps_select`'s result; warns (UserWarning, once per
-    fit) when k was clipped to the M − 1 other patterns, with the same ``note``."""
+    fit) when k was clipped to the M − 1 other patterns, with the same ``note`` (at the
+    fit's caller: ``stacklevel`` 4 from NPPSSVM.fit, under the base's sample_weight check)."""
     info: dict[str, Any] = {
         "n_train": n,
         "n_selected": int(result["indices"].size),
@@ -365,7 +367,7 @@ def _selection_info(result: dict[str, Any], n: int, k_requested: int, method: st
             f"NPPS: k={k_requested} > {n - 1} other training patterns; "
             f"using k={result['k']} (clipped)"
         )
-        warnings.warn(info["note"], UserWarning, stacklevel=3)
+        warnings.warn(info["note"], UserWarning, stacklevel=stacklevel)
     return info
 
 
@@ -486,6 +488,10 @@ class NPPSSVM(LocalKernelClassifier):
     the selection and kept in ``sigma_``.
     """
 
+    sample_weight_refusal = (
+        "its SVM is LIBSVM's C-SVC, whose libsvm-official svm_problem has no instance weights"
+    )
+
     #: The annoy and hnswlib settings are read only with those neighbours.
     conditional_params = {"n_trees": ("neighbors", ("annoy",)), "search_k": ("neighbors", ("annoy",)),
                           "ef": ("neighbors", ("hnswlib",))}
@@ -572,7 +578,7 @@ class NPPSSVM(LocalKernelClassifier):
         self.svm_ = svm
         self.sample_indices_ = sel
         self.n_evaluated_ = int(result["evaluated"].sum())
-        info = _selection_info(result, X.shape[0], self.k, self.method, self.neighbors)
+        info = _selection_info(result, X.shape[0], self.k, self.method, self.neighbors, stacklevel=4)
         info.update(
             selection_cached=cached,
             svm_seconds=svm_seconds,

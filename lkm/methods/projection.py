@@ -417,6 +417,10 @@ class ProjectionLearning(LocalKernelClassifier):
     all zeros in float64).
     """
 
+    sample_weight_refusal = (
+        "f(x) = K(x, X) G⁺ y (Tsuji et al., eq. (4)) solves for the training outputs with no loss to weigh"
+    )
+
     _parameter_constraints: dict = {
         "sigma": SIGMA_CONSTRAINT,
         "rcond": [Interval(Real, 0, 1, closed="left")],
@@ -555,6 +559,10 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
     ``singular_local_systems``.
     """
 
+    sample_weight_refusal = (
+        "each local f(x) = K(x, X_N) G_N⁺ y_N (Tsuji et al., Sec. 5) solves for its neighbours' outputs with no loss to weigh"
+    )
+
     #: The annoy and hnswlib settings are read only with those neighbours.
     conditional_params = {"n_trees": ("neighbors", ("annoy",)), "search_k": ("neighbors", ("annoy",)),
                           "ef": ("neighbors", ("hnswlib",))}
@@ -664,7 +672,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         }
         if self.k_ < k_requested:
             note = f"LPL: k={k_requested} > {n} training rows; using k={self.k_}"
-            warnings.warn(note, UserWarning, stacklevel=2)
+            warnings.warn(note, UserWarning, stacklevel=3)  # fit < base's sample_weight check < caller
             self.info_.update(k_requested=k_requested, k_clipped=True, note=note)
         return self
 

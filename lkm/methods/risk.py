@@ -415,6 +415,10 @@ class LocalRiskPair(_KernelRidgeBase):
     in class order) x0_index, x0_point, n_in_vicinity, normalizer; x0_classes.
     """
 
+    sample_weight_refusal = (
+        "not implemented for the pair (LocalRiskRegularization takes sample_weight)"
+    )
+
     _parameter_constraints: dict = {
         **_KERNEL_CONSTRAINTS,
         "beta": [Interval(Real, 0, None, closed="neither")],

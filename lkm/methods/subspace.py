@@ -425,6 +425,10 @@ class HKNN(_LocalSubspaceClassifier):
     K = 10; image segmentation d = 19, K ≤ 15) never reach it.
     """
 
+    sample_weight_refusal = (
+        "its distance to the affine hull of each class's K neighbours (Cevikalp et al., eqs. (3)-(5)) has no per-row weights"
+    )
+
     _parameter_constraints: dict = {
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "metric": [str],
@@ -442,7 +446,7 @@ class HKNN(_LocalSubspaceClassifier):
             warnings.warn(
                 f"HKNN: n_neighbors K={self.n_neighbors} with d={d} features: affine hulls of K >= d + 1 "
                 f"neighbours fill the space (every distance 0); using K={d} (hulls of dimension {d - 1})",
-                UserWarning, stacklevel=3,
+                UserWarning, stacklevel=4,  # _fit_extra < fit < base's sample_weight check < caller
             )
             self.k_per_class_ = np.minimum(self.k_per_class_, d)
         self.info_["k_effective"] = int(self.k_per_class_.max())
@@ -494,6 +498,10 @@ class LDCV(_LocalSubspaceClassifier):
     ``info_['k_effective']`` is the K used.
     """
 
+    sample_weight_refusal = (
+        "its distance to each class's common vector (Cevikalp et al., eq. (23)) has no per-row weights"
+    )
+
     _parameter_constraints: dict = HKNN._parameter_constraints
 
     def __init__(self, n_neighbors: int = 2, metric: str = "euclidean", rcond: float = DEFAULT_RCOND) -> None:
@@ -509,7 +517,7 @@ class LDCV(_LocalSubspaceClassifier):
                 f"LDCV: n_neighbors K={self.n_neighbors} with C={C} classes and d={d} features: no K >= 2 "
                 "leaves a within-class null space (eq. (23) needs C·(K-1) < d); using K=1 "
                 "(each class's nearest sample: 1-NN)",
-                UserWarning, stacklevel=3,
+                UserWarning, stacklevel=4,  # _fit_extra < fit < base's sample_weight check < caller
             )
             self.k_per_class_ = np.ones_like(self.k_per_class_)
             pooled = 0
@@ -742,6 +750,10 @@ class NHKNN(_KernelSubspaceClassifier):
     agree.
     """
 
+    sample_weight_refusal = (
+        "its feature-space hull distance (Cevikalp et al., eqs. (8), (12)-(22)) has no per-row weights"
+    )
+
     def __init__(
         self,
         n_neighbors: int = 15,
@@ -782,6 +794,10 @@ class NLDCV(_KernelSubspaceClassifier):
     with small d, or repeated neighbours) every distance is 0 and the base tie rule
     decides; such queries are counted in ``info_['empty_null_space']``.
     """
+
+    sample_weight_refusal = (
+        "its feature-space common-vector distance (Cevikalp et al., Sec. III, eq. (23)) has no per-row weights"
+    )
 
     def __init__(
         self,

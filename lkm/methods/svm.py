@@ -451,6 +451,10 @@ class SVMClassifier(LocalKernelClassifier):
     (n × C), positive for "this class".
     """
 
+    sample_weight_refusal = (
+        "libsvm-official's svm_problem has no instance weights (LIBSVM's -wi weighs whole classes: class_weight)"
+    )
+
     _parameter_constraints: dict = {
         "C": [Interval(Real, 0, None, closed="neither")],
         "sigma": SIGMA_CONSTRAINT,

@@ -62,6 +62,10 @@ class SVMKNN(LocalKernelClassifier):
     (distinct neighbour sets trained) and ``indefinite_grams``.
     """
 
+    sample_weight_refusal = (
+        "its local SVMs are LIBSVM's C-SVC, whose libsvm-official svm_problem has no instance weights"
+    )
+
     _parameter_constraints: dict = {
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "C": [Interval(Real, 0, None, closed="neither")],
