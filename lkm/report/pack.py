@@ -67,6 +67,9 @@ PACK_FORMAT = 1
 PIN_FILE = Path(__file__).with_name("published.json")
 #: The pinned pack, relative to the repository root.
 PUBLISHED_PACK = Path("docs/runs")
+#: The pinned pack inside an installed lkm: the wheel's copy of :data:`PUBLISHED_PACK`
+#: (setup.py's build step copies it there; a clone has no such folder).
+INSTALLED_PACK = Path(__file__).with_name("published_pack")
 #: What an archive's source may end with to pin the archive's own sha256: ``#sha256=<64 hex>``.
 PIN_MARK = "#sha256"
 #: The most a pack archive may unpack to (the sum of its members' sizes), unless :data:`MAX_BYTES_VAR` says.
@@ -285,18 +288,32 @@ def pin_pack(pack: Pack, root: Path | None = None) -> Path | None:
     return atomic_write(pin, json.dumps(payload, indent=1) + "\n")
 
 
+def published_folder(root: Path | None = None) -> Path:
+    """Where the pack that ships with lkm is: ``root``'s pinned folder (``docs/runs``)
+    when ``root`` is given; else the clone's (:func:`repo_root`) when it has that folder,
+    else the installed copy inside the package (:data:`INSTALLED_PACK`, in a wheel)."""
+    pinned = json.loads(PIN_FILE.read_text(encoding="utf-8"))["pack"]
+    if root is not None:
+        return root / pinned
+    clone = repo_root() / pinned
+    return clone if clone.exists() or not INSTALLED_PACK.exists() else INSTALLED_PACK
+
+
 def published_pack(root: Path | None = None) -> Pack:
-    """The pack that ships with lkm, its manifest checked against the pin and every file
-    against the manifest."""
-    root = root or repo_root()
+    """The pack that ships with lkm (:func:`published_folder`: the clone's ``docs/runs``,
+    else the wheel's copy), its manifest checked against the pin and every file against
+    the manifest."""
     pin = json.loads(PIN_FILE.read_text(encoding="utf-8"))
-    folder = root / pin["pack"]
+    folder = published_folder(root)
+    installed = folder == INSTALLED_PACK
+    restore = "reinstall lkm" if installed else f"restore it (git checkout {pin['pack']})"
     if not is_pack(folder):
-        raise PackError(f"{folder}: the published results are not here (a clone of lkm has them)")
+        where = "an installed lkm has them in lkm/report/published_pack" if installed else "a clone of lkm has them"
+        raise PackError(f"{folder}: the published results are not here ({where}); {restore}")
     got = file_sha256(folder / MANIFEST)
     if got != pin["manifest_sha256"]:
         raise PackError(f"{folder / MANIFEST}: sha256 {got[:12]}… is not the pinned {pin['manifest_sha256'][:12]}… "
-                        f"({PIN_FILE.name}, version {pin['version']}); restore it (git checkout docs/runs)")
+                        f"({PIN_FILE.name}, version {pin['version']}); {restore}")
     return verify_pack(folder)
 
 
