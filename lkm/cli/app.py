@@ -155,8 +155,10 @@ app = typer.Typer(
     help=(
         "lkm — local kernel machines: rerun the experiments of five papers on local kernel "
         "methods from YAML specs, and compare the methods fairly.\n\n"
-        "Start with `lkm run configs/quickstart.yaml` (offline data, under a minute), then "
-        "`lkm sweep --sigma` for an ad-hoc sigma sweep. Results go to `results/<spec name>/` "
+        "Start with `lkm run quickstart` (offline data, under a minute), then "
+        "`lkm sweep --sigma` for an ad-hoc sigma sweep; `lkm specs list` lists the specs lkm ships, "
+        "`lkm report --all --results published` rebuilds the full report from the results that ship "
+        "with it, `lkm compare MODULE.ESTIMATOR` ranks an estimator against them. Results go to `results/<spec name>/` "
         "(a sweep: a folder named after its methods, datasets, parameters and a hash of its spec): "
         "tables/ (Markdown, CSV, LaTeX, with the paper's numbers beside ours), figures/, "
         "results.csv/.parquet and provenance.json; every run ends by printing their paths."

@@ -46,7 +46,7 @@ from lkm.errors import LkmError, SpecError, did_you_mean
 @app.command()
 def run(
     ctx: typer.Context,
-    spec: Annotated[Path, typer.Argument(help="Experiment spec: a YAML file (e.g. configs/quickstart.yaml) or the name of a spec lkm ships (e.g. lpl_vs_svm; `lkm specs list`).", show_default=False)],
+    spec: Annotated[Path, typer.Argument(help="Experiment spec: a YAML file (e.g. configs/quickstart.yaml in a clone) or the name of a spec lkm ships (e.g. quickstart, lpl_vs_svm; `lkm specs list`).", show_default=False)],
     out: OutOpt = None,
     jobs: JobsOpt = 1,
     data_dir: DataDirOpt = None,
@@ -62,9 +62,9 @@ def run(
     Records are written as each fit finishes: interrupt at any time (even kill -9) and
     run the same command again to compute only what is missing.
 
-    Examples: `lkm run configs/quickstart.yaml --jobs 2`;
-    `lkm run configs/quickstart.yaml --cluster local:2` (a dask cluster on this machine);
-    `lkm run lpl_vs_svm --smoke` (a spec lkm ships, from any folder).
+    Examples: `lkm run quickstart --jobs 2` (a spec lkm ships, from any folder);
+    `lkm run quickstart --cluster local:2` (a dask cluster on this machine);
+    `lkm run lpl_vs_svm --smoke`; `lkm run my_spec.yaml` (a file: `lkm specs show NAME --out my_spec.yaml`).
     """
     from lkm.spec import load_spec
 
@@ -254,7 +254,7 @@ def _name_part(items: list[Any], limit: int = 30) -> str:
 def report(
     run_dir: Annotated[Path | None, typer.Argument(help="A run directory written by `lkm run` or `lkm sweep` (not with --all).", show_default=False)] = None,
     all_: Annotated[bool, typer.Option("--all", help="The report of every reproduction (index.html, report.md, figures/, tables/) from recorded runs or from a results pack, instead of one run's tables.")] = False,
-    results: Annotated[str, typer.Option("--results", metavar="FOLDER|PACK", help="With --all: the folder holding the run folders (what `lkm reproduce --results` wrote), or a results pack: the one that ships with lkm, `docs/runs`, a pack archive (.tar.gz) or its URL (append #sha256=HEX, the archive's 64-hex-digit sha256, to check it). An archive may unpack to at most 1 GiB and weigh at most 256 MiB; LKM_PACK_MAX_BYTES sets the first (the second is a quarter of it).")] = "results",
+    results: Annotated[str, typer.Option("--results", metavar="FOLDER|PACK", help="With --all: the folder holding the run folders (what `lkm reproduce --results` wrote), or a results pack: `published`, the one that ships with lkm (from any folder; in a clone it is `docs/runs`, which works too), a pack folder, a pack archive (.tar.gz) or its URL (append #sha256=HEX, the archive's 64-hex-digit sha256, to check it). An archive may unpack to at most 1 GiB and weigh at most 256 MiB; LKM_PACK_MAX_BYTES sets the first (the second is a quarter of it).")] = "results",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="With --all: the report folder (default: RESULTS/report; for a pack, results/snapshot-report). A pack's report and its run tables are written there only, never into the pack.", show_default=False)] = None,
     smoke: Annotated[bool, typer.Option("--smoke", help="With --all: the report of the smoke runs (`lkm reproduce all --smoke`), into RESULTS/report-smoke/.")] = False,
     jobs: JobsOpt = 2,
@@ -270,14 +270,16 @@ def report(
     open it in a browser, no server) and report.md; nothing is fitted (seconds). A run not
     made yet is listed in the report with the command that makes it.
 
-    `--all --results docs/runs` builds the full report from the results that ship with
-    lkm (a results pack: records, specs and provenance, every file checked against the
-    pack's sha256 manifest): every run's tables and figures, every claim and the
-    benchmark's ranking are computed from the records into --out (on --jobs processes,
-    about 25 s on 2 cores; seconds the second time), never into the pack.
+    `--all --results published` builds the full report from the results that ship with
+    lkm, from any folder (a results pack: records, specs and provenance, its manifest
+    checked against lkm's pin and every file against the manifest's sha256; in a clone
+    it is `docs/runs`): every run's tables and figures, every claim and the benchmark's
+    ranking are computed from the records into --out (on --jobs processes, about 25 s on
+    2 cores; seconds the second time), never into the pack.
 
     Examples: `lkm report results/quickstart`; `lkm report --all` (= `make report`);
-    `lkm report --all --results docs/runs --out /tmp/lkm-report` (= `make report-snapshot`);
+    `lkm report --all --results published --out lkm-report` (from any folder);
+    `lkm report --all --results docs/runs --out /tmp/lkm-report` (in a clone, = `make report-snapshot`);
     `lkm report --all --smoke --results /tmp/smoke` (after `lkm reproduce all --smoke --results /tmp/smoke`).
     """
     if all_:
@@ -315,21 +317,25 @@ def report(
     print_outputs(run_dir, spec)
 
 
+#: `--results published`: the results pack that ships with lkm (a folder named so: ./published).
+PUBLISHED = "published"
+
+
 def _report_all(results: str, out: Path | None, smoke: bool, jobs: int) -> None:
     """`lkm report --all`: the report folder from the recorded runs under ``results``, or
     the full report of a results pack (:func:`lkm.reproduction.rebuild.report_from_pack`)."""
     from lkm.engine.workers import interrupt_exit_code, interrupt_name
     from lkm.papers import CROSS_SPEC, PAPERS
-    from lkm.report.pack import is_pack_source, open_pack
+    from lkm.report.pack import is_pack_source, open_pack, published_pack
     from lkm.reproduction.site import build_site
 
     started = time.perf_counter()
     folder = Path(results)
     try:
-        if is_pack_source(results):
+        if results == PUBLISHED or is_pack_source(results):
             if smoke:
                 raise LkmError("--smoke: a results pack holds full runs, not smoke runs")
-            pack = open_pack(results)
+            pack = published_pack() if results == PUBLISHED else open_pack(results)
             report_dir = out or Path("results") / "snapshot-report"
             try:
                 written = _report_pack(pack, report_dir, jobs, PAPERS, CROSS_SPEC)
@@ -337,10 +343,12 @@ def _report_all(results: str, out: Path | None, smoke: bool, jobs: int) -> None:
                 raise exit_error(LkmError(
                     f"interrupted ({interrupt_name(exc)}); the steps already built are kept in {report_dir}"
                     " — run the same command again to finish the report"), interrupt_exit_code(exc)) from None
-            what = f"from the results pack {results} (version {pack.version}, {len(pack.runs)} runs)"
+            where = f"{results} ({pack.root})" if results == PUBLISHED else results
+            what = f"from the results pack {where} (version {pack.version}, {len(pack.runs)} runs)"
         else:
             if not folder.is_dir():
-                raise LkmError(f"--results: {results} is not a folder (run `lkm reproduce all{' --smoke' if smoke else ''}` first)")
+                raise LkmError(f"--results: {results} is not a folder (run `lkm reproduce all{' --smoke' if smoke else ''}` first"
+                               f"{'' if smoke else ', or give --results published: the results that ship with lkm'})")
             written = build_site(folder, PAPERS, CROSS_SPEC, out=out, smoke=smoke)
             what = "from the recorded runs"
     except LkmError as exc:
