@@ -1,9 +1,13 @@
 """lkm works as an installed wheel, outside a clone: the specs ship inside the package,
-so `lkm reproduce lpl --smoke` from an empty folder writes its results there."""
+so `lkm reproduce lpl --smoke` and `lkm run quickstart` from an empty folder write their
+results there; the results pack ships too (lkm/report/published_pack, pinned by
+lkm/report/published.json), so `lkm report --all --results published` and `lkm compare`'s
+default reference work there; and `lkm --help` names only specs that ship."""
 
 from __future__ import annotations
 
 import os
+import re
 import site
 import subprocess
 import sys
@@ -60,3 +64,63 @@ def test_lkm_reproduce_smoke_runs_from_an_empty_folder(installed: Path, tmp_path
     assert (work / "results" / "lpl_vs_svm-smoke" / "tables" / "summary.md").is_file()
     listed = _run([str(installed / "bin" / "lkm"), "specs", "list"], cwd=work, env=env).stdout
     assert "lpl_vs_svm" in listed and "cross_paper" in listed
+
+
+def _empty(tmp_path: Path, data_dir: Path) -> tuple[Path, dict[str, str]]:
+    """An empty working folder and the environment the installed lkm runs in there."""
+    work = tmp_path / "empty"
+    work.mkdir()
+    env = {**os.environ, "LKM_DATA_DIR": str(data_dir), "LKM_PROGRESS_SECONDS": "600", "COLUMNS": "200",
+           "LKM_DISTANCE_CACHE": str(tmp_path / "distances")}
+    return work, env
+
+
+def test_the_wheel_carries_the_pinned_results_pack(installed: Path, tmp_path: Path) -> None:
+    """The pack inside the package is docs/runs file for file (its manifest the pinned one)."""
+    res = _run([str(installed / "bin" / "python"), "-c",
+                "from lkm.report.pack import published_pack; p = published_pack(); print(p.root); print(len(p.files))"],
+               cwd=tmp_path)
+    root, count = res.stdout.split()
+    assert installed in Path(root).parents and Path(root).name == "published_pack"
+    assert (Path(root) / "PACK.json").read_bytes() == (REPO / "docs" / "runs" / "PACK.json").read_bytes()
+    assert int(count) == len([p for p in (REPO / "docs" / "runs").rglob("*") if p.is_file()]) - 1
+
+
+def test_quickstart_and_help_from_an_empty_folder(installed: Path, tmp_path: Path, data_dir: Path) -> None:
+    """`lkm run quickstart` (what `lkm --help` starts with) finds the shipped spec by name,
+    and every `lkm run NAME` the help names is a spec lkm ships."""
+    work, env = _empty(tmp_path, data_dir)
+    lkm = str(installed / "bin" / "lkm")
+    helped = _run([lkm, "--help"], cwd=work, env=env).stdout
+    named = re.findall(r"lkm run ([^\s`]+)", helped)
+    assert "quickstart" in named
+    listed = _run([lkm, "specs", "list"], cwd=work, env=env).stdout
+    shipped = {line.split()[0] for line in listed.splitlines() if line.strip()}
+    assert set(named) <= shipped, (named, listed)
+    _run([lkm, "run", "quickstart", "--jobs", "2", "--no-progress"], cwd=work, env=env)
+    assert (work / "results" / "quickstart" / "tables" / "summary.md").is_file()
+
+
+def test_compare_ranks_against_the_shipped_results_from_an_empty_folder(installed: Path, tmp_path: Path,
+                                                                          data_dir: Path) -> None:
+    """`lkm compare X`'s default reference is the published pack inside the installed
+    package (verified against its pin); --dry-run prints the plan and writes nothing."""
+    work, env = _empty(tmp_path, data_dir)
+    res = _run([str(installed / "bin" / "lkm"), "compare", "sklearn.linear_model.RidgeClassifier",
+                "--param", "alpha=0.01,0.1,1,10,100", "--dry-run"], cwd=work, env=env)
+    out = " ".join(res.stdout.split())
+    assert "published_pack/cross_paper" in out and str(installed) in out, res.stdout
+    assert "fits in all" in out
+    assert not any(work.iterdir())
+
+
+def test_report_of_the_shipped_pack_from_an_empty_folder(installed: Path, tmp_path: Path, data_dir: Path) -> None:
+    """`lkm report --all --results published` rebuilds the full report from the pack that
+    ships inside the package (~25-60 s on 2 cores: the one full report of this module)."""
+    work, env = _empty(tmp_path, data_dir)
+    res = _run([str(installed / "bin" / "lkm"), "report", "--all", "--results", "published", "--out", "rep"],
+               cwd=work, env=env)
+    assert (work / "rep" / "index.html").is_file() and (work / "rep" / "report.md").is_file()
+    assert (work / "rep" / "runs" / "PACK.json").read_bytes() == (REPO / "docs" / "runs" / "PACK.json").read_bytes()
+    assert "from the results pack published" in res.stdout and str(REPO) not in res.stdout
+    assert sorted(p.name for p in work.iterdir()) == ["rep"]
