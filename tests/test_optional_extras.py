@@ -207,3 +207,14 @@ def test_npps_table2_modern_row_without_intelex(tmp_path, monkeypatch) -> None:
     pairs = table2_pairs(load_run(tmp_path, "tiny_npps"))
     assert pairs and pairs[0]["modern_not_run"] == CELL
     assert modern_solver_context(pairs).endswith(f"moons {CELL}")
+
+
+def test_a_fit_after_a_not_run_record_is_the_one_read(tmp_path: Path) -> None:
+    """A task first recorded `not run` (its extra missing), then fitted and failed once the
+    extra was installed: the tables read the failure, not the stale placeholder."""
+    store = RunStore(tmp_path / "run")
+    store.append([{"task_id": "t1", "status": NOT_RUN, "needs": "lkm[fast]", "error": "needs hnswlib"}])
+    store.append([{"task_id": "t1", "status": "error", "error": "ValueError: boom"}])
+    assert [r["status"] for r in store.iter_records()] == ["error"]
+    store.append([{"task_id": "t1", "status": "error", "error": "ValueError: again"}])
+    assert [r["error"] for r in store.iter_records()] == ["ValueError: boom"]  # the first attempt, as before

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 from lkm.errors import LkmError
 from lkm.files import TMP_PREFIX, atomic_save, atomic_write, os_message, text_sha256, write_csv
+from lkm.methods.extras import NOT_RUN
 
 if TYPE_CHECKING:  # pandas is imported where tables are made, not by every command
     import pandas as pd
@@ -339,15 +340,16 @@ class RunStore:
 
     def iter_records(self) -> Iterable[dict[str, Any]]:
         """One record per task id, in order of first appearance: its first completed
-        record (:func:`is_complete`) if any, else its first record. Malformed lines are
-        skipped with one :class:`StoreWarning` for the whole read."""
+        record (:func:`is_complete`) if any, else its first attempted one (a ``not run``
+        record, written while an optional extra was missing, gives way to a later fit's
+        record). Malformed lines are skipped with one :class:`StoreWarning` for the whole read."""
         chosen: dict[str, dict[str, Any]] = {}
         bad: dict[str, int] = {}
         for path in self._parts():
             for rec in self._read_part(path, bad):
                 tid = rec["task_id"]
                 prev = chosen.get(tid)
-                if prev is None or (not is_complete(prev) and is_complete(rec)):
+                if prev is None or (not is_complete(prev) and (is_complete(rec) or prev.get("status") == NOT_RUN)):
                     chosen[tid] = rec
         if bad:
             self._warn_malformed(bad)

@@ -98,11 +98,11 @@ def _rerun(run_dir: Path) -> str:
 
 def _verify_pack_of(run_dir: Path) -> None:
     """Check every file of the results pack holding ``run_dir`` against its manifest, and
-    for the pack that ships with lkm the manifest against its pin (:mod:`lkm.report.pack`)."""
-    from lkm.report.pack import PIN_FILE, published_pack, repo_root, verify_pack
+    for the pack that ships with lkm (the clone's or the wheel's) the manifest against its
+    pin (:mod:`lkm.report.pack`)."""
+    from lkm.report.pack import published_folder, published_pack, verify_pack
 
-    pinned = json.loads(PIN_FILE.read_text(encoding="utf-8"))["pack"]
-    if run_dir.parent.resolve() == (repo_root() / pinned).resolve():
+    if run_dir.parent.resolve() == published_folder().resolve():
         published_pack()
     else:
         verify_pack(run_dir.parent)
