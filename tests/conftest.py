@@ -44,31 +44,36 @@ def smoke_root(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.fixture(scope="session")
-def smoke_results(smoke_root: Path, data_dir: Path):
-    """``run(key)`` runs `lkm reproduce KEY --smoke` into smoke_root once per session (on
-    first use, whichever worker asks first; the others wait on a lock) and returns smoke_root."""
+def lkm_once(smoke_root: Path, data_dir: Path, key: str, args: list[str]) -> None:
+    """Run `lkm ARGS` from the repository once per test session: whichever pytest-xdist
+    worker asks first runs it, the others wait on a lock in ``smoke_root`` and reuse it."""
     from typer.testing import CliRunner
 
     from lkm.cli import app
 
+    done = smoke_root / f".{key}.done"
+    with open(smoke_root / f".{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if done.is_file():
+            return
+        mp = pytest.MonkeyPatch()
+        mp.chdir(REPO)
+        mp.setenv("LKM_DATA_DIR", str(data_dir))
+        try:
+            res = CliRunner().invoke(app, [*args, "--jobs", "2", "--no-progress"], catch_exceptions=False)
+        finally:
+            mp.undo()
+        assert res.exit_code == 0, res.output
+        done.write_text("ok\n")
+
+
+@pytest.fixture(scope="session")
+def smoke_results(smoke_root: Path, data_dir: Path):
+    """``run(key)`` runs `lkm reproduce KEY --smoke` into smoke_root once per session
+    (:func:`lkm_once`) and returns smoke_root."""
+
     def run(key: str) -> Path:
-        done = smoke_root / f".{key}.done"
-        with open(smoke_root / f".{key}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-            if not done.is_file():
-                mp = pytest.MonkeyPatch()
-                mp.chdir(REPO)
-                mp.setenv("LKM_DATA_DIR", str(data_dir))
-                try:
-                    res = CliRunner().invoke(
-                        app, ["reproduce", key, "--smoke", "--results", str(smoke_root), "--jobs", "2", "--no-progress"],
-                        catch_exceptions=False,
-                    )
-                finally:
-                    mp.undo()
-                assert res.exit_code == 0, res.output
-                done.write_text("ok\n")
+        lkm_once(smoke_root, data_dir, key, ["reproduce", key, "--smoke", "--results", str(smoke_root)])
         return smoke_root
 
     return run
@@ -100,26 +105,9 @@ def _isolated_user_registry(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def benchmark_smoke(smoke_root: Path, data_dir: Path) -> Path:
     """`lkm run cross_paper --smoke` (3 sets, 3 folds, 19 methods), made once per session
-    like :func:`smoke_results` (whichever worker asks first; the others wait on a lock).
-    Read only: a test copies it to edit or to write its summaries."""
-    from typer.testing import CliRunner
-
-    from lkm.cli import app
+    (:func:`lkm_once`). Read only: a test copies it to edit or to write its summaries."""
     from lkm.papers import CROSS_SPEC
 
     run = smoke_root / "benchmark" / "cross_paper-smoke"
-    done = smoke_root / ".benchmark.done"
-    with open(smoke_root / ".benchmark.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if not done.is_file():
-            mp = pytest.MonkeyPatch()
-            mp.chdir(REPO)
-            mp.setenv("LKM_DATA_DIR", str(data_dir))
-            try:
-                res = CliRunner().invoke(app, ["run", CROSS_SPEC, "--smoke", "--out", str(run), "--jobs", "2",
-                                               "--no-progress"], catch_exceptions=False)
-            finally:
-                mp.undo()
-            assert res.exit_code == 0, res.output
-            done.write_text("ok\n")
+    lkm_once(smoke_root, data_dir, "benchmark", ["run", CROSS_SPEC, "--smoke", "--out", str(run)])
     return run
