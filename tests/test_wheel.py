@@ -158,6 +158,7 @@ def test_report_of_the_shipped_pack_from_an_empty_folder(installed: Path, tmp_pa
     assert (out / "index.html").is_file() and (out / "report.md").is_file()
     assert (out / "runs" / "PACK.json").read_bytes() == (REPO / "docs" / "runs" / "PACK.json").read_bytes()
     assert "from the results pack published" in res.stdout and str(REPO) not in res.stdout
+    assert "`lkm report --all --results published --out rep` rebuilds it" in (out / "report.md").read_text()
     assert "missing:" not in res.stdout + res.stderr  # no paper section says "not written yet"
     assert "not written yet" not in (out / "index.html").read_text(encoding="utf-8")
     for key in ("lpl", "npps", "lrr", "cevikalp", "prls"):

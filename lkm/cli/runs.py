@@ -338,7 +338,7 @@ def _report_all(results: str, out: Path | None, smoke: bool, jobs: int) -> None:
             pack = published_pack() if results == PUBLISHED else open_pack(results)
             report_dir = out or Path("results") / "snapshot-report"
             try:
-                written = _report_pack(pack, report_dir, jobs, PAPERS, CROSS_SPEC)
+                written = _report_pack(pack, report_dir, jobs, PAPERS, CROSS_SPEC, results)
             except KeyboardInterrupt as exc:  # SIGTERM too (interrupt_on): the workers are already killed
                 raise exit_error(LkmError(
                     f"interrupted ({interrupt_name(exc)}); the steps already built are kept in {report_dir}"
@@ -357,7 +357,7 @@ def _report_all(results: str, out: Path | None, smoke: bool, jobs: int) -> None:
     console.print(f"built in {time.perf_counter() - started:.1f} s {what} (nothing fitted)", highlight=False)
 
 
-def _report_pack(pack: Any, out: Path, jobs: int, papers: Any, cross_spec: str) -> Any:
+def _report_pack(pack: Any, out: Path, jobs: int, papers: Any, cross_spec: str, source: str) -> Any:
     """A pack's report with a progress bar (steps done, elapsed, ETA) on a terminal."""
     from rich.progress import (
         BarColumn,
@@ -383,4 +383,4 @@ def _report_pack(pack: Any, out: Path, jobs: int, papers: Any, cross_spec: str) 
             bar.update(task, completed=done, total=total, description=f"report: {what}")
             bar.refresh()
 
-        return report_from_pack(pack, papers, cross_spec, out, jobs=n_jobs, on_done=on_done)
+        return report_from_pack(pack, papers, cross_spec, out, jobs=n_jobs, on_done=on_done, shown_as=source)

@@ -187,9 +187,12 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
 
 
 def report_from_pack(pack: Pack, papers: dict[str, ModuleType], cross_spec: str | None, out: Path,
-                     jobs: int = 2, on_done: Callable[[str, int, int], None] | None = None):
+                     jobs: int = 2, on_done: Callable[[str, int, int], None] | None = None,
+                     shown_as: str | None = None):
     """Build the complete report of ``pack`` into ``out`` (see the module docstring);
-    ``on_done(what, done, total)`` is told of each finished step. Returns
+    ``on_done(what, done, total)`` is told of each finished step; ``shown_as`` is how the
+    page names the pack and the command that rebuilds it (``published``; default: its
+    folder). Returns
     :class:`lkm.reproduction.site.SiteFiles`."""
     from lkm.reproduction.site import build_site
 
@@ -238,8 +241,8 @@ def report_from_pack(pack: Pack, papers: dict[str, ModuleType], cross_spec: str 
         raise
     pool.shutdown()
     site = build_site(runs, papers, cross_spec, out=out,
-                      source=f"the results pack {pack.root} (version {pack.version})",
-                      rebuild=f"lkm report --all --results {pack.root} --out {out}")
+                      source=f"the results pack {shown_as or pack.root} (version {pack.version})",
+                      rebuild=f"lkm report --all --results {shown_as or pack.root} --out {out}")
     if on_done is not None:
         on_done("report", total, total)
     return site
