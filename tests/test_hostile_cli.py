@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cli_output import error_line
 from typer.testing import CliRunner
 
 import lkm.spec
@@ -18,14 +19,6 @@ runner = CliRunner()
 
 def invoke(*args: str, env: dict[str, str] | None = None):
     return runner.invoke(app, list(args), catch_exceptions=False, env=env)
-
-
-def error_line(res) -> str:
-    """The one line of error output (asserting there is exactly one)."""
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, res.stderr
-    assert lines[0].startswith("error: "), lines[0]
-    return lines[0]
 
 
 def tree(root: Path) -> set[str]:

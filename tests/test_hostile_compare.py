@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_output import error_line
 from typer.testing import CliRunner
 
 from lkm.cli import app
@@ -72,14 +73,6 @@ def workdir(tmp_path: Path, data_dir: Path, monkeypatch) -> Path:
 
 def compare(*args: str):
     return CliRunner().invoke(app, ["compare", *args, "--no-progress"], catch_exceptions=False)
-
-
-def error_line(res) -> str:
-    """The one line of error output (asserting there is exactly one)."""
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, res.stderr
-    assert lines[0].startswith("error: "), lines[0]
-    return lines[0]
 
 
 def refused(ref: Path, *extra: str) -> str:

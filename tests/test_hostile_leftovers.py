@@ -11,6 +11,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from cli_output import error_line as one_error_line
 from typer.testing import CliRunner
 
 from lkm.cli import app
@@ -28,10 +29,7 @@ def invoke(*args: str):
 def error_line(res) -> str:
     """The one line of error output (asserting there is exactly one, and exit 2)."""
     assert res.exit_code == 2, res.output
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, res.stderr
-    assert lines[0].startswith("error: "), lines[0]
-    return lines[0]
+    return one_error_line(res)
 
 
 @pytest.fixture

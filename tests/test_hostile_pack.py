@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_output import error_line
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from processes import kill_group, live_processes, wait_until
@@ -49,14 +50,6 @@ SECRET = b"the user's own file\n"
 
 def invoke(*args: str):
     return CliRunner().invoke(app, list(args), catch_exceptions=False)
-
-
-def error_line(res) -> str:
-    """The one line of error output (asserting there is exactly one)."""
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, res.stderr
-    assert lines[0].startswith("error: "), lines[0]
-    return lines[0]
 
 
 @pytest.fixture

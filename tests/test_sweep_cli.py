@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from cli_output import error_line
 from rich._emoji_codes import EMOJI
 from typer.testing import CliRunner
 
@@ -25,13 +26,6 @@ SMALL = ("-m", "svm", "-d", "moons")  # 10 folds of 200 rows: a sweep of two sig
 
 def invoke(*args: str, env: dict[str, str] | None = None):
     return runner.invoke(app, list(args), catch_exceptions=False, env=env)
-
-
-def error_line(res) -> str:
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, res.output
-    assert lines[0].startswith("error: "), lines[0]
-    return lines[0]
 
 
 @pytest.fixture
