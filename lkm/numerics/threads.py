@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 @functools.lru_cache(maxsize=1)
@@ -40,3 +43,22 @@ def small_blas(flops: float) -> contextlib.AbstractContextManager[Any]:
     a SkylakeX VM, 2026-11-26). LAPACK's factorizations are left at the caller's count:
     their blocking changes with it, which is what the fragility reruns perturb."""
     return blas_threads(1 if flops < SMALL_BLAS_FLOPS else None)
+
+
+def map_row_blocks(func: Callable[[slice], T], n_rows: int, block: int, n_jobs: int | None = None) -> list[T]:
+    """``[func(rows) for rows in blocks]`` over the row blocks ``0:block, block:2·block, …``
+    of ``n_rows`` rows, in order, on ``n_jobs`` joblib threads (scikit-learn's meaning:
+    None is 1, -1 every core).
+
+    The blocks do not depend on ``n_jobs``, so neither does any row's arithmetic: only
+    which thread computes a block changes. With more than one thread each runs its BLAS
+    on one thread (threadpoolctl), so the threads do not oversubscribe the cores; the
+    numerics release the GIL inside numpy and LAPACK, which is where the time goes."""
+    from joblib import Parallel, delayed, effective_n_jobs
+
+    blocks = [slice(start, min(start + block, n_rows)) for start in range(0, n_rows, max(1, block))]
+    workers = min(effective_n_jobs(n_jobs), len(blocks))
+    if workers <= 1:
+        return [func(rows) for rows in blocks]
+    with blas_threads(1):
+        return Parallel(n_jobs=workers, prefer="threads")(delayed(func)(rows) for rows in blocks)
