@@ -53,8 +53,10 @@ Papers = dict[str, ModuleType]
 
 def doc_files(papers: Papers) -> tuple[str, ...]:
     """The Markdown files with generated blocks, relative to the repository root: the
-    README, ``docs/benchmark.md`` and one ``docs/reproductions/<key>.md`` per paper."""
-    return ("README.md", "docs/benchmark.md", *(f"docs/reproductions/{key}.md" for key in papers))
+    README, the user guide's reproductions page, ``docs/benchmark.md`` and one
+    ``docs/reproductions/<key>.md`` per paper."""
+    return ("README.md", "docs/guide/reproductions.md", "docs/benchmark.md",
+            *(f"docs/reproductions/{key}.md" for key in papers))
 
 #: The committed snapshot, relative to the repository root.
 SNAPSHOT = Path("docs/runs")
