@@ -18,8 +18,8 @@ from sklearn.utils.validation import has_fit_parameter
 from lkm.methods import METHOD_PATHS, LocalKernelClassifier, resolve_estimator
 
 #: Registered classifiers whose fit takes no sample_weight (the rest weigh their loss).
-UNWEIGHTED = ["pl", "lpl", "svm", "svm_knn", "hknn", "ldcv", "nhknn", "nldcv", "npps_svm", "lrr_pair", "nn"]
-WEIGHTED = ["rls", "lrr", "prls", "laprls", "plaprls"]
+UNWEIGHTED = ["pl", "lpl", "svm_knn", "hknn", "ldcv", "nhknn", "nldcv", "npps_svm", "lrr_pair", "nn"]
+WEIGHTED = ["rls", "lrr", "prls", "laprls", "plaprls", "svm"]
 
 
 def _data() -> tuple[np.ndarray, np.ndarray]:
@@ -62,15 +62,104 @@ def test_weighted_estimators_keep_their_sample_weight(key: str) -> None:
     assert not getattr(cls.fit, "__lkm_refuses_sample_weight__", False)
 
 
-def test_svm_reason_holds_libsvm_official_has_no_instance_weights() -> None:
-    """SVMClassifier refuses sample_weight because libsvm-official's problem struct is
-    (l, y, x): LIBSVM's instance weights live in a separate fork ("LIBSVM Tools:
-    weights for data instances"), and scikit-learn's bundled copy is a second
-    implementation. When a release adds a ``W`` field, implement sample_weight instead."""
+def test_libsvm_official_still_has_no_instance_weights() -> None:
+    """SVMClassifier fits weighted problems through scikit-learn's SVC because
+    libsvm-official's problem struct is (l, y, x): LIBSVM's instance weights live in a
+    separate fork ("LIBSVM Tools: weights for data instances"), and scikit-learn's bundled
+    copy carries them. When a release adds a ``W`` field, train weighted fits on it."""
     from libsvm.svm import svm_problem
 
     assert [name for name, _ in svm_problem._fields_] == ["l", "y", "x"]
-    assert "class_weight" in resolve_estimator("svm")._get_param_names()  # the -wi weights the reason names
+
+
+def _svc_like(est: Any) -> Any:
+    """scikit-learn's SVC with SVMClassifier ``est``'s C, gamma = 1/(2σ²), tolerance and class weights."""
+    from sklearn.svm import SVC
+
+    return SVC(C=est.C, gamma=1.0 / (2.0 * est.sigma**2), tol=est.tol, class_weight=est.class_weight)
+
+
+def _iris() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    return (X - X.mean(axis=0)) / X.std(axis=0), y
+
+
+@pytest.mark.parametrize("class_weight", [None, "balanced"])
+def test_svm_sample_weight_is_scikit_learns_weighted_svc_binary(class_weight: str | None) -> None:
+    X, y = load_breast_cancer(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    w = np.random.default_rng(0).uniform(0.1, 3.0, y.size)
+    train, test = slice(0, 400), slice(400, None)
+    est = resolve_estimator("svm")(C=2.0, sigma=3.0, class_weight=class_weight)
+    est.fit(X[train], y[train], sample_weight=w[train])
+    ref = _svc_like(est).fit(X[train], y[train], sample_weight=w[train])
+    np.testing.assert_allclose(est.decision_function(X[test]), ref.decision_function(X[test]), rtol=0, atol=1e-8)
+    np.testing.assert_array_equal(est.predict(X[test]), ref.predict(X[test]))
+    assert est.info_["backend"] == "sklearn-svc (sample_weight)"
+    assert est.info_["sample_weight_sum"] == pytest.approx(w[train].sum())
+
+
+def test_svm_sample_weight_is_scikit_learns_weighted_svc_multiclass() -> None:
+    """One-vs-one: the votes of SVC's pairwise values (exactly) and its predictions;
+    one-vs-rest: each class's weighted binary SVC's decision value."""
+    X, y = _iris()
+    w = np.random.default_rng(1).uniform(0.1, 3.0, y.size)
+    train, test = np.arange(y.size) % 3 != 0, np.arange(y.size) % 3 == 0
+    est = resolve_estimator("svm")(sigma=1.0).fit(X[train], y[train], sample_weight=w[train])
+    ref = _svc_like(est).set_params(decision_function_shape="ovo").fit(X[train], y[train], sample_weight=w[train])
+    pairs = ref.decision_function(X[test])  # pairs (i, j), i < j, positive for i
+    votes = np.zeros((pairs.shape[0], 3))
+    for p, (i, j) in enumerate([(0, 1), (0, 2), (1, 2)]):
+        votes[:, i] += pairs[:, p] > 0
+        votes[:, j] += pairs[:, p] <= 0
+    np.testing.assert_array_equal(np.floor(est.decision_function(X[test])), votes)
+    np.testing.assert_array_equal(est.predict(X[test]), ref.predict(X[test]))
+
+    ova = resolve_estimator("svm")(sigma=1.0, multiclass="ova").fit(X[train], y[train], sample_weight=w[train])
+    columns = [_svc_like(ova).fit(X[train], (y[train] == c).astype(int), sample_weight=w[train]).decision_function(X[test])
+               for c in range(3)]
+    np.testing.assert_allclose(ova.decision_function(X[test]), np.column_stack(columns), rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("multiclass", ["ovo", "ova"])
+def test_svm_unit_weights_predict_as_the_unweighted_libsvm_fit(multiclass: str) -> None:
+    """Same model, two LIBSVM builds (libsvm-official and scikit-learn's): identical
+    predictions, decision values within the solvers' stopping tolerance."""
+    X, y = _iris()
+    est = resolve_estimator("svm")(sigma=1.0, multiclass=multiclass)
+    plain = est.fit(X[::2], y[::2]).predict(X[1::2])
+    unit = est.fit(X[::2], y[::2], sample_weight=np.ones(75)).predict(X[1::2])
+    np.testing.assert_array_equal(unit, plain)
+
+
+def test_svm_zero_weights_act_as_removed_rows() -> None:
+    """scikit-learn's LIBSVM drops zero-weight rows before training (``remove_zero_weight``),
+    so the model is the fit without them, given a numeric sigma (``"scale"`` is resolved
+    from every row of X, weighted or not, as SVC's ``gamma="scale"``)."""
+    X, y = load_breast_cancer(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, 400)
+    w[::3] = 0.0
+    keep = w > 0
+    est = resolve_estimator("svm")(sigma=3.0)
+    zeroed = est.fit(X[:400], y[:400], sample_weight=w).decision_function(X[400:])
+    removed = est.fit(X[:400][keep], y[:400][keep], sample_weight=w[keep]).decision_function(X[400:])
+    np.testing.assert_allclose(zeroed, removed, rtol=0, atol=1e-8)
+    assert ((zeroed > 0) == (removed > 0)).all()
+    # scikit-learn numbers the support vectors within the kept rows; lkm maps them back
+    assert (w[est.fit(X[:400], y[:400], sample_weight=w).support_] > 0).all()
+    np.testing.assert_allclose(est.decision_function(X[400:]), zeroed, rtol=0, atol=0)
+
+
+def test_svm_sample_weight_refusals_are_one_line() -> None:
+    X, y = _data()
+    svm = resolve_estimator("svm")
+    with pytest.raises(ValueError, match=r"^SVMClassifier\(probability=True\) does not take sample_weight: [^\n]*$"):
+        svm(probability=True).fit(X, y, sample_weight=np.ones(y.size))
+    with pytest.raises(ValueError, match="sample_weight must be 72 finite non-negative numbers"):
+        svm().fit(X, y, sample_weight=-np.ones(y.size))
 
 
 def test_a_fit_taking_keywords_is_left_alone() -> None:

@@ -81,6 +81,7 @@ from lkm.methods.base import (
     LocalKernelClassifier,
     available_unless,
 )
+from lkm.methods.risk import check_sample_weight
 from lkm.numerics.kernels import (
     CHECK_MIN_BYTES,
     DistanceCache,
@@ -451,10 +452,6 @@ class SVMClassifier(LocalKernelClassifier):
     (n × C), positive for "this class".
     """
 
-    sample_weight_refusal = (
-        "libsvm-official's svm_problem has no instance weights (LIBSVM's -wi weighs whole classes: class_weight)"
-    )
-
     _parameter_constraints: dict = {
         "C": [Interval(Real, 0, None, closed="neither")],
         "sigma": SIGMA_CONSTRAINT,
@@ -538,7 +535,7 @@ class SVMClassifier(LocalKernelClassifier):
         self.info_["n_support_per_model"] = per_model
 
     def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None,
-            check_input: bool = True) -> SVMClassifier:
+            sample_weight: Any = None, check_input: bool = True) -> SVMClassifier:
         """Train LIBSVM (or ``backend``) on X, y. ``check_input=False`` skips the
         parameter and data checks (scikit-learn's convention): for callers that train
         many small models on arrays they built, e.g. SVM-KNN's local SVMs."""
@@ -555,8 +552,9 @@ class SVMClassifier(LocalKernelClassifier):
         options += f"-h {int(bool(self.shrinking))} -b {int(bool(self.probability))}"
         options += self._weight_options(y_index, ova)
         sigma = self.sigma_
-        if self.backend == "intelex":
-            self._fit_intelex(X, y_index, ova)
+        weights = check_sample_weight(sample_weight, n, type(self).__name__)
+        if self.backend == "intelex" or weights is not None:
+            self._fit_svc(X, y_index, ova, weights)
             return self
         stored = float(np.count_nonzero(X)) / max(n, 1) if self.kernel != "precomputed" else float(n)
         # a width whose gamma is not a normal float64 is evaluated exactly only in numpy
@@ -612,52 +610,79 @@ class SVMClassifier(LocalKernelClassifier):
         }
         return self
 
-    def _fit_intelex(self, X: np.ndarray, y_index: np.ndarray, ova: bool) -> None:
-        """``backend="intelex"``: scikit-learn-intelex's SVC on the same problem; its support
-        vectors, coefficients and intercepts are stored in LIBSVM's layout (scikit-learn's
-        public attributes: ``decision = K(x, SV) @ dual_coef_.T + intercept_``), so
-        prediction is the LIBSVM model's."""
-        if self.probability:
+    def _fit_svc(self, X: np.ndarray, y_index: np.ndarray, ova: bool, weights: np.ndarray | None) -> None:
+        """Train through an ``SVC`` class instead of libsvm-official: scikit-learn-intelex's
+        for ``backend="intelex"``, else scikit-learn's own (its bundled LIBSVM, the route of
+        ``sample_weight``: libsvm-official's ``svm_problem`` has no instance weights). Same
+        C-SVC as LIBSVM's route: kernel, gamma = 1/(2σ²), C, tolerance, shrinking, cache,
+        ``class_weight`` and multiclass scheme. The support vectors, coefficients and
+        intercepts are stored in LIBSVM's layout (scikit-learn's public attributes:
+        ``decision = K(x, SV) @ dual_coef_.T + intercept_``), so prediction is the LIBSVM
+        model's. Without ``probability``: oneDAL's Platt scaling is not LIBSVM's, and
+        scikit-learn deprecated ``SVC(probability=True)`` in 1.9."""
+        intelex = self.backend == "intelex"
+        if intelex and self.probability:
             raise ValueError("SVMClassifier(backend='intelex') does not train LIBSVM's Platt scaling; "
                              "use backend='libsvm' with probability=True")
-        try:
-            from sklearnex.svm import SVC as IntelexSVC
-        except ImportError as error:
-            raise ImportError("SVMClassifier(backend='intelex') needs scikit-learn-intelex: "
-                              "pip install 'lkm[fast]' (or pip install scikit-learn-intelex)") from error
+        if weights is not None and self.probability:
+            raise ValueError("SVMClassifier(probability=True) does not take sample_weight: libsvm-official "
+                             "has no instance weights and scikit-learn deprecated SVC(probability=True); "
+                             "wrap SVMClassifier in sklearn.calibration.CalibratedClassifierCV instead")
+        if intelex:
+            try:
+                from sklearnex.svm import SVC
+            except ImportError as error:
+                raise ImportError("SVMClassifier(backend='intelex') needs scikit-learn-intelex: "
+                                  "pip install 'lkm[fast]' (or pip install scikit-learn-intelex)") from error
+        else:
+            from sklearn.svm import SVC
         kernel = {"gaussian": "rbf"}.get(self.kernel, self.kernel)
         gamma = 1.0 / (2.0 * self.sigma_**2) if self.kernel == "gaussian" else "scale"
-        weights = self._class_weights(y_index)
+        class_weights = self._class_weights(y_index)
+
+        # scikit-learn's LIBSVM drops zero-weight rows before training and numbers the
+        # support vectors within the rows it kept (support_ then indexes those rows only)
+        kept = None if weights is None or weights.all() else np.flatnonzero(weights)
+
+        def support(model: Any) -> np.ndarray:
+            index = np.asarray(model.support_, dtype=np.intp)
+            return index if kept is None else kept[index]
 
         def solve(targets: np.ndarray, class_weight: dict | None) -> Any:
-            return IntelexSVC(C=float(self.C), kernel=kernel, gamma=gamma, tol=float(self.tol),
-                              cache_size=self._cache_mb(X.shape[0], own_kernel=False),
-                              shrinking=bool(self.shrinking),
-                              class_weight=class_weight).fit(X, targets)
+            svc = SVC(C=float(self.C), kernel=kernel, gamma=gamma, tol=float(self.tol),
+                      cache_size=self._cache_mb(X.shape[0], own_kernel=False), shrinking=bool(self.shrinking),
+                      class_weight=class_weight)
+            return svc.fit(X_svc, targets, sample_weight=weights)
+
+        X_svc = np.ascontiguousarray(X)  # scikit-learn's LIBSVM reads C-ordered arrays
+        weights = None if weights is None else np.ascontiguousarray(weights)
 
         self.X_fit_ = X
-        self.info_ = {"route": "intelex", "sigma": self.sigma_}
+        self.info_ = {"route": "intelex" if intelex else "svc", "sigma": self.sigma_}
+        if weights is not None:
+            self.info_["backend"] = ("intelex" if intelex else "sklearn-svc") + " (sample_weight)"
+            self.info_["sample_weight_sum"] = float(weights.sum())
         self.multiclass_ = "ova" if ova else "ovo"
         n_class = self.classes_.size
         if ova:
             counts = np.bincount(y_index, minlength=n_class)
             svs, coefs, rho, per_model = [], [], np.empty(n_class), {}
             for c in range(n_class):
-                pair = self._ova_weights(weights, counts, c)
+                pair = self._ova_weights(class_weights, counts, c)
                 model = solve((y_index == c).astype(np.intp), None if pair is None else {1: pair[0], 0: pair[1]})
-                svs.append(np.asarray(model.support_, dtype=np.intp))
-                coefs.append(model.dual_coef_[0])
+                svs.append(support(model))
+                coefs.append(model.dual_coef_[0])  # positive for label 1, class c
                 rho[c] = -model.intercept_[0]
                 per_model[str(self.classes_[c])] = int(model.support_.size)
             self._store_one_vs_rest(svs, coefs, rho, per_model)
         else:
-            class_weight = None if weights is None else dict(enumerate(map(float, weights)))
+            class_weight = None if class_weights is None else dict(enumerate(map(float, class_weights)))
             model = solve(y_index, class_weight)
             # scikit-learn's attributes are LIBSVM's with the classes in classes_ order
             # (support vectors grouped by class); with two classes scikit-learn negates the
             # coefficients and intercept so that positive means classes_[1], LIBSVM's second
             sign = -1.0 if n_class == 2 else 1.0
-            self.support_ = np.asarray(model.support_, dtype=np.intp)
+            self.support_ = support(model)
             self.n_support_ = np.asarray(model.n_support_, dtype=np.intp)
             self.dual_coef_ = sign * np.asarray(model.dual_coef_, dtype=np.float64)
             self.rho_ = -sign * np.asarray(model.intercept_, dtype=np.float64)
