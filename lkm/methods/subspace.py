@@ -30,9 +30,7 @@ lkm's is ``exp(-d²/(2σ²))``, so ``q = 2σ²``. The kernel estimators accept e
 from __future__ import annotations
 
 import math
-import os
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 from typing import Any
 
@@ -43,6 +41,7 @@ from lkm.errors import NotApplicable
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
 from lkm.numerics.kernels import DISTANCES, DistanceCache, check_metric, gaussian_from_sq, sq_dists
 from lkm.numerics.neighbors import k_smallest
+from lkm.numerics.threads import blas_threads, map_row_blocks
 
 #: Default relative rank cutoff: singular values at or below ``rcond·s_max`` (HKNN, LDCV,
 #: the class and pooled scatters of NHKNN/NLDCV) count as zero, and so do kernel-PCA
@@ -165,7 +164,7 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
         :func:`lkm.numerics.kernels.squared_euclidean`, per block of queries), so each class is a
         contiguous block, and the selection (:func:`_k_smallest_by_groups`: ordered by
         (distance, row), ties to the lower training row, as :func:`lkm.numerics.neighbors.k_smallest`)
-        runs over blocks of queries in threads."""
+        runs over blocks of :data:`SELECT_ROWS` queries, on ``n_jobs`` threads."""
         order = np.concatenate(self.class_rows_)
         n = Xq.shape[0]
         if self.metric == "euclidean" and cache is None:
@@ -179,37 +178,31 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
         idx = np.empty((n, int(self.k_per_class_.sum())), dtype=np.intp)
         dist = np.empty(idx.shape)
 
-        def select(lo: int, hi: int) -> None:
-            for a in range(lo, hi, SELECT_ROWS):
-                b = min(hi, a + SELECT_ROWS)
-                if D is None:
-                    Db = Xq[a:b] @ Xs.T
-                    Db *= -2.0
-                    Db += np.einsum("ij,ij->i", Xq[a:b], Xq[a:b])[:, None]
-                    Db += norms[None, :]
-                    np.maximum(Db, 0.0, out=Db)
-                else:
-                    Db = D[a:b]
-                col = 0
-                for c, rows in enumerate(self.class_rows_):
-                    k = int(self.k_per_class_[c])
-                    Dc = Db[:, ends[c] - rows.size : ends[c]]
-                    # ordered by (distance, position in the class block); positions follow
-                    # the training row order within a class, so ties go to the lower row
-                    nearest = _k_smallest_by_groups(Dc, k)
-                    idx[a:b, col : col + k] = rows[nearest]
-                    dist[a:b, col : col + k] = np.take_along_axis(Dc, nearest, axis=1)
-                    col += k
+        def select(blk: slice) -> None:
+            a, b = blk.start, blk.stop
+            if D is None:
+                Db = Xq[a:b] @ Xs.T
+                Db *= -2.0
+                Db += np.einsum("ij,ij->i", Xq[a:b], Xq[a:b])[:, None]
+                Db += norms[None, :]
+                np.maximum(Db, 0.0, out=Db)
+            else:
+                Db = D[a:b]
+            col = 0
+            for c, rows in enumerate(self.class_rows_):
+                k = int(self.k_per_class_[c])
+                Dc = Db[:, ends[c] - rows.size : ends[c]]
+                # ordered by (distance, position in the class block); positions follow
+                # the training row order within a class, so ties go to the lower row
+                nearest = _k_smallest_by_groups(Dc, k)
+                idx[a:b, col : col + k] = rows[nearest]
+                dist[a:b, col : col + k] = np.take_along_axis(Dc, nearest, axis=1)
+                col += k
 
-        workers = min(_n_workers(), max(1, n // 64))
-        if workers == 1:
-            select(0, n)
-        else:
-            # many small tasks, not one range per thread: on a busy core a thread that falls
-            # behind leaves its remaining blocks to the others instead of making them wait
-            starts = range(0, n, SELECT_ROWS)
-            with _one_blas_thread(), ThreadPoolExecutor(workers) as pool:
-                list(pool.map(select, starts, [min(n, a + SELECT_ROWS) for a in starts]))
+        # blocks of SELECT_ROWS queries whatever n_jobs (many small tasks: on a busy core a
+        # thread that falls behind leaves its remaining blocks to the others), one BLAS thread
+        with blas_threads(1):
+            map_row_blocks(select, n, SELECT_ROWS, self.n_jobs)
         firsts = np.concatenate([[0], np.cumsum(self.k_per_class_)[:-1]])
         nearest_class = np.argmin(dist[:, firsts], axis=1)
         return idx, dist, nearest_class
@@ -242,30 +235,10 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
         dist, nearest = self._distances(self._validate_query(X), cache)
         return self._to_decision(dist), nearest
 
-    def _query_blocks(self, n: int, per_query_bytes: int) -> list[slice]:
-        step = max(1, CHUNK_BYTES // max(1, per_query_bytes))
-        return [slice(i, min(n, i + step)) for i in range(0, n, step)]
-
-
-def _one_blas_thread() -> Any:
-    """A context limiting BLAS to one thread: the per-query work is thousands of tiny
-    stacked SVDs/eighs, which threads do not speed up, and OpenBLAS's threads made them
-    10-100 times slower on a busy 2-core machine (measured: a (20, 100, 100) eigh stack
-    0.02 s with one thread, 0.7-2.7 s with two while other processes ran)."""
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=1, user_api="blas")
-
-
-def _n_workers() -> int:
-    """Threads for the neighbour selection and HKNN's per-query work: the usable cores,
-    at most 4, and no more than the current BLAS thread cap (a worker process of
-    :mod:`lkm.engine.workers` gets ``cores // jobs``). Call it outside :func:`_one_blas_thread`."""
-    from threadpoolctl import threadpool_info
-
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    caps = [int(lib["num_threads"]) for lib in threadpool_info() if lib.get("user_api") == "blas"]
-    return max(1, min(4, cpus, *caps))
+    @staticmethod
+    def _query_block(per_query_bytes: int) -> int:
+        """Queries per block when each needs ``per_query_bytes`` of work arrays (:data:`CHUNK_BYTES`)."""
+        return max(1, CHUNK_BYTES // max(1, per_query_bytes))
 
 
 #: Residuals at or below ``SNAP_ZERO·||r||`` are round-off of a point on the subspace
@@ -433,12 +406,16 @@ class HKNN(_LocalSubspaceClassifier):
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "metric": [str],
         "rcond": [Interval(Real, 0, 1, closed="neither")],
+        "n_jobs": [Integral, None],
     }
 
-    def __init__(self, n_neighbors: int = 10, metric: str = "euclidean", rcond: float = DEFAULT_RCOND) -> None:
+    def __init__(
+        self, n_neighbors: int = 10, metric: str = "euclidean", rcond: float = DEFAULT_RCOND, n_jobs: int | None = None
+    ) -> None:
         self.n_neighbors = n_neighbors
         self.metric = metric
         self.rcond = rcond
+        self.n_jobs = n_jobs
 
     def _fit_extra(self, X: np.ndarray) -> None:
         d = X.shape[1]
@@ -458,22 +435,15 @@ class HKNN(_LocalSubspaceClassifier):
         slices = self._class_slices()
         step = max(1, HULL_BLOCK_BYTES // (8 * int(self.k_per_class_.max()) * d))
 
-        def block(i: int) -> None:
-            blk = slice(i, min(n, i + step))
+        def block(blk: slice) -> None:
             for c, sl in enumerate(slices):
                 out[blk, c] = _hull_distances(np.take(self.X_, idx[blk, sl], axis=0), Xq[blk], self.rcond)
 
-        # small blocks, one BLAS thread each, spread over the cores by threads (numpy
-        # releases the GIL in the gathers, products and batched solves)
-        starts = range(0, n, step)
-        workers = min(_n_workers(), len(starts))
-        with _one_blas_thread():
-            if workers <= 1:
-                for i in starts:
-                    block(i)
-            else:
-                with ThreadPoolExecutor(workers) as pool:
-                    list(pool.map(block, starts))
+        # small blocks, one BLAS thread each (module doc: threaded BLAS slows these tiny
+        # batched solves down), spread over n_jobs threads (numpy releases the GIL in the
+        # gathers, products and batched solves)
+        with blas_threads(1):
+            map_row_blocks(block, n, step, self.n_jobs)
         return out, nearest
 
 
@@ -504,10 +474,13 @@ class LDCV(_LocalSubspaceClassifier):
 
     _parameter_constraints: dict = HKNN._parameter_constraints
 
-    def __init__(self, n_neighbors: int = 2, metric: str = "euclidean", rcond: float = DEFAULT_RCOND) -> None:
+    def __init__(
+        self, n_neighbors: int = 2, metric: str = "euclidean", rcond: float = DEFAULT_RCOND, n_jobs: int | None = None
+    ) -> None:
         self.n_neighbors = n_neighbors
         self.metric = metric
         self.rcond = rcond
+        self.n_jobs = n_jobs
 
     def _fit_extra(self, X: np.ndarray) -> None:
         pooled = int((self.k_per_class_ - 1).sum())
@@ -536,11 +509,14 @@ class LDCV(_LocalSubspaceClassifier):
         slices = self._class_slices()
         M = idx.shape[1]
         out = np.empty((n, self.classes_.size))
-        with _one_blas_thread():
-            for blk in self._query_blocks(n, 8 * M * d * 2):
-                N = self.X_[idx[blk]]  # (b, M, d)
-                Z, R = _pooled_differences(N, Xq[blk][:, None], slices)
-                out[blk] = _residual_norms(Z, R[:, 0], self.rcond)
+
+        def block(blk: slice) -> None:
+            N = self.X_[idx[blk]]  # (b, M, d)
+            Z, R = _pooled_differences(N, Xq[blk][:, None], slices)
+            out[blk] = _residual_norms(Z, R[:, 0], self.rcond)
+
+        with blas_threads(1):
+            map_row_blocks(block, n, self._query_block(8 * M * d * 2), self.n_jobs)
         return out, nearest
 
 
@@ -584,6 +560,7 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
         "metric": [str],
         "rcond": [Interval(Real, 0, 1, closed="neither")],
         "non_psd": [StrOptions(set(NON_PSD_REPAIRS))],
+        "n_jobs": [Integral, None],
     }
     conditional_params = {"sigma": ("kernel", ("gaussian",)), "q": ("kernel", ("gaussian",))}
     _numerical_params = ("n_neighbors", "sigma", "q")
@@ -657,14 +634,13 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
         n = Xq.shape[0]
         M = idx.shape[1]
         out = np.empty((n, self.classes_.size))
-        n_bad = n_empty = 0
         # Any metric but the Euclidean one (a tangent distance) is the cost itself: up to
         # FULL_TRAIN_GRAM_MAX training rows, all their distances once (persisted, shared by
         # every query, K, q and method on this training set)
         D_train = None
         if self.metric != "euclidean" and self.X_.shape[0] <= FULL_TRAIN_GRAM_MAX:
             D_train = sq_dists(self.X_, self.X_, cache, self.metric)
-        with _one_blas_thread():
+        with blas_threads(1):
             if SHARE_WHOLE_CLASSES and (self.k_per_class_ == self.class_count_).all():
                 n_bad, n_empty = self._whole_class_distances(idx, dq, D_train, out)
             else:
@@ -672,12 +648,14 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
                 # entries for b·M² needed: Euclidean ones are cheap BLAS (keep b·M near
                 # 2048); other metrics gather from D_train, else one query at a time
                 step = max(1, 2048 // M) if self.metric == "euclidean" or D_train is not None else 1
-                for i in range(0, n, step):
-                    blk = slice(i, min(n, i + step))
+
+                def block(blk: slice) -> tuple[int, int]:
                     Yn, Yq, bad = self._local_coordinates(idx[blk], dq[blk], D_train)
-                    n_bad += bad
                     out[blk], empty = self._feature_distances(Yn, Yq)
-                    n_empty += empty
+                    return bad, empty
+
+                counts = map_row_blocks(block, n, step, self.n_jobs)
+                n_bad, n_empty = sum(c[0] for c in counts), sum(c[1] for c in counts)
         self.info_["non_psd_local_grams"] = n_bad
         if self._counts_empty:
             self.info_["empty_null_space"] = n_empty
@@ -702,13 +680,13 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
         np.put_along_axis(dq_canonical, where[idx], dq, axis=1)
         A, JG, bad = self._local_basis(canonical[None], D_train)
         Yn = np.swapaxes(A @ JG, 1, 2)  # (1, M neighbours, M coords)
-        empty = 0
-        step = max(1, CHUNK_BYTES // (8 * canonical.size * self.classes_.size))
-        for i in range(0, n, step):
-            blk = slice(i, min(n, i + step))
-            out[blk], e = self._feature_distances(Yn, self._query_coordinates(A, dq_canonical[blk]))
-            empty += e
-        return n if bad else 0, empty
+
+        def block(blk: slice) -> int:
+            out[blk], empty = self._feature_distances(Yn, self._query_coordinates(A, dq_canonical[blk]))
+            return empty
+
+        step = self._query_block(8 * canonical.size * self.classes_.size)
+        return n if bad else 0, sum(map_row_blocks(block, n, step, self.n_jobs))
 
     #: Whether :meth:`_feature_distances` counts queries with an empty null space.
     _counts_empty = False
@@ -763,6 +741,7 @@ class NHKNN(_KernelSubspaceClassifier):
         metric: str = "euclidean",
         rcond: float = DEFAULT_RCOND,
         non_psd: str = "shift",
+        n_jobs: int | None = None,
     ) -> None:
         self.n_neighbors = n_neighbors
         self.kernel = kernel
@@ -771,6 +750,7 @@ class NHKNN(_KernelSubspaceClassifier):
         self.metric = metric
         self.rcond = rcond
         self.non_psd = non_psd
+        self.n_jobs = n_jobs
 
     def _feature_distances(self, Yn: np.ndarray, Yq: np.ndarray) -> tuple[np.ndarray, int]:
         out = np.empty((Yq.shape[0], self.classes_.size))
@@ -808,6 +788,7 @@ class NLDCV(_KernelSubspaceClassifier):
         metric: str = "euclidean",
         rcond: float = DEFAULT_RCOND,
         non_psd: str = "shift",
+        n_jobs: int | None = None,
     ) -> None:
         self.n_neighbors = n_neighbors
         self.kernel = kernel
@@ -816,6 +797,7 @@ class NLDCV(_KernelSubspaceClassifier):
         self.metric = metric
         self.rcond = rcond
         self.non_psd = non_psd
+        self.n_jobs = n_jobs
 
     _counts_empty = True
 
