@@ -20,7 +20,11 @@ where eq. (4)'s inv(ZᵀZ) does not exist. All queries are processed as stacked 
 (one batched SVD/eigh per class and block of queries), with no Python loop over queries.
 When K reaches every class's size (small classes, e.g. 26 letters in a few hundred
 rows), every query's neighbourhood is the whole training set and NHKNN/NLDCV take one
-kernel PCA for all of them (:meth:`_KernelSubspaceClassifier._whole_class_distances`).
+kernel PCA for all of them (the same subspaces as the per-query route).
+
+Prediction runs over fixed blocks of query rows; ``n_jobs`` spreads the blocks over
+threads (:func:`lkm.numerics.threads.map_row_blocks`), each on one BLAS thread, so every
+row's arithmetic, hence every output bit, is the same at any ``n_jobs``.
 
 Kernel width: the paper writes the Gaussian kernel as ``k(x, y) = exp(-d²(x, y)/q)``;
 lkm's is ``exp(-d²/(2σ²))``, so ``q = 2σ²``. The kernel estimators accept either
@@ -130,7 +134,32 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
     _numerical_params: tuple[str, ...] = ("n_neighbors",)
 
     def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None) -> Any:
-        """Store the training data (the methods are lazy: all work happens per query)."""
+        """Store the training data; the local models are built per query.
+
+        The methods are lazy: fitting validates the data, sorts the training rows by class
+        and records each class's K (``n_neighbors`` clipped to the class's size); every
+        neighbour search, hull and subspace is computed at prediction time.
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (n_samples, n_features)
+            Training samples (sparse input is densified once).
+        y : array-like of shape (n_samples,)
+            Class labels; at least two classes.
+        cache : DistanceCache or None, default=None
+            Accepted for the runner's uniform calls; fitting computes no distances.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Raises
+        ------
+        TypeError
+            When given ``sample_weight``: the local models of Cevikalp et al. have no
+            per-sample weights (the message names the class and the reason).
+        """
         X, y_index = self._validate_training(X, y)
         check_metric(self.metric, type(self).__name__)
         self.X_ = X
@@ -217,15 +246,54 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
         raise NotImplementedError
 
     def class_distances(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
-        """Distances (n, n_classes) of each query to each class's local model."""
+        """Return the distance of each query to each class's local model.
+
+        The local model of a class is built from that class's K nearest training samples
+        to the query (the affine hull for HKNN, the common vector for LDCV, their
+        kernel-feature-space forms for NHKNN and NLDCV); the nearest model's class is
+        predicted.
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (n_queries, n_features)
+            Query samples.
+        cache : DistanceCache or None, default=None
+            Memo of distance matrices shared between fits and predictions on the same
+            arrays (the runner passes one); None computes them here.
+
+        Returns
+        -------
+        distances : ndarray of shape (n_queries, n_classes)
+            Non-negative distances, columns in ``classes_`` order, for two classes too.
+        """
         return self._distances(self._validate_query(X), cache)[0]
 
     def _to_decision(self, dist: np.ndarray) -> np.ndarray:
         return dist[:, 0] - dist[:, 1] if dist.shape[1] == 2 else -dist
 
     def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
-        """Negative class distances (n, n_classes); ``d_0 - d_1`` (n,) for two classes;
-        exact ties broken as :meth:`predict` breaks them (one ulp, see the class doc)."""
+        """Return the negative class distances, or their difference for two classes.
+
+        Exact ties are broken as ``predict`` breaks them: the winning class's value is
+        raised by one ulp (larger training prior first, then the class of the nearest
+        training sample, then the lower class index), so
+        ``argmax(decision_function(X)) == predict(X)`` (the sign for two classes) on
+        every row.
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (n_queries, n_features)
+            Query samples.
+        cache : DistanceCache or None, default=None
+            Memo of distance matrices shared between fits and predictions on the same
+            arrays; None computes them here.
+
+        Returns
+        -------
+        decision : ndarray of shape (n_queries,) or (n_queries, n_classes)
+            ``-class_distances(X)`` with three or more classes; with two classes
+            ``d_0 - d_1``, positive when the query is nearer ``classes_[1]``'s model.
+        """
         decision, nearest = self._scaled_decision(X, cache)
         return self._break_ties(decision, nearest)[0]
 
@@ -375,27 +443,95 @@ def _pooled_differences(N: np.ndarray, Q: np.ndarray, slices: list[slice]) -> tu
 
 
 class HKNN(_LocalSubspaceClassifier):
-    """K-local hyperplane distance nearest neighbour (Vincent & Bengio; Cevikalp et al.,
-    Sec. II-A): the nearest local affine hull of K same-class neighbours.
+    """K-local hyperplane distance nearest neighbour: the nearest local affine hull wins.
 
-    For each class i the K nearest training samples of that class (under ``metric``; the
-    hull itself is Euclidean, eq. (1)) span the affine hull LH_i (eqs. (1)-(2)); the
-    distance is ``||(I - P⁽ⁱ⁾)(x_q - μ_i)||`` (eqs. (3)-(5)) with P⁽ⁱ⁾ the projection onto
-    the difference subspace, spanned by the neighbours minus the nearest one (same span as
+    Vincent & Bengio's HKNN [2]_ as described by Cevikalp et al. [1]_ (Sec. II-A). For each class
+    i the K nearest training samples of that class (under ``metric``; the hull itself is
+    Euclidean, eq. (1)) span the affine hull LH_i (eqs. (1)-(2)); the distance is
+    ``||(I - P⁽ⁱ⁾)(x_q - μ_i)||`` (eqs. (3)-(5)) with P⁽ⁱ⁾ the projection onto the
+    difference subspace, spanned by the neighbours minus the nearest one (same span as
     the centred ones, eq. (2); then the distance of x_q minus that anchor), keeping the
-    singular values above ``rcond·s_max``: for well-conditioned neighbours the residual
-    comes from the small Gram matrix, refined once (:func:`_hull_distances`), otherwise
-    from a rank-revealing SVD (:func:`_residual_norms`); the paper's inv(ZᵀZ) of eq. (4)
-    is never used where it does not exist. K above a
-    class's training count uses all of that class (``info_['k_clipped']``: class -> K used).
+    singular values above ``rcond·s_max``. For well-conditioned neighbours the residual
+    comes from the small Gram matrix of the difference vectors, refined by a second
+    pass; otherwise from a rank-revealing SVD. The paper's inv(ZᵀZ) of eq. (4) is never
+    used where it does not exist. K above a class's training count uses all of that
+    class (``info_['k_clipped']``: class -> K used).
 
     Low-dimensional data (fallback, not in the paper): the affine hull of K ≥ d + 1
     neighbours in general position is all of R^d, so every distance would be 0 and the
     tie rule alone would predict (e.g. the larger class everywhere). When some class's
-    K_i - 1 ≥ d, :meth:`fit` warns (naming K and d) and uses K_i = min(K_i, d): hulls of
+    K_i - 1 ≥ d, ``fit`` warns (naming K and d) and uses K_i = min(K_i, d): hulls of
     dimension d - 1 at most (d = 1: the nearest sample of each class, i.e. 1-NN).
     ``info_['k_effective']`` is the largest K_i used. The paper's settings (USPS d = 256,
     K = 10; image segmentation d = 19, K ≤ 15) never reach it.
+
+    Exact ties (e.g. two hulls through the query) go to the larger training prior, then
+    the class of the nearest training sample, then the lower class index.
+
+    Parameters
+    ----------
+    n_neighbors : int, default=10
+        K, the number of nearest training samples of each class that span its hull.
+    metric : str, default="euclidean"
+        The distance that selects the neighbours: ``"euclidean"`` or a registered
+        distance such as ``"tangent"`` (the paper's tangent distance, square images).
+    rcond : float, default=1e-10
+        Relative rank cutoff: singular values of the difference vectors at or below
+        ``rcond·s_max`` count as zero (repeated or dependent neighbours are harmless).
+    n_jobs : int or None, default=None
+        Threads over blocks of query rows in ``predict``, ``decision_function`` and
+        ``class_distances`` (scikit-learn's meaning: None is 1 outside a joblib
+        ``parallel_config`` context, -1 is every core). The blocks do not depend on
+        ``n_jobs``, so the outputs are bit for bit the same at every value.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    class_count_ : ndarray of shape (n_classes,)
+        Training samples per class (the prior used by the tie rule).
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Feature names, when ``X`` had string column names.
+    X_ : ndarray of shape (n_samples, n_features)
+        The training samples (the method is lazy: all work happens per query).
+    class_rows_ : list of ndarray
+        Training-row indices of each class, in ``classes_`` order.
+    k_per_class_ : ndarray of shape (n_classes,)
+        The K used for each class.
+    info_ : dict
+        Facts of the fit and the last prediction: ``n_neighbors``, ``k_clipped`` (class
+        -> K used where clipped), ``n_features``, ``k_effective``, and after
+        ``predict`` ``tie_share`` (share of exactly tied queries).
+
+    See Also
+    --------
+    LDCV : The linear local discriminative common vectors of the same paper.
+    NHKNN : HKNN in a kernel feature space.
+
+    References
+    ----------
+    .. [1] H. Cevikalp, D. Larlus, M. Douze and F. Jurie, "Local subspace classifiers:
+       linear and nonlinear approaches", IEEE Workshop on Machine Learning for Signal
+       Processing (MLSP), pp. 57-62, 2007.
+    .. [2] P. Vincent and Y. Bengio, "K-local hyperplane and convex distance nearest
+       neighbor algorithms", Advances in Neural Information Processing Systems 14, 2002.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from lkm.methods.subspace import HKNN
+    >>> X, y = load_digits(return_X_y=True)
+    >>> X = X / 16.0
+    >>> clf = HKNN(n_neighbors=10).fit(X[:1000:2], y[:1000:2])
+    >>> round(clf.score(X[1:1000:2], y[1:1000:2]), 3)
+    0.978
+    >>> clf.predict(X[1:11:2])
+    array([1, 3, 9, 7, 9])
+    >>> clf.class_distances(X[1:4:2]).round(2)[:, :4]
+    array([[2.97, 0.82, 1.58, 2.45],
+           [2.33, 1.71, 1.72, 0.97]])
     """
 
     sample_weight_refusal = (
@@ -448,24 +584,84 @@ class HKNN(_LocalSubspaceClassifier):
 
 
 class LDCV(_LocalSubspaceClassifier):
-    """Local discriminative common vectors (Cevikalp et al., Sec. III, eq. (23)).
+    """Local discriminative common vectors: the nearest class common vector wins.
 
-    The C·K neighbours (K per class) pool their within-class difference vectors
-    (:func:`_pooled_differences`); their span is the range of the local within-class
-    scatter S_W, and the class distance is
-    ``||P_NS (x_q - μ_i)||`` with P_NS the projection onto N(S_W) (SVD, relative cutoff
-    ``rcond``). N(S_W) is empty once the pooled differences can span the input space:
-    ``Σ_i (K_i - 1) ≥ d`` (K·C - C ≥ d with no clipped class). Then every distance is 0 and
-    the method is undefined, so :meth:`fit` raises a one-line
-    :class:`~lkm.errors.NotApplicable` naming K, C and d (image segmentation, d = 19, C = 7,
-    allows K ≤ 3; the paper's K sweep shows "n/a" there) instead of returning tie-broken
-    guesses.
+    Cevikalp et al. [1]_, Sec. III, eq. (23). The C·K neighbours (K per class) pool their
+    within-class difference vectors (each class's neighbours minus its nearest one);
+    their span is the range of the local within-class scatter S_W, and the class
+    distance is ``||P_NS (x_q - μ_i)||`` with P_NS the projection onto N(S_W) (SVD,
+    relative cutoff ``rcond``). N(S_W) is empty once the pooled differences can span the
+    input space: ``Σ_i (K_i - 1) ≥ d`` (K·C - C ≥ d with no clipped class). Then every
+    distance is 0 and the method is undefined, so ``fit`` raises a one-line
+    :class:`~lkm.errors.NotApplicable` naming K, C and d (image segmentation, d = 19,
+    C = 7, allows K ≤ 3; the paper's K sweep shows "n/a" there) instead of returning
+    tie-broken guesses.
 
     Fallback when no K ≥ 2 is admissible (C ≥ d with two or more samples per class, e.g.
     two classes in the plane; not in the paper): there is no K to ask for, so instead of
-    refusing :meth:`fit` warns (naming K, C and d) and uses K = 1, where N(S_W) is all of
+    refusing ``fit`` warns (naming K, C and d) and uses K = 1, where N(S_W) is all of
     R^d and the class distance is the distance to the class's nearest sample (1-NN).
     ``info_['k_effective']`` is the K used.
+
+    Parameters
+    ----------
+    n_neighbors : int, default=2
+        K, the number of nearest training samples of each class; ``C·(K - 1) < d`` is
+        needed for a non-empty null space.
+    metric : str, default="euclidean"
+        The distance that selects the neighbours: ``"euclidean"`` or a registered
+        distance such as ``"tangent"``.
+    rcond : float, default=1e-10
+        Relative rank cutoff of the pooled difference vectors' singular values.
+    n_jobs : int or None, default=None
+        Threads over blocks of query rows in ``predict``, ``decision_function`` and
+        ``class_distances`` (scikit-learn's meaning: None is 1 outside a joblib
+        ``parallel_config`` context, -1 is every core). The blocks do not depend on
+        ``n_jobs``, so the outputs are bit for bit the same at every value.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    class_count_ : ndarray of shape (n_classes,)
+        Training samples per class (the prior used by the tie rule).
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Feature names, when ``X`` had string column names.
+    X_ : ndarray of shape (n_samples, n_features)
+        The training samples (the method is lazy: all work happens per query).
+    class_rows_ : list of ndarray
+        Training-row indices of each class, in ``classes_`` order.
+    k_per_class_ : ndarray of shape (n_classes,)
+        The K used for each class.
+    info_ : dict
+        ``n_neighbors``, ``k_clipped``, ``n_features``, ``k_effective``,
+        ``null_space_dim_min`` (d minus the number of pooled difference vectors), and
+        after ``predict`` ``tie_share``.
+
+    See Also
+    --------
+    HKNN : The nearest local affine hull, Sec. II-A of the same paper.
+    NLDCV : LDCV in a kernel feature space, with no limit of K by d.
+
+    References
+    ----------
+    .. [1] H. Cevikalp, D. Larlus, M. Douze and F. Jurie, "Local subspace classifiers:
+       linear and nonlinear approaches", IEEE Workshop on Machine Learning for Signal
+       Processing (MLSP), pp. 57-62, 2007.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from lkm.methods.subspace import LDCV
+    >>> X, y = load_digits(return_X_y=True)
+    >>> X = X / 16.0
+    >>> clf = LDCV(n_neighbors=2).fit(X[:1000:2], y[:1000:2])
+    >>> round(clf.score(X[1:1000:2], y[1:1000:2]), 3)
+    0.976
+    >>> clf.info_["null_space_dim_min"]
+    54
     """
 
     sample_weight_refusal = (
@@ -705,14 +901,25 @@ def _as_stack(Yn: np.ndarray, Yq: np.ndarray) -> np.ndarray:
 
 
 class NHKNN(_KernelSubspaceClassifier):
-    """Nonlinear HKNN (Cevikalp et al., Sec. II-C, eqs. (12)-(22)).
+    """Nonlinear HKNN: the nearest local hull in a kernel feature space wins.
 
-    Kernel PCA of the C·K local neighbours onto R(S_T^Φ) (see
-    :class:`_KernelSubspaceClassifier`), then for each class the null space of its
-    scatter there (eqs. (16)-(19), from an SVD of the class's centred coordinates with
-    cutoff ``rcond``), the common vector (eq. (21)) and the query's features (eq. (22));
-    the class distance is ``||Q⁽ⁱ⁾ᵀ(y_q - y_m)||``, eq. (8). ``q`` (the paper's width,
-    ``k = exp(-d²/q)``) replaces ``sigma`` when given (σ = sqrt(q/2)).
+    Cevikalp et al. [1]_, Sec. II-C, eqs. (12)-(22): HKNN in the kernel feature space,
+    restricted to the range of the local total scatter R(S_T^Φ) (kernel PCA of the C·K
+    local neighbours).
+    Per query, the C·K local neighbours (K per class) give the local kernel matrix G
+    (eq. (14)), centred ``G̃ = (I - 1_M) G (I - 1_M)`` (eq. (15)) and eigendecomposed;
+    eigenvalues above ``rcond²·λ_max`` (and the round-off floor) span R(S_T^Φ), and
+    every point x gets the coordinates ``y(x) = Λ^{-1/2} Uᵀ (l_x - 1_M l_x)``
+    (eqs. (21)-(22), l_x its kernel values with the neighbours). Non-PSD local kernel
+    matrices (centred eigenvalue ``λ_min < -1e-8·λ_max``) are counted in
+    ``info_['non_psd_local_grams']`` and repaired as ``non_psd`` says. When K reaches
+    every class's size, every query's neighbourhood is the whole training set and one
+    kernel PCA serves all queries (the same subspaces; distances agree to round-off).
+
+    For each class the null space of its scatter in those coordinates (eqs. (16)-(19),
+    from an SVD of the class's centred coordinates with cutoff ``rcond``), the common
+    vector (eq. (21)) and the query's features (eq. (22)) give the class distance
+    ``||Q⁽ⁱ⁾ᵀ(y_q - y_m)||``, eq. (8).
 
     Linear kernel = HKNN. Write x_q - μ_i = a_i + b with a_i in R(S_T) (the span of the
     centred neighbours) and b orthogonal to it; b is the same for every class (μ_i - μ
@@ -722,10 +929,90 @@ class NHKNN(_KernelSubspaceClassifier):
     when d < C·K, R(S_T) is all of R^d, b = 0 and the distances themselves agree, but once
     K_i - 1 ≥ rank S_T (e.g. K > d) a class's hull fills R(S_T), its distance is 0 in
     HKNN and round-off (~1e-8) here, so exact ties resolve differently. The Gram matrix
-    also loses directions with singular values below ≈ 2e-7·s_max that HKNN keeps (see
-    :data:`DEFAULT_RCOND`; near-duplicate neighbours). Measured on image segmentation
-    (d = 19 ≥ C·K = 14, 224 duplicate rows; 10 folds, K = 2): all 2310 predictions
-    agree.
+    also loses directions with singular values below ≈ 2e-7·s_max that HKNN keeps
+    (near-duplicate neighbours). Measured on image segmentation (d = 19 ≥ C·K = 14, 224
+    duplicate rows; 10 folds, K = 2): all 2310 predictions agree.
+
+    Parameters
+    ----------
+    n_neighbors : int, default=15
+        K, the number of nearest training samples of each class (clipped to the class's
+        size).
+    kernel : {"gaussian", "linear"}, default="gaussian"
+        ``"gaussian"``: ``exp(-d²/(2σ²)) = exp(-d²/q)`` on ``metric``'s squared distance;
+        ``"linear"``: ``-d²/2``, whose centred form is the linear kernel's centred Gram
+        matrix exactly for the Euclidean metric (only centred quantities enter).
+    sigma : float or "scale", default="scale"
+        Gaussian width σ; ``"scale"`` takes scikit-learn's ``gamma="scale"`` width of the
+        training data, sqrt(p·Var(X)/2). Unused by the linear kernel.
+    q : float or None, default=None
+        The paper's width (``k = exp(-d²/q)``); when given it replaces ``sigma``
+        (σ = sqrt(q/2)).
+    metric : str, default="euclidean"
+        The distance that selects the neighbours and enters the kernel:
+        ``"euclidean"`` or a registered distance such as ``"tangent"``.
+    rcond : float, default=1e-10
+        Relative rank cutoff: kernel-PCA eigenvalues at or below ``rcond²·λ_max`` (and
+        the round-off floor ``10·M·eps·λ_max``, M local neighbours) and singular values
+        of the class (or pooled) scatters at or below ``rcond·s_max`` count as zero.
+    non_psd : {"shift", "gram", "drop"}, default="shift"
+        What is done with a non-PSD local kernel matrix (possible with a non-Euclidean
+        metric; readings of the paper's remedy, Sec. IV-A): ``"shift"`` adds the centred
+        matrix's ``|λ_min|`` to G's diagonal (the smallest shift that makes what eq. (15)
+        decomposes PSD), ``"gram"`` adds the most negative eigenvalue of the uncentred
+        local kernel matrix, ``"drop"`` adds nothing (kernel PCA keeps the positive
+        eigenvalues only).
+    n_jobs : int or None, default=None
+        Threads over blocks of query rows in ``predict``, ``decision_function`` and
+        ``class_distances`` (scikit-learn's meaning: None is 1 outside a joblib
+        ``parallel_config`` context, -1 is every core). The blocks do not depend on
+        ``n_jobs``, so the outputs are bit for bit the same at every value.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    class_count_ : ndarray of shape (n_classes,)
+        Training samples per class (the prior used by the tie rule).
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Feature names, when ``X`` had string column names.
+    X_ : ndarray of shape (n_samples, n_features)
+        The training samples (the method is lazy: all work happens per query).
+    class_rows_ : list of ndarray
+        Training-row indices of each class, in ``classes_`` order.
+    k_per_class_ : ndarray of shape (n_classes,)
+        The K used for each class.
+    sigma_ : float
+        The Gaussian width in use (``"scale"`` resolved, or sqrt(q/2)).
+    info_ : dict
+        ``n_neighbors``, ``k_clipped``, ``n_features``, ``sigma``, ``q`` (= 2σ²),
+        ``non_psd_local_grams`` (queries of the last prediction whose local kernel
+        matrix was not PSD), and after ``predict`` ``tie_share``.
+
+    See Also
+    --------
+    HKNN : The same rule in the input space (the linear kernel's predictions).
+    NLDCV : Local discriminative common vectors in the same feature space.
+
+    References
+    ----------
+    .. [1] H. Cevikalp, D. Larlus, M. Douze and F. Jurie, "Local subspace classifiers:
+       linear and nonlinear approaches", IEEE Workshop on Machine Learning for Signal
+       Processing (MLSP), pp. 57-62, 2007.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from lkm.methods.subspace import NHKNN
+    >>> X, y = load_digits(return_X_y=True)
+    >>> X = X / 16.0
+    >>> clf = NHKNN(n_neighbors=5).fit(X[:600:2], y[:600:2])
+    >>> round(clf.score(X[1:600:2], y[1:600:2]), 3)
+    0.94
+    >>> round(clf.sigma_, 3), clf.info_["non_psd_local_grams"]
+    (2.13, 0)
     """
 
     sample_weight_refusal = (
@@ -762,17 +1049,110 @@ class NHKNN(_KernelSubspaceClassifier):
 
 
 class NLDCV(_KernelSubspaceClassifier):
-    """Nonlinear local discriminative common vectors (Cevikalp et al., Sec. III; the
-    kernel DCV of Cevikalp, Neamtu, Wilkes, IEEE TNN 2006, on the C·K local neighbours).
+    """Nonlinear local discriminative common vectors: LDCV in a kernel feature space.
 
-    Kernel PCA onto R(S_T^Φ) (see :class:`_KernelSubspaceClassifier`), then the null
-    space of the pooled within-class scatter there (SVD of all class-centred coordinates,
-    cutoff ``rcond``), each class's common vector and the query's projection; nearest
-    common vector wins (eq. (23) in feature space). With a strictly positive definite
-    kernel (Gaussian, distinct neighbours) that null space has dimension C - 1, so K is
-    not limited by d as in :class:`LDCV`. When it is empty for a query (linear kernel
-    with small d, or repeated neighbours) every distance is 0 and the base tie rule
-    decides; such queries are counted in ``info_['empty_null_space']``.
+    Cevikalp et al. [1]_, Sec. III: the kernel DCV of Cevikalp, Neamtu and Wilkes [2]_ on the C·K local neighbours of each query.
+    Per query, the C·K local neighbours (K per class) give the local kernel matrix G
+    (eq. (14)), centred ``G̃ = (I - 1_M) G (I - 1_M)`` (eq. (15)) and eigendecomposed;
+    eigenvalues above ``rcond²·λ_max`` (and the round-off floor) span R(S_T^Φ), and
+    every point x gets the coordinates ``y(x) = Λ^{-1/2} Uᵀ (l_x - 1_M l_x)``
+    (eqs. (21)-(22), l_x its kernel values with the neighbours). Non-PSD local kernel
+    matrices (centred eigenvalue ``λ_min < -1e-8·λ_max``) are counted in
+    ``info_['non_psd_local_grams']`` and repaired as ``non_psd`` says. When K reaches
+    every class's size, every query's neighbourhood is the whole training set and one
+    kernel PCA serves all queries (the same subspaces; distances agree to round-off).
+
+    In those coordinates: the null space of the pooled within-class scatter (SVD of all
+    class-centred coordinates, cutoff ``rcond``), each class's common vector and the
+    query's projection; the nearest common vector wins (eq. (23) in feature space). With
+    a strictly positive definite kernel (Gaussian, distinct neighbours) that null space
+    has dimension C - 1, so K is not limited by d as in :class:`LDCV`. When it is empty
+    for a query (linear kernel with small d, or repeated neighbours) every distance is 0
+    and the tie rule decides (larger prior, then the nearest sample's class); such
+    queries are counted in ``info_['empty_null_space']``.
+
+    Parameters
+    ----------
+    n_neighbors : int, default=7
+        K, the number of nearest training samples of each class (clipped to the class's
+        size).
+    kernel : {"gaussian", "linear"}, default="gaussian"
+        ``"gaussian"``: ``exp(-d²/(2σ²)) = exp(-d²/q)`` on ``metric``'s squared distance;
+        ``"linear"``: ``-d²/2``, whose centred form is the linear kernel's centred Gram
+        matrix exactly for the Euclidean metric (only centred quantities enter).
+    sigma : float or "scale", default="scale"
+        Gaussian width σ; ``"scale"`` takes scikit-learn's ``gamma="scale"`` width of the
+        training data, sqrt(p·Var(X)/2). Unused by the linear kernel.
+    q : float or None, default=None
+        The paper's width (``k = exp(-d²/q)``); when given it replaces ``sigma``
+        (σ = sqrt(q/2)).
+    metric : str, default="euclidean"
+        The distance that selects the neighbours and enters the kernel:
+        ``"euclidean"`` or a registered distance such as ``"tangent"``.
+    rcond : float, default=1e-10
+        Relative rank cutoff: kernel-PCA eigenvalues at or below ``rcond²·λ_max`` (and
+        the round-off floor ``10·M·eps·λ_max``, M local neighbours) and singular values
+        of the class (or pooled) scatters at or below ``rcond·s_max`` count as zero.
+    non_psd : {"shift", "gram", "drop"}, default="shift"
+        What is done with a non-PSD local kernel matrix (possible with a non-Euclidean
+        metric; readings of the paper's remedy, Sec. IV-A): ``"shift"`` adds the centred
+        matrix's ``|λ_min|`` to G's diagonal (the smallest shift that makes what eq. (15)
+        decomposes PSD), ``"gram"`` adds the most negative eigenvalue of the uncentred
+        local kernel matrix, ``"drop"`` adds nothing (kernel PCA keeps the positive
+        eigenvalues only).
+    n_jobs : int or None, default=None
+        Threads over blocks of query rows in ``predict``, ``decision_function`` and
+        ``class_distances`` (scikit-learn's meaning: None is 1 outside a joblib
+        ``parallel_config`` context, -1 is every core). The blocks do not depend on
+        ``n_jobs``, so the outputs are bit for bit the same at every value.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    class_count_ : ndarray of shape (n_classes,)
+        Training samples per class (the prior used by the tie rule).
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Feature names, when ``X`` had string column names.
+    X_ : ndarray of shape (n_samples, n_features)
+        The training samples (the method is lazy: all work happens per query).
+    class_rows_ : list of ndarray
+        Training-row indices of each class, in ``classes_`` order.
+    k_per_class_ : ndarray of shape (n_classes,)
+        The K used for each class.
+    sigma_ : float
+        The Gaussian width in use (``"scale"`` resolved, or sqrt(q/2)).
+    info_ : dict
+        ``n_neighbors``, ``k_clipped``, ``n_features``, ``sigma``, ``q`` (= 2σ²),
+        ``non_psd_local_grams`` and ``empty_null_space`` (counts over the last
+        prediction's queries), and after ``predict`` ``tie_share``.
+
+    See Also
+    --------
+    LDCV : The same rule in the input space.
+    NHKNN : The nearest local hull in the same feature space.
+
+    References
+    ----------
+    .. [1] H. Cevikalp, D. Larlus, M. Douze and F. Jurie, "Local subspace classifiers:
+       linear and nonlinear approaches", IEEE Workshop on Machine Learning for Signal
+       Processing (MLSP), pp. 57-62, 2007.
+    .. [2] H. Cevikalp, M. Neamtu and M. Wilkes, "Discriminative common vector method
+       with kernels", IEEE Transactions on Neural Networks 17(6), pp. 1550-1565, 2006.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from lkm.methods.subspace import NLDCV
+    >>> X, y = load_digits(return_X_y=True)
+    >>> X = X / 16.0
+    >>> clf = NLDCV(n_neighbors=3).fit(X[:600:2], y[:600:2])
+    >>> round(clf.score(X[1:600:2], y[1:600:2]), 3)
+    0.953
+    >>> clf.predict(X[1:11:2])
+    array([1, 3, 9, 7, 9])
     """
 
     sample_weight_refusal = (
