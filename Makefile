@@ -9,7 +9,7 @@ export LKM_DATA_DIR ?= $(abspath ../shared/datasets)
 LOCK   := requirements.lock
 ENV    := $(if $(LOCKED),install-locked,install)
 
-.PHONY: help install install-locked lock docs-figures docs-check demo test lint benchmark benchmark-smoke bench bench-large bench-scaling bench-cluster bench-cli reproduce reproduce-smoke report report-snapshot reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
+.PHONY: help install install-locked lock docs docs-figures docs-check demo test lint benchmark benchmark-smoke bench bench-large bench-scaling bench-cluster bench-cli reproduce reproduce-smoke report report-snapshot reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -111,6 +111,9 @@ reproduce-prls: $(ENV)  ## Yang, King, Lyu (PRLS, PLapRLS vs RLS, LapRLS): Fig. 
 
 reproduce-prls-smoke: $(ENV)  ## the same with few settings (what CI checks)
 	$(LKM) reproduce prls --smoke --jobs 2
+
+docs: install  ## build the documentation site (Sphinx) into docs/site/_build/html
+	$(BIN)/sphinx-build -W --keep-going -b html docs/site docs/site/_build/html
 
 docs-figures: install  ## snapshot results/ into docs/runs/, then regenerate README's and docs' tables and figures from it
 	$(LKM) docs snapshot --results results
