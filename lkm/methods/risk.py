@@ -6,6 +6,10 @@ around a point of interest x0, weighting each training point by a vicinity funct
 ``k(x_i, x0; β)`` normalized by ``𝒦(x0, β)``. Both solve one ℓ×ℓ symmetric positive
 definite system (Cholesky, :func:`solve_local_risk`); the kernel is the paper's heat
 kernel ``K_t(x, y) = (4πt)^(-d/2) exp(-||x - y||² / 4t)`` or a Gaussian.
+
+No estimator here takes ``n_jobs``: each fit is one global ℓ×ℓ factorization (LRR's
+vicinity is around one point x0, not around each query) and prediction is one kernel
+product, both already multithreaded inside BLAS/LAPACK.
 """
 
 from __future__ import annotations
@@ -38,10 +42,41 @@ IN_VICINITY = 1e-12
 
 
 def hard_vicinity(sq_dist: np.ndarray, beta: float) -> np.ndarray:
-    """Hard-threshold vicinity ``k_1(x, x0; β) = 1{||x - x0|| < β/2}`` (Sec. 2), from the
-    squared distances ``||x - x0||²`` (compared as ``||x - x0||² < β²/4``, or as
-    ``||x - x0|| < β/2`` where β²/4 is not a normal float64, so that x0 stays in its own
-    vicinity however small β)."""
+    """Return the hard-threshold vicinity weights ``1{||x - x0|| < β/2}``.
+
+    Li, Chen and Tang's ``k_1(x, x0; β)`` (Sec. 2) from the squared distances
+    ``||x - x0||²``, compared as ``||x - x0||² < β²/4``, or as ``||x - x0|| < β/2`` where
+    β²/4 is not a normal float64, so that x0 stays in its own vicinity however small β.
+
+    Parameters
+    ----------
+    sq_dist : array-like of float
+        Squared distances ``||x - x0||²`` of the points to the point of interest.
+    beta : float
+        The vicinity's diameter β (> 0).
+
+    Returns
+    -------
+    ndarray of float64
+        1.0 inside the vicinity, 0.0 outside, in the shape of ``sq_dist``.
+
+    See Also
+    --------
+    soft_vicinity : The paper's soft-threshold vicinity.
+
+    References
+    ----------
+    .. [1] H. Li, N. Chen and Y. Y. Tang, "Local learning estimates by integral
+       operators", International Journal of Wavelets, Multiresolution and Information
+       Processing 8(5), pp. 695-712, 2010.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lkm.methods.risk import hard_vicinity
+    >>> hard_vicinity(np.array([0.0, 1.0, 4.0, 9.0]), beta=4.0)
+    array([1., 1., 0., 0.])
+    """
     sq = np.asarray(sq_dist, dtype=np.float64)
     bound = 0.25 * beta * beta
     if not _TINY <= bound < np.inf:
@@ -50,7 +85,40 @@ def hard_vicinity(sq_dist: np.ndarray, beta: float) -> np.ndarray:
 
 
 def soft_vicinity(sq_dist: np.ndarray, beta: float) -> np.ndarray:
-    """Soft-threshold vicinity ``k_2(x, x0; β) = exp(-||x - x0||² / β²)`` (Sec. 2)."""
+    """Return the soft-threshold vicinity weights ``exp(-||x - x0||² / β²)``.
+
+    Li, Chen and Tang's ``k_2(x, x0; β)`` (Sec. 2), evaluated from the squared distances
+    with the exponent's scale formed without overflow for extreme β.
+
+    Parameters
+    ----------
+    sq_dist : array-like of float
+        Squared distances ``||x - x0||²`` of the points to the point of interest.
+    beta : float
+        The vicinity's width β (> 0).
+
+    Returns
+    -------
+    ndarray of float64
+        Weights in (0, 1] (0 where they underflow), in the shape of ``sq_dist``.
+
+    See Also
+    --------
+    hard_vicinity : The paper's hard-threshold vicinity.
+
+    References
+    ----------
+    .. [1] H. Li, N. Chen and Y. Y. Tang, "Local learning estimates by integral
+       operators", International Journal of Wavelets, Multiresolution and Information
+       Processing 8(5), pp. 695-712, 2010.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lkm.methods.risk import soft_vicinity
+    >>> soft_vicinity(np.array([0.0, 1.0, 4.0]), beta=2.0).round(4)
+    array([1.    , 0.7788, 0.3679])
+    """
     return np.exp(times_scale(np.asarray(sq_dist, dtype=np.float64), exponent_scale(beta, beta), negate=True))
 
 
@@ -58,8 +126,40 @@ VICINITIES = {"hard": hard_vicinity, "soft": soft_vicinity}
 
 
 def check_sample_weight(sample_weight: Any, n: int, owner: str) -> np.ndarray | None:
-    """``sample_weight`` as (n,) finite non-negative float64 with a positive sum (a scalar is
-    broadcast; None stays None); ValueError naming ``owner`` otherwise."""
+    """Validate sample weights: n finite non-negative numbers with a positive sum.
+
+    A scalar is broadcast to every sample; None (unweighted) stays None. Used by every
+    lkm estimator whose ``fit`` takes ``sample_weight``.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n,), float or None
+        The weights as given to ``fit``.
+    n : int
+        The number of training samples.
+    owner : str
+        The estimator's name, for the error message.
+
+    Returns
+    -------
+    ndarray of shape (n,) or None
+        The weights as float64, or None when ``sample_weight`` is None.
+
+    Raises
+    ------
+    ValueError
+        Naming ``owner``: a wrong shape, a negative or non-finite weight, or all weights 0.
+
+    Examples
+    --------
+    >>> from lkm.methods.risk import check_sample_weight
+    >>> check_sample_weight(2.0, 3, "Demo")
+    array([2., 2., 2.])
+    >>> check_sample_weight([1.0, 0.0], 3, "Demo")
+    Traceback (most recent call last):
+    ...
+    ValueError: Demo: sample_weight must be 3 finite non-negative numbers; got shape (2,)
+    """
     if sample_weight is None:
         return None
     w = np.asarray(sample_weight, dtype=np.float64)
@@ -75,7 +175,7 @@ def check_sample_weight(sample_weight: Any, n: int, owner: str) -> np.ndarray | 
 def solve_local_risk(
     K: np.ndarray, Y: np.ndarray, lam: float, weights: np.ndarray | None = None
 ) -> tuple[np.ndarray, float]:
-    """Kernel-expansion coefficients α of the (local) risk regularization problem.
+    """Return the kernel-expansion coefficients α of (local) risk regularization.
 
     Minimizes ``(1/(ℓ𝒦)) Σ w_i (y_i - f(x_i))² + λ ||f||²_K`` with ``𝒦 = mean(w)``
     (``weights=None`` means w ≡ 1, i.e. RLS eq. (3.1)). With ``f = Σ_j α_j K(·, x_j)``
@@ -92,7 +192,50 @@ def solve_local_risk(
     which is symmetric positive definite with eigenvalues >= λℓ (K is PSD) whatever the
     weights — including zero weights, whose α_i are then exactly 0 — so a Cholesky
     factorization is stable; multiplying it by S recovers ``Ŵ K α + λℓ α = Ŵ y``, the
-    system above divided by 𝒦. Returns ``(α, 𝒦)``; Y may have several columns.
+    system above divided by 𝒦. With vicinity weights this is LRR's eq. (2.4), without
+    them RLS's eq. (3.2) in kernel-expansion form.
+
+    Parameters
+    ----------
+    K : ndarray of shape (ℓ, ℓ)
+        The kernel matrix of the training points (symmetric PSD).
+    Y : ndarray of shape (ℓ,) or (ℓ, n_tasks)
+        Targets, one column per task (e.g. one-vs-rest ±1 columns).
+    lam : float
+        The regularization weight λ (> 0).
+    weights : ndarray of shape (ℓ,) or None, default=None
+        Loss weights w_i ≥ 0 (vicinity weights, possibly times sample weights) with a
+        positive sum; None means w ≡ 1.
+
+    Returns
+    -------
+    alpha : ndarray of shape (ℓ,) or (ℓ, n_tasks)
+        The coefficients α (exactly 0 where the weight is 0).
+    normalizer : float
+        𝒦 = mean(w) (1.0 without weights).
+
+    Raises
+    ------
+    ValueError
+        When every weight is 0 (the local risk is undefined).
+
+    References
+    ----------
+    .. [1] H. Li, N. Chen and Y. Y. Tang, "Local learning estimates by integral
+       operators", International Journal of Wavelets, Multiresolution and Information
+       Processing 8(5), pp. 695-712, 2010.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lkm.methods.risk import solve_local_risk
+    >>> K = np.array([[1.0, 0.5], [0.5, 1.0]])
+    >>> alpha, normalizer = solve_local_risk(K, np.array([1.0, -1.0]), lam=0.25)
+    >>> alpha, normalizer
+    (array([ 1., -1.]), 1.0)
+    >>> alpha, normalizer = solve_local_risk(K, np.array([1.0, -1.0]), lam=0.25, weights=np.array([1.0, 0.0]))
+    >>> round(float(alpha[0]), 12), bool(alpha[1] == 0.0), normalizer
+    (0.8, True, 0.5)
     """
     n = K.shape[0]
     if weights is None:
@@ -171,7 +314,24 @@ class _KernelRidgeBase(LocalKernelClassifier):
         return weights
 
     def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
-        """``f(x) = Σ_j α_j K(x, x_j)``; (n,) for two classes, else (n, n_classes)."""
+        """Evaluate the fitted kernel expansion ``f(x) = Σ_j α_j K(x, x_j)``.
+
+        One ±1 dummy output per class (one-vs-rest), or one output for two classes;
+        ``predict`` takes the sign or the largest output.
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (n_queries, n_features)
+            Query samples.
+        cache : DistanceCache or None, default=None
+            Memo of distance matrices shared between fits and predictions on the same
+            arrays (the runner passes one); None computes them here.
+
+        Returns
+        -------
+        decision : ndarray of shape (n_queries,) or (n_queries, n_classes)
+            The output f(x); with two classes positive means ``classes_[1]``.
+        """
         X = self._validate_query(X)
         return self._gram(X, self.X_fit_, cache) @ self.dual_coef_
 
@@ -196,9 +356,9 @@ class _KernelRidgeBase(LocalKernelClassifier):
 
 
 class RegularizedLeastSquares(_KernelRidgeBase):
-    """Regularized least squares (Li, Chen, Tang, eq. (3.1)–(3.2)) on ±1 dummy outputs.
+    """Regularized least squares on ±1 dummy outputs, the global baseline of LRR.
 
-    Minimizes ``(1/ℓ) Σ_i (y_i - f(x_i))² + lam ||f||²_K``; eq. (3.2),
+    Li, Chen and Tang [1]_, eq. (3.1)–(3.2). Minimizes ``(1/ℓ) Σ_i (y_i - f(x_i))² + lam ||f||²_K``; eq. (3.2),
     ``f = ((1/ℓ) S_xᵀ S_x + lam I)⁻¹ (1/ℓ) S_xᵀ y``, in kernel-expansion form is
     ``f = Σ α_i K(·, x_i)`` with ``(K + lam·ℓ·I) α = y`` — lam multiplies ℓ, exactly the
     paper's scaling (the 1/ℓ sits on the data term). Solved by Cholesky.
@@ -221,8 +381,65 @@ class RegularizedLeastSquares(_KernelRidgeBase):
     :func:`solve_local_risk` (the weights normalized to mean 1: Σw = ℓ𝒦). An integer
     weight m equals the row repeated m times.
 
-    ``info_``: n_train, kernel, lam, ridge (= lam·ℓ, or lam·Σw with weights), t and
-    unit_diagonal or sigma.
+    Parameters
+    ----------
+    kernel : {"heat", "gaussian"}, default="heat"
+        ``"heat"`` (the paper's): ``K_t(x, y) = (4πt)^(-d/2) exp(-||x - y||²/4t)``;
+        ``"gaussian"``: ``exp(-||x - y||²/2σ²)``.
+    t : float, default=1.0
+        The heat kernel's time t (unused by the Gaussian kernel).
+    sigma : float or "scale", default="scale"
+        The Gaussian width σ; ``"scale"`` is sqrt(p·Var(X)/2) of the training data,
+        scikit-learn's ``gamma="scale"``, kept in ``sigma_`` (unused by the heat kernel).
+    lam : float, default=0.5
+        The regularization weight (> 0), multiplied by ℓ as in eq. (3.2).
+    unit_diagonal : bool, default=False
+        Heat kernel without its constant ``(4πt)^(-d/2)`` (a d-dependent rescaling of
+        lam; unused by the Gaussian kernel).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    class_count_ : ndarray of shape (n_classes,)
+        Training samples per class.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Feature names, when ``X`` had string column names.
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        The training samples (the expansion points).
+    sigma_ : float
+        The Gaussian width of ``sigma`` (``"scale"`` resolved; set for either kernel).
+    dual_coef_ : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        The expansion coefficients α (one column per class beyond two classes).
+    info_ : dict
+        ``n_train``, ``kernel``, ``lam``, ``ridge`` (= lam·ℓ, or lam·Σw with weights),
+        ``t`` and ``unit_diagonal`` or ``sigma``, ``sample_weight_sum`` with weights;
+        after ``predict`` ``underflow_share`` and ``tie_share``.
+
+    See Also
+    --------
+    LocalRiskRegularization : The local risk around a point of interest x0.
+
+    References
+    ----------
+    .. [1] H. Li, N. Chen and Y. Y. Tang, "Local learning estimates by integral
+       operators", International Journal of Wavelets, Multiresolution and Information
+       Processing 8(5), pp. 695-712, 2010.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> from lkm.methods.risk import RegularizedLeastSquares
+    >>> clf = RegularizedLeastSquares(kernel="gaussian", lam=1e-3).fit(X[::2], y[::2])
+    >>> round(clf.score(X[1::2], y[1::2]), 3)
+    0.961
+    >>> clf.decision_function(X[1:7:2]).round(3)
+    array([-0.915, -0.268, -0.317])
     """
 
     _parameter_constraints: dict = dict(_KERNEL_CONSTRAINTS)
@@ -244,7 +461,28 @@ class RegularizedLeastSquares(_KernelRidgeBase):
     def fit(
         self, X: Any, y: Any, cache: DistanceCache | None = None, sample_weight: Any = None
     ) -> RegularizedLeastSquares:
-        """Fit eq. (3.1) (weighted by ``sample_weight`` if given; X may be scipy sparse)."""
+        """Fit eq. (3.1): one Cholesky solve of ``(K + lam·ℓ·I) α = y``.
+
+        With ``sample_weight`` the weighted risk ``(1/Σw) Σ_i w_i (y_i - f(x_i))²`` is
+        minimized instead (see the class description).
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (n_samples, n_features)
+            Training samples (sparse input is densified once).
+        y : array-like of shape (n_samples,)
+            Class labels; at least two classes.
+        cache : DistanceCache or None, default=None
+            Memo of the training Gram matrix's distances shared between fits on the same
+            arrays (the runner passes one); None computes them here.
+        sample_weight : array-like of shape (n_samples,), float or None, default=None
+            Non-negative weights of the squared loss; None weighs every sample 1.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         X, y_index = self._validate_training(X, y)
         weights = check_sample_weight(sample_weight, X.shape[0], type(self).__name__)
         Y = self._dummy_outputs(y_index)
@@ -259,7 +497,9 @@ class RegularizedLeastSquares(_KernelRidgeBase):
 
 
 class LocalRiskRegularization(_KernelRidgeBase):
-    """Local risk regularization (Li, Chen, Tang, eq. (2.2)–(2.4)) on ±1 dummy outputs.
+    """Local risk regularization around a point of interest x0, on ±1 dummy outputs.
+
+    Li, Chen and Tang [1]_, eq. (2.2)–(2.4).
 
     Minimizes the local empirical risk (2.2) plus lam times the RKHS norm,
 
@@ -298,10 +538,81 @@ class LocalRiskRegularization(_KernelRidgeBase):
     stationarity system is ``(WK + lam·Σ_i w_i·I) α = W y`` with W = diag(s·k)
     (:func:`solve_local_risk`); ``normalizer`` is then 𝒦 = Σ s_i k_i / Σ s_i.
 
-    Kernels and ``unit_diagonal`` as in :class:`RegularizedLeastSquares`. ``info_``:
-    n_train, kernel, lam, t/unit_diagonal or sigma, x0 (index or point as a list),
-    x0_index (None for a point), x0_point, vicinity, beta, n_in_vicinity (weights >
-    1e-12), normalizer (𝒦). ``vicinity_weights_``: the w_i.
+    Kernels and ``unit_diagonal`` as in :class:`RegularizedLeastSquares`.
+
+    Parameters
+    ----------
+    kernel : {"heat", "gaussian"}, default="heat"
+        ``"heat"`` (the paper's): ``K_t(x, y) = (4πt)^(-d/2) exp(-||x - y||²/4t)``;
+        ``"gaussian"``: ``exp(-||x - y||²/2σ²)``.
+    t : float, default=1.0
+        The heat kernel's time t (unused by the Gaussian kernel).
+    sigma : float or "scale", default="scale"
+        The Gaussian width σ; ``"scale"`` is sqrt(p·Var(X)/2) of the training data,
+        scikit-learn's ``gamma="scale"``, kept in ``sigma_`` (unused by the heat kernel).
+    beta : float, default=6.0
+        The vicinity's width β (> 0).
+    vicinity : {"soft", "hard"}, default="soft"
+        ``"soft"``: ``exp(-||x - x0||²/β²)``; ``"hard"``: ``1{||x - x0|| < β/2}``.
+    lam : float, default=1.0
+        The regularization weight (> 0); lam = 1 is eq. (2.3) exactly.
+    x0 : int, array-like of shape (n_features,) or str, default=0
+        The point of interest: a training-row index, a point, or ``"class:<label>"``
+        (a training point of that class drawn with ``random_state``).
+    unit_diagonal : bool, default=False
+        Heat kernel without its constant ``(4πt)^(-d/2)`` (a d-dependent rescaling of
+        lam; unused by the Gaussian kernel).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the draw of ``x0="class:<label>"``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    class_count_ : ndarray of shape (n_classes,)
+        Training samples per class.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Feature names, when ``X`` had string column names.
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        The training samples (the expansion points).
+    sigma_ : float
+        The Gaussian width of ``sigma`` (``"scale"`` resolved; set for either kernel).
+    dual_coef_ : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        The expansion coefficients α.
+    vicinity_weights_ : ndarray of shape (n_samples,)
+        The vicinity weights w_i = k(x_i, x0; β).
+    info_ : dict
+        ``n_train``, ``kernel``, ``lam``, ``t``/``unit_diagonal`` or ``sigma``, ``x0``
+        (index or point as a list), ``x0_index`` (None for a point), ``x0_point``,
+        ``vicinity``, ``beta``, ``n_in_vicinity`` (weights > 1e-12), ``normalizer``
+        (𝒦); after ``predict`` ``underflow_share`` and ``tie_share``.
+
+    See Also
+    --------
+    RegularizedLeastSquares : The global risk (LRR with constant weights).
+    LocalRiskPair : LRR¹ and LRR² combined without test labels.
+
+    References
+    ----------
+    .. [1] H. Li, N. Chen and Y. Y. Tang, "Local learning estimates by integral
+       operators", International Journal of Wavelets, Multiresolution and Information
+       Processing 8(5), pp. 695-712, 2010.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> from lkm.methods.risk import LocalRiskRegularization
+    >>> clf = LocalRiskRegularization(kernel="gaussian", lam=1e-3, beta=8.0, x0=0)
+    >>> clf = clf.fit(X[::2], y[::2])
+    >>> round(clf.score(X[1::2], y[1::2]), 3)
+    0.965
+    >>> clf.info_["n_in_vicinity"], round(clf.info_["normalizer"], 4)
+    (285, 0.152)
     """
 
     _parameter_constraints: dict = {
@@ -362,7 +673,37 @@ class LocalRiskRegularization(_KernelRidgeBase):
     def fit(
         self, X: Any, y: Any, cache: DistanceCache | None = None, sample_weight: Any = None
     ) -> LocalRiskRegularization:
-        """Fit eq. (2.2)–(2.4) (each loss also weighed by ``sample_weight``; X may be scipy sparse)."""
+        """Fit eq. (2.2)–(2.4) around the point of interest x0.
+
+        Resolves x0, weighs each training point by its vicinity weight
+        ``k(x_i, x0; β)`` (times ``sample_weight`` if given) and solves the SPD form of
+        eq. (2.4) by one Cholesky factorization.
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (n_samples, n_features)
+            Training samples (sparse input is densified once).
+        y : array-like of shape (n_samples,)
+            Class labels; at least two classes.
+        cache : DistanceCache or None, default=None
+            Memo of the training Gram matrix's distances shared between fits on the same
+            arrays (the runner passes one); None computes them here.
+        sample_weight : array-like of shape (n_samples,), float or None, default=None
+            Non-negative weights of each sample's loss, on top of the vicinity
+            weights; None weighs every sample 1.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            When x0 is not a training-row index, a point of length n_features or
+            ``"class:<label>"`` of an existing class, or when the vicinity holds no
+            training point (weights all 0, or all 0 after ``sample_weight``).
+        """
         X, y_index = self._validate_training(X, y)
         sample = check_sample_weight(sample_weight, X.shape[0], type(self).__name__)
         Y = self._dummy_outputs(y_index)
@@ -396,7 +737,7 @@ class LocalRiskRegularization(_KernelRidgeBase):
 class LocalRiskPair(_KernelRidgeBase):
     """An honest combination of the paper's LRR¹ and LRR² (binary problems only).
 
-    Li, Chen and Tang (Sec. 5.1, Table 2, column "LRR") classify the test points of the
+    Li, Chen and Tang [1]_ (Sec. 5.1, Table 2, column "LRR") classify the test points of the
     first class with LRR¹ (x0 in class 1) and those of the second class with LRR² —
     which needs the test labels. This estimator makes the choice without them: it fits
     two :class:`LocalRiskRegularization` models on the same training data, with x0 a
@@ -410,9 +751,77 @@ class LocalRiskPair(_KernelRidgeBase):
     Both models share one Gram matrix. ``decision_function`` returns the chosen model's
     output; :meth:`component_decisions` returns both (columns: x0 in ``classes_[0]``,
     x0 in ``classes_[1]``) and :meth:`chosen_component` which one is used per point.
-    Raises ``ValueError`` ("Only binary classification is supported") for more than two
-    classes. ``info_``: the kernel facts, combine, vicinity, beta, and per model (lists
-    in class order) x0_index, x0_point, n_in_vicinity, normalizer; x0_classes.
+
+    Parameters
+    ----------
+    kernel : {"heat", "gaussian"}, default="heat"
+        ``"heat"`` (the paper's): ``K_t(x, y) = (4πt)^(-d/2) exp(-||x - y||²/4t)``;
+        ``"gaussian"``: ``exp(-||x - y||²/2σ²)``.
+    t : float, default=1.0
+        The heat kernel's time t (unused by the Gaussian kernel).
+    sigma : float or "scale", default="scale"
+        The Gaussian width σ; ``"scale"`` is sqrt(p·Var(X)/2) of the training data,
+        scikit-learn's ``gamma="scale"``, kept in ``sigma_`` (unused by the heat kernel).
+    beta : float, default=6.0
+        The vicinity's width β (> 0).
+    vicinity : {"soft", "hard"}, default="soft"
+        ``"soft"``: ``exp(-||x - x0||²/β²)``; ``"hard"``: ``1{||x - x0|| < β/2}``.
+    lam : float, default=1.0
+        The regularization weight (> 0); lam = 1 is eq. (2.3) exactly.
+    combine : {"confidence", "nearest_x0"}, default="confidence"
+        How a query's model is chosen (see above).
+    unit_diagonal : bool, default=False
+        Heat kernel without its constant ``(4πt)^(-d/2)`` (a d-dependent rescaling of
+        lam; unused by the Gaussian kernel).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the draws of the two x0 (as LRR's ``x0="class:<label>"``).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    class_count_ : ndarray of shape (n_classes,)
+        Training samples per class.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Feature names, when ``X`` had string column names.
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        The training samples (the expansion points).
+    sigma_ : float
+        The Gaussian width of ``sigma`` (``"scale"`` resolved; set for either kernel).
+    dual_coef_ : ndarray of shape (n_samples, 2)
+        The two models' coefficients (x0 in ``classes_[0]``, in ``classes_[1]``).
+    x0_points_ : ndarray of shape (2, n_features)
+        The two points of interest.
+    info_ : dict
+        The kernel facts, ``combine``, ``vicinity``, ``beta``, and per model (lists in
+        class order) ``x0_index``, ``x0_point``, ``n_in_vicinity``, ``normalizer``;
+        ``x0_classes``; after ``predict`` ``underflow_share`` and ``tie_share``.
+
+    See Also
+    --------
+    LocalRiskRegularization : One model around one x0.
+
+    References
+    ----------
+    .. [1] H. Li, N. Chen and Y. Y. Tang, "Local learning estimates by integral
+       operators", International Journal of Wavelets, Multiresolution and Information
+       Processing 8(5), pp. 695-712, 2010.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> from lkm.methods.risk import LocalRiskPair
+    >>> clf = LocalRiskPair(kernel="gaussian", lam=1e-3, beta=8.0, random_state=0)
+    >>> clf = clf.fit(X[::2], y[::2])
+    >>> round(clf.score(X[1::2], y[1::2]), 3)
+    0.965
+    >>> clf.component_decisions(X[1:3]).shape, clf.info_["x0_index"]
+    ((2, 2), [84, 271])
     """
 
     sample_weight_refusal = (
@@ -455,6 +864,33 @@ class LocalRiskPair(_KernelRidgeBase):
         return tags
 
     def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None) -> LocalRiskPair:
+        """Fit the two LRR models, x0 drawn in each class, on one shared Gram matrix.
+
+        Each model solves eq. (2.4) around its x0 (a training point of ``classes_[0]``,
+        then of ``classes_[1]``, drawn as LRR's ``x0="class:<label>"`` draws it).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training samples.
+        y : array-like of shape (n_samples,)
+            Class labels of exactly two classes.
+        cache : DistanceCache or None, default=None
+            Memo of the training Gram matrix's distances shared between fits on the same
+            arrays; None computes them here.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            For more than two classes, or a vicinity without training points.
+        TypeError
+            When given ``sample_weight`` (not implemented for the pair).
+        """
         X, y_index = self._validate_training(X, y)
         if self.classes_.size != 2:
             raise ValueError(
@@ -491,7 +927,24 @@ class LocalRiskPair(_KernelRidgeBase):
         return self
 
     def component_decisions(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
-        """Outputs of both models, shape (n, 2): x0 in ``classes_[0]``, in ``classes_[1]``."""
+        """Return the outputs of both models.
+
+        Column 0 is the model whose x0 is in ``classes_[0]``, column 1 the model whose
+        x0 is in ``classes_[1]``.
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (n_queries, n_features)
+            Query samples.
+        cache : DistanceCache or None, default=None
+            Memo of distance matrices shared between fits and predictions on the same
+            arrays; None computes them here.
+
+        Returns
+        -------
+        decisions : ndarray of shape (n_queries, 2)
+            The output f(x) of each model; positive means ``classes_[1]``.
+        """
         X = self._validate_query(X)
         return self._gram(X, self.X_fit_, cache) @ self.dual_coef_
 
@@ -502,12 +955,45 @@ class LocalRiskPair(_KernelRidgeBase):
         return np.argmin(np.einsum("ijk,ijk->ij", diff, diff), axis=1)
 
     def chosen_component(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
-        """Per query point, 0 or 1: which model (column of :meth:`component_decisions`) predicts it."""
+        """Return which of the two models predicts each query.
+
+        The choice follows ``combine``: the larger ``|f(x)|``, or the nearer x0; ties go
+        to the first model.
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (n_queries, n_features)
+            Query samples.
+        cache : DistanceCache or None, default=None
+            Memo of distance matrices shared between fits and predictions on the same
+            arrays; None computes them here.
+
+        Returns
+        -------
+        chosen : ndarray of shape (n_queries,)
+            0 or 1, a column of :meth:`component_decisions`.
+        """
         F = self.component_decisions(X, cache)
         return self._choose(self._validate_query(X), F)
 
     def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
-        """The chosen model's output ``f(x)`` per point, shape (n,); positive means ``classes_[1]``."""
+        """Return the chosen model's output f(x) for each query.
+
+        The model is chosen per query as :meth:`chosen_component` says.
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (n_queries, n_features)
+            Query samples.
+        cache : DistanceCache or None, default=None
+            Memo of distance matrices shared between fits and predictions on the same
+            arrays; None computes them here.
+
+        Returns
+        -------
+        decision : ndarray of shape (n_queries,)
+            The output f(x); positive means ``classes_[1]``.
+        """
         X = self._validate_query(X)
         F = self._gram(X, self.X_fit_, cache) @ self.dual_coef_
         return F[np.arange(F.shape[0]), self._choose(X, F)]
