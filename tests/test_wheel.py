@@ -1,8 +1,16 @@
-"""lkm works as an installed wheel, outside a clone: the specs ship inside the package,
-so `lkm reproduce lpl --smoke` and `lkm run quickstart` from an empty folder write their
-results there; the results pack ships too (lkm/report/published_pack, pinned by
-lkm/report/published.json), so `lkm report --all --results published` and `lkm compare`'s
-default reference work there; and `lkm --help` names only specs that ship."""
+"""lkm works as an installed wheel, outside a clone and without its optional extras:
+the specs ship inside the package, so `lkm reproduce lpl --smoke` and `lkm run quickstart`
+from an empty folder write their results there; the results pack ships too
+(lkm/report/published_pack, pinned by lkm/report/published.json), so `lkm report --all
+--results published` and `lkm compare`'s default reference work there; `lkm --help`
+names only specs that ship; and a fit that needs `lkm[fast]` is skipped, then runs once
+the extra is there.
+
+The venvs are made offline: lkm's wheel installed with no dependencies, and the
+dependencies are this interpreter's own installed distributions, linked one by one into a
+folder the venv reads (a .pth line) — all but the distributions of the optional extras
+(``fast``, ``dask``, read from lkm's metadata), which are absent as after `pip install
+lkm`. "Installing" ``lkm[fast]`` links those in."""
 
 from __future__ import annotations
 
@@ -10,10 +18,13 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import site
 import subprocess
 import sys
 import sysconfig
+import time
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -44,19 +55,69 @@ def wheel(smoke_root: Path) -> Path:
     return built
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory, wheel: Path) -> Path:
-    """A fresh venv holding lkm's wheel (not editable); its dependencies are this
-    interpreter's own site-packages, added by a .pth file, so nothing is downloaded."""
-    root = tmp_path_factory.mktemp("wheel")
+def _extras_entries() -> set[str]:
+    """The top-level site-packages entries (packages, modules, dist-info folders) of the
+    distributions the optional extras ``fast`` and ``dask`` name."""
+    names = {re.split(r"[\[<>=!~; ]", req, maxsplit=1)[0] for req in metadata.requires("lkm") or []
+             if re.search(r"""extra == ["'](fast|dask)["']""", req)}
+    entries: set[str] = set()
+    for name in names:
+        try:
+            files = metadata.files(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        entries |= {f.parts[0] for f in files if f.parts and f.parts[0] != ".."}
+    assert "sklearnex" in entries and any(e.startswith("hnswlib") for e in entries), entries
+    return entries
+
+
+def _link_dependencies(dest: Path, with_extras: bool) -> None:
+    """Link every entry of this interpreter's site-packages into ``dest`` (lkm's own
+    editable install left out), the extras' distributions only ``with_extras``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    left_out = set() if with_extras else _extras_entries()
+    here = [Path(p) for p in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *site.getsitepackages()}]
+    for folder in sorted(here):
+        for entry in folder.iterdir() if folder.is_dir() else []:
+            name = entry.name
+            if name in left_out or name.endswith(".pth") or name.startswith(("__editable__", "lkm")) \
+                    or (dest / name).exists():
+                continue
+            (dest / name).symlink_to(entry)
+
+
+def _venv(root: Path, wheel: Path, with_extras: bool = False) -> Path:
+    """A fresh venv holding lkm's wheel (not editable) and its dependencies, without the
+    optional extras unless ``with_extras``; nothing is downloaded."""
     venv = root / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     python = venv / "bin" / "python"
     purelib = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
-    here = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *site.getsitepackages()}
-    (purelib / "lkm-test-deps.pth").write_text("\n".join(sorted(here)) + "\n")
-    _run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)])
+    deps = root / "dependencies"
+    _link_dependencies(deps, with_extras)
+    (purelib / "lkm-test-deps.pth").write_text(f"{deps}\n")
+    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)])
     return venv
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory, wheel: Path) -> Path:
+    """A fresh venv holding lkm's wheel and its dependencies, none of the optional extras."""
+    return _venv(tmp_path_factory.mktemp("wheel"), wheel)
+
+
+def _timed(cmd: list[str], **kw) -> tuple[subprocess.CompletedProcess, float]:
+    start = time.monotonic()
+    res = _run(cmd, **kw)
+    return res, time.monotonic() - start
+
+
+def test_the_venv_has_no_optional_extra(installed: Path, tmp_path: Path) -> None:
+    """As after `pip install lkm`: hnswlib, scikit-learn-intelex and dask do not import."""
+    code = ("import importlib.util as u; "
+            "print([m for m in ('hnswlib', 'sklearnex', 'dask', 'distributed') if u.find_spec(m)])")
+    res = _run([str(installed / "bin" / "python"), "-c", code], cwd=tmp_path)
+    assert res.stdout.strip() == "[]"
 
 
 def test_the_installed_wheel_is_not_the_source_tree(installed: Path, tmp_path: Path) -> None:
@@ -80,19 +141,36 @@ def test_the_wheel_carries_every_data_file_of_the_package(installed: Path, tmp_p
     assert data_files(REPO / "lkm") <= data_files(site_lkm), data_files(REPO / "lkm") - data_files(site_lkm)
 
 
-def test_lkm_reproduce_smoke_runs_from_an_empty_folder(installed: Path, tmp_path: Path, data_dir: Path) -> None:
+def test_lkm_reproduce_smoke_skips_what_needs_fast_then_runs_it_with_fast(installed: Path, wheel: Path,
+                                                                          tmp_path: Path, data_dir: Path) -> None:
+    """Without lkm[fast], `lkm reproduce lpl --smoke` exits 0 from an empty folder, says
+    before the first fit that LPL-hnswlib is skipped, and the tables say `not run: needs
+    lkm[fast]`; with the extra installed, the same command fits just those and they
+    are results."""
     work = tmp_path / "empty"
     work.mkdir()
-    env = {**os.environ, "LKM_DATA_DIR": str(data_dir), "LKM_PROGRESS_SECONDS": "600",
+    env = {**os.environ, "LKM_DATA_DIR": str(data_dir), "LKM_PROGRESS_SECONDS": "600", "COLUMNS": "200",
            "LKM_DISTANCE_CACHE": str(tmp_path / "distances")}
-    res = _run([str(installed / "bin" / "lkm"), "reproduce", "lpl", "--smoke", "--jobs", "2", "--no-progress"],
-               cwd=work, env=env)
+    env.pop("LKM_PRETEND_MISSING", None)
+    command = ["reproduce", "lpl", "--smoke", "--jobs", "2", "--no-progress"]
+    res, seconds = _timed([str(installed / "bin" / "lkm"), *command], cwd=work, env=env)
+    print(f"lkm reproduce lpl --smoke, no extras: {seconds:.1f} s")
     assert "claims table" in res.stdout
+    assert "LPL-hnswlib needs hnswlib: `pip install 'lkm[fast]'` — skipped" in " ".join(res.stderr.split())
     claims = work / "results" / "lpl_claims-smoke" / "claims.md"
     assert claims.is_file() and "smoke: not evidence" in claims.read_text(encoding="utf-8")
+    annoy = work / "results" / "lpl_annoy-smoke" / "tables" / "summary.md"
+    assert "not run: needs lkm[fast]" in annoy.read_text(encoding="utf-8")
     assert (work / "results" / "lpl_vs_svm-smoke" / "tables" / "summary.md").is_file()
     listed = _run([str(installed / "bin" / "lkm"), "specs", "list"], cwd=work, env=env).stdout
     assert "lpl_vs_svm" in listed and "cross_paper" in listed
+
+    with_fast = _venv(tmp_path / "with-fast", wheel, with_extras=True)
+    res, seconds = _timed([str(with_fast / "bin" / "lkm"), *command], cwd=work, env=env)
+    print(f"lkm reproduce lpl --smoke again, with lkm[fast]: {seconds:.1f} s")
+    assert "skipped" not in res.stdout + res.stderr
+    assert "not run" not in annoy.read_text(encoding="utf-8")
+    assert "LPL-hnswlib" in annoy.read_text(encoding="utf-8")
 
 
 def _empty(tmp_path: Path, data_dir: Path) -> tuple[Path, dict[str, str]]:
@@ -141,6 +219,21 @@ def test_compare_ranks_against_the_shipped_results_from_an_empty_folder(installe
     assert "published_pack/cross_paper" in out and str(installed) in out, res.stdout
     assert "fits in all" in out
     assert not any(work.iterdir())
+
+
+def test_compare_smoke_ranks_a_new_classifier_without_extras(installed: Path, tmp_path: Path, data_dir: Path,
+                                                              benchmark_smoke: Path) -> None:
+    """`lkm compare sklearn.linear_model.RidgeClassifier --smoke` from a folder holding
+    only the benchmark's smoke run (`lkm run cross_paper --smoke` writes it there; the
+    session's copy stands in): it fits RidgeClassifier and ranks it among the 20."""
+    work, env = _empty(tmp_path, data_dir)
+    shutil.copytree(benchmark_smoke, work / "results" / "cross_paper-smoke")
+    res, seconds = _timed([str(installed / "bin" / "lkm"), "compare", "sklearn.linear_model.RidgeClassifier",
+                           "--smoke", "--no-progress"], cwd=work, env=env)
+    print(f"lkm compare sklearn.linear_model.RidgeClassifier --smoke: {seconds:.1f} s")
+    out = " ".join(res.stdout.split())
+    assert re.search(r"RidgeClassifier: rank \d+ of 20 ", out), res.stdout
+    assert (work / "results" / "compare" / "RidgeClassifier-smoke" / "comparison" / "ranking.md").is_file()
 
 
 def test_report_of_the_shipped_pack_from_an_empty_folder(installed: Path, tmp_path: Path, data_dir: Path) -> None:

@@ -185,7 +185,7 @@ datasets_app = typer.Typer(help="List, describe, download and verify the registe
 app.add_typer(datasets_app, name="datasets")
 specs_app = typer.Typer(help="The experiment specs lkm ships (each paper's, the cross-paper comparison): list them, print one or copy it out.", no_args_is_help=True)
 app.add_typer(specs_app, name="specs")
-docs_app = typer.Typer(help="README's and docs/' tables and figures from the committed run snapshot docs/runs/.", no_args_is_help=True)
+docs_app = typer.Typer(help="For maintainers, in a clone of the repository: README's and docs/' generated tables and figures from the committed run snapshot docs/runs/, and the results pack as an archive.", no_args_is_help=True)
 app.add_typer(docs_app, name="docs")
 
 

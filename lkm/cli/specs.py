@@ -18,12 +18,18 @@ def _packaged() -> dict[str, Path]:
     return packaged_specs()
 
 
+#: What the shipped specs outside the papers' packages are (the ``paper`` column).
+_NOT_A_PAPER = {"quickstart": "demo", "cross_paper": "benchmark"}
+
+
 def _owner(path: Path) -> str:
-    """The paper whose package holds the spec file ``path``, else ``cross-paper``."""
+    """The paper whose package holds the spec file ``path``; else ``demo`` (quickstart),
+    ``benchmark`` (the cross-paper benchmark) or ``cross-paper``."""
     from lkm.papers import PAPERS
     from lkm.reproduction.runs import spec_folder
 
-    return next((key for key, module in PAPERS.items() if path.parent == spec_folder(module.__name__)), "cross-paper")
+    return next((key for key, module in PAPERS.items() if path.parent == spec_folder(module.__name__)),
+                _NOT_A_PAPER.get(path.stem, "cross-paper"))
 
 
 def _write_new(out: Path, text: str) -> None:
