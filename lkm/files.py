@@ -47,6 +47,31 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         raise
 
 
+@contextlib.contextmanager
+def exclusive_lock(path: str | Path) -> Iterator[bool]:
+    """Hold an exclusive lock on the file ``path`` (created if absent) for the block,
+    across processes and threads (``flock`` on an open file of its own; released when
+    the block ends or the process dies). Yields whether a lock is held: where the file
+    cannot be opened (a read-only folder) or the platform has no ``flock``, the block
+    runs unlocked, as it would without this."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield False
+        return
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "a+b")  # noqa: SIM115 (closed below, after the block)
+    except OSError:
+        yield False
+        return
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        yield True
+    finally:
+        fh.close()  # releases the lock
+
+
 def atomic_write(path: str | Path, data: str | bytes) -> Path:
     """Write ``data`` (text as UTF-8) to ``path`` atomically, flushed to disk; see :func:`atomic_path`."""
     path = Path(path)

@@ -69,3 +69,43 @@ def test_only_registered_costly_metrics_persist():
     finally:
         kernels.DISTANCES.pop("throwaway")
         kernels.PERSISTED_DISTANCES.discard("throwaway")
+
+
+def _ask_for_the_matrix(barrier, store: str, log: str, out: str) -> None:
+    """A worker process: wait until both are ready, then ask for the same matrix."""
+    import os
+    import time
+
+    os.environ["LKM_DISTANCE_CACHE"] = store
+
+    def slow(A, B=None):
+        with open(log, "a") as fh:
+            fh.write(f"{os.getpid()}\n")
+        time.sleep(0.5)  # a costly matrix: long enough for the other process to ask meanwhile
+        return kernels.squared_euclidean(A, B)
+
+    kernels.DISTANCES["slow"] = slow
+    kernels.PERSISTED_DISTANCES.add("slow")
+    A = np.random.default_rng(3).normal(size=(400, 4))
+    barrier.wait()
+    np.save(out, persisted_sq_dists("slow", A, None))
+
+
+def test_two_processes_asking_for_the_same_matrix_compute_it_once(tmp_path):
+    """Issue 41: two workers built the same 2,007 × 7,291 tangent-distance matrix at the
+    same time. With one producer per matrix (a lock beside its file) the second waits
+    and reads the first one's file."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(2)
+    log = tmp_path / "computed.log"
+    procs = [ctx.Process(target=_ask_for_the_matrix, args=(barrier, str(tmp_path / "store"), str(log),
+                                                            str(tmp_path / f"out{i}.npy"))) for i in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=600)  # a generous ceiling: the event waited for is the workers' exit
+        assert p.exitcode == 0
+    assert len(log.read_text().split()) == 1
+    np.testing.assert_array_equal(np.load(tmp_path / "out0.npy"), np.load(tmp_path / "out1.npy"))

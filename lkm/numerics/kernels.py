@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from lkm.errors import InsufficientMemory, LkmError, NumericalError
+from lkm.files import exclusive_lock
 
 SquaredDistanceFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -340,22 +342,34 @@ def persisted_sq_dists(metric: str, A: np.ndarray, B: np.ndarray | None) -> np.n
         return fn(A, B)
     key_b = "self" if B is None else _content_key(B)
     path = root / f"{metric}-{_content_key(A)}-{key_b}.npy"
+    D = _read_stored(path, (A.shape[0], n_b))
+    if D is not None:
+        return D
+    # One producer per matrix: a second process (or thread) asking for the same matrix
+    # waits for the first and reads its file, instead of computing it a second time.
+    with exclusive_lock(path.with_suffix(".lock")):
+        D = _read_stored(path, (A.shape[0], n_b))
+        if D is not None:
+            return D
+        D = fn(A, B)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
+            with open(tmp, "wb") as fh:
+                np.save(fh, D, allow_pickle=False)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only or full disk costs only the reuse
+    return D
+
+
+def _read_stored(path: Path, shape: tuple[int, int]) -> np.ndarray | None:
+    """The stored matrix at ``path`` if it is there, readable and of ``shape``."""
     try:
         D = np.load(path, allow_pickle=False)
-        if D.shape == (A.shape[0], n_b):
-            return D
     except (OSError, ValueError):
-        pass  # absent or unreadable: compute it again
-    D = fn(A, B)
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
-            np.save(fh, D, allow_pickle=False)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a read-only or full disk costs only the reuse
-    return D
+        return None  # absent or unreadable: computed again
+    return D if D.shape == shape else None
 
 
 def _tangent_sq_distances(A: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
