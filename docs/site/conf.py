@@ -79,6 +79,7 @@ sphinx_gallery_conf = {
 # -- HTML --------------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = f"lkm {version}"
+toc_object_entries_show_parents = "hide"  # the page ToC lists "fit", not "lkm.methods.X.fit"
 html_theme_options = {
     "logo": {"text": "lkm — local kernel machines"},
     "github_url": SOURCE_URL,
