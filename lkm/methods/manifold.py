@@ -50,6 +50,9 @@ float64's range, e.g. d = 617, exactly where they are negligible against 1). So:
 * ``kernel="poly"`` (LapRLS only; Belkin et al.'s USPS kernel, Yang et al. Sec. 5.3):
   ``(x·y/d + coef0)^degree`` (:func:`poly_gram`). It has no semigroup, so the bracket
   penalty is undefined for it and PRLS / PLapRLS refuse it.
+
+No estimator here takes ``n_jobs``: each fit solves one global system (the graph couples
+every point) and prediction is one kernel product, both threaded inside BLAS/LAPACK.
 """
 
 from __future__ import annotations
@@ -93,24 +96,95 @@ RCOND = 1e-12
 
 
 def loss_weights(labeled: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
-    """The diagonal of J in the weighted squared loss ``(Y - f)ᵀJ(Y - f)``: the sample
-    weights on the labeled rows, 0 on the unlabeled ones (1 on the labeled rows when
-    ``weights`` is None; Yang et al. eq. (12), J = diag(labeled))."""
+    """Return the diagonal of J in the weighted squared loss ``(Y - f)ᵀJ(Y - f)``.
+
+    The sample weights on the labeled rows, 0 on the unlabeled ones (1 on the labeled
+    rows when ``weights`` is None: Yang et al.'s eq. (12), J = diag(labeled)).
+
+    Parameters
+    ----------
+    labeled : ndarray of bool, shape (n,)
+        Which rows are labeled.
+    weights : ndarray of shape (n,) or None
+        Sample weights, or None for weight 1.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        The diagonal of J.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lkm.methods.manifold import loss_weights
+    >>> loss_weights(np.array([True, False, True]), np.array([2.0, 5.0, 0.5]))
+    array([2. , 0. , 0.5])
+    """
     mask = labeled.astype(np.float64)
     return mask if weights is None else mask * np.asarray(weights, dtype=np.float64)
 
 
 def semigroup_weights(d: int) -> tuple[float, float]:
-    """``(2^(-d/2), 3^(-d/2))``, the weights of k_{2t} and k_{3t} in the bracket
-    ``k_t - 2·2^(-d/2) k_{2t} + 3^(-d/2) k_{3t}`` (computed in logs; 0.0 where they
-    underflow, e.g. 3^(-d/2) for d > 1290)."""
+    """Return ``(2^(-d/2), 3^(-d/2))``, the weights of k_{2t} and k_{3t} in the bracket.
+
+    The bracket is ``k_t - 2·2^(-d/2) k_{2t} + 3^(-d/2) k_{3t}`` (Yang et al., eq. (16),
+    divided by the heat kernel's prefactor). Computed in logs; 0.0 where they underflow,
+    e.g. 3^(-d/2) for d > 1290.
+
+    Parameters
+    ----------
+    d : int
+        The number of features.
+
+    Returns
+    -------
+    w2 : float
+        2^(-d/2).
+    w3 : float
+        3^(-d/2).
+
+    Examples
+    --------
+    >>> from lkm.methods.manifold import semigroup_weights
+    >>> semigroup_weights(2)
+    (0.5, 0.3333333333333333)
+    >>> semigroup_weights(4000)
+    (0.0, 0.0)
+    """
     return math.exp(-0.5 * d * math.log(2.0)), math.exp(-0.5 * d * math.log(3.0))
 
 
 def normalized_gamma(gamma: float, d: int, t: float) -> float:
-    """``gamma / c_t`` with ``c_t = (4πt)^(-d/2)``, from logs: the unit-diagonal weight
-    equal to ``gamma`` on the normalized heat kernel's penalty. Raises NumericalError
-    (naming d and t) when it overflows float64."""
+    """Return ``gamma / c_t`` with ``c_t = (4πt)^(-d/2)``, formed in logs.
+
+    The unit-diagonal penalty weight equal to ``gamma`` on the normalized heat kernel's
+    penalty (module description, ``unit_diagonal=False``).
+
+    Parameters
+    ----------
+    gamma : float
+        The weight on the normalized heat kernel's penalty (≥ 0).
+    d : int
+        The number of features.
+    t : float
+        The heat kernel's time.
+
+    Returns
+    -------
+    float
+        ``gamma / c_t`` (0.0 for gamma = 0).
+
+    Raises
+    ------
+    NumericalError
+        Naming d and t, when the value overflows float64 (high dimension).
+
+    Examples
+    --------
+    >>> from lkm.methods.manifold import normalized_gamma
+    >>> round(normalized_gamma(0.01, d=2, t=1.0), 6)
+    0.125664
+    """
     if gamma == 0.0:
         return 0.0
     log_value = math.log(gamma) + 0.5 * d * math.log(4.0 * math.pi * t)
@@ -124,9 +198,42 @@ def normalized_gamma(gamma: float, d: int, t: float) -> float:
 
 
 def penalty_bracket(D: np.ndarray, t: float, d: int, k_t: np.ndarray | None = None) -> np.ndarray:
-    """``B_t = k_t - 2·2^(-d/2) k_{2t} + 3^(-d/2) k_{3t}`` from squared distances D: the
-    penalty ``K - 2K' + K''`` (eq. (9), (16)) of the normalized heat kernel divided by
-    its prefactor c_t (module docstring). ``k_t``: ``heat_from_sq(D, t)`` if already computed."""
+    """Return the penalty bracket ``B_t = k_t - 2·2^(-d/2) k_{2t} + 3^(-d/2) k_{3t}``.
+
+    The penalty ``K - 2K' + K''`` of Yang et al. (eqs. (9), (16)) for the normalized heat
+    kernel, divided by its prefactor c_t (see the module description), from squared
+    distances.
+
+    Parameters
+    ----------
+    D : ndarray of shape (n, m)
+        Squared distances.
+    t : float
+        The heat kernel's time t of k_t = ``exp(-D/4t)``.
+    d : int
+        The number of features (the semigroup weights depend on it).
+    k_t : ndarray of shape (n, m) or None, default=None
+        ``exp(-D/4t)`` if already computed (it is copied, not modified).
+
+    Returns
+    -------
+    ndarray of shape (n, m)
+        The bracket B_t.
+
+    References
+    ----------
+    .. [1] H. Yang, I. King and M. R. Lyu, "Learning with consistency between inductive
+       functions and kernels", Advances in Neural Information Processing Systems 21,
+       pp. 1849-1856, 2008.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lkm.methods.manifold import penalty_bracket
+    >>> penalty_bracket(np.array([[0.0, 1.0], [1.0, 0.0]]), t=1.0, d=2).round(4)
+    array([[0.3333, 0.203 ],
+           [0.203 , 0.3333]])
+    """
     w2, w3 = semigroup_weights(d)
     B = heat_from_sq(D, t) if k_t is None else k_t.copy()
     if w2 > 0.0:
@@ -139,13 +246,48 @@ def penalty_bracket(D: np.ndarray, t: float, d: int, k_t: np.ndarray | None = No
 def knn_laplacian(
     D: np.ndarray, k: int, weights: str, t: float, normalized: bool
 ) -> sp.csr_matrix:
-    """Graph Laplacian of the symmetrized k-nearest-neighbour graph (Belkin et al. 2006).
+    """Return the graph Laplacian of the symmetrized k-nearest-neighbour graph.
 
-    Each point is joined to its k nearest other points (squared distances D, ties by
-    index); ``W = max(W, Wᵀ)`` (an edge when either end is among the other's k nearest);
-    weights ``exp(-||x_i - x_j||²/4t)`` (``"heat"``) or 1 (``"binary"``). Returns
-    ``L = D - W`` or, with ``normalized``, ``I - D^(-1/2) W D^(-1/2)`` (isolated points
-    get a zero row), as CSR.
+    Belkin, Niyogi and Sindhwani's graph (Sec. 4 of their JMLR paper): each point is
+    joined to its k nearest other points (ties by index); ``W = max(W, Wᵀ)`` (an edge
+    when either end is among the other's k nearest); weights ``exp(-||x_i - x_j||²/4t)``
+    (``"heat"``) or 1 (``"binary"``). The Laplacian is ``L = D - W`` (D the degree
+    matrix) or, with ``normalized``, ``I - D^(-1/2) W D^(-1/2)`` (isolated points get a
+    zero row).
+
+    Parameters
+    ----------
+    D : ndarray of shape (n, n)
+        Squared distances between the points.
+    k : int
+        Neighbours per point (at most n - 1 are used).
+    weights : {"heat", "binary"}
+        Edge weights.
+    t : float
+        The heat weights' time.
+    normalized : bool
+        Whether to return the normalized Laplacian.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of shape (n, n)
+        The Laplacian L.
+
+    References
+    ----------
+    .. [1] M. Belkin, P. Niyogi and V. Sindhwani, "Manifold regularization: a geometric
+       framework for learning from labeled and unlabeled examples", Journal of Machine
+       Learning Research 7, pp. 2399-2434, 2006.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lkm.methods.manifold import knn_laplacian
+    >>> D = np.array([[0.0, 1.0, 4.0], [1.0, 0.0, 1.0], [4.0, 1.0, 0.0]])
+    >>> knn_laplacian(D, k=1, weights="binary", t=1.0, normalized=False).toarray()
+    array([[ 1., -1.,  0.],
+           [-1.,  2., -1.],
+           [ 0., -1.,  1.]])
     """
     n = D.shape[0]
     k = min(k, n - 1)
@@ -180,7 +322,7 @@ def stationary_system(
     printed: bool = False,
     weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The linear system ``M [α; β] = r`` of the stationary point, in eq. (14)'s notation.
+    """Return the linear system ``M [α; β] = r`` of the stationary point (eq. (14)).
 
     With A = [K, Ψ], J = diag(labeled), G = J + λ₂L (λ₂ = ``graph``), λ₁ = ``ridge``:
 
@@ -192,7 +334,44 @@ def stationary_system(
     ``(ΨᵀJK - λ₂ΨᵀLK)α + (ΨᵀΨ - λ₂ΨᵀLΨ)β = ΨᵀY`` (not symmetric in general).
     Y (n, tasks) holds one column per one-vs-all task (unlabeled rows are ignored: J).
     ``weights`` (n,): sample weights, J = diag(weights on the labeled rows, 0 elsewhere)
-    (:func:`loss_weights`).
+    (:func:`loss_weights`). The reference form: the estimators solve it without forming
+    it (:func:`solve_reduced`, :func:`solve_belkin`) except for the printed system.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+        The kernel matrix of the expansion points.
+    P : ndarray of shape (n, n)
+        The penalty matrix (K, or the bracket ``K - 2K' + K''``).
+    Psi : ndarray of shape (n, o)
+        The unpenalized functions Ψ at the points (o = 0: none).
+    Y : ndarray of shape (n, n_tasks)
+        Targets, one column per one-vs-all task (ignored on unlabeled rows).
+    labeled : ndarray of bool, shape (n,)
+        Which rows are labeled (J = diag(labeled)).
+    ridge : float
+        λ₁, the penalty's weight.
+    L : scipy sparse matrix of shape (n, n) or None, default=None
+        The graph Laplacian, or None without a graph.
+    graph : float, default=0.0
+        λ₂, the graph term's weight.
+    printed : bool, default=False
+        Whether the second block row is eq. (14) as printed.
+    weights : ndarray of shape (n,) or None, default=None
+        Sample weights of the loss, or None.
+
+    Returns
+    -------
+    M : ndarray of shape (n + o, n + o)
+        The system matrix.
+    r : ndarray of shape (n + o, n_tasks)
+        The right-hand side.
+
+    References
+    ----------
+    .. [1] H. Yang, I. King and M. R. Lyu, "Learning with consistency between inductive
+       functions and kernels", Advances in Neural Information Processing Systems 21,
+       pp. 1849-1856, 2008.
     """
     n = K.shape[0]
     o = Psi.shape[1]
@@ -230,8 +409,38 @@ def solve_stationary(
     penalty, γ = 0 with a singular K, duplicated rows, a numerically singular Gaussian K)
     the minimum-norm route :func:`solve_semidefinite` (``rank_revealing``: its
     "pivoted-cholesky" or "eigh"). Non-symmetric M (the printed eq. (14)): LAPACK
-    ``gelsd`` least squares with the same rcond. ``overwrite_m``: M may be overwritten.
-    Returns the solution and ``{"solver": ..., "rank": ...}``.
+    ``gelsd`` least squares with the same rcond.
+
+    Parameters
+    ----------
+    M : ndarray of shape (m, m)
+        The system matrix.
+    r : ndarray of shape (m, k)
+        Right-hand sides.
+    rcond : float, default=1e-12
+        Relative pivot (or singular value) cutoff.
+    symmetric : bool, default=True
+        Whether M is the symmetric PSD system (only its lower triangle is read).
+    overwrite_m : bool, default=False
+        Whether M may be overwritten.
+    rank_revealing : {"pivoted-cholesky", "eigh"}, default="pivoted-cholesky"
+        The minimum-norm route for a singular symmetric M.
+
+    Returns
+    -------
+    x : ndarray of shape (m, k)
+        The solution.
+    info : dict
+        ``{"solver": ..., "rank": ...}``: "cholesky", "pivoted-cholesky", "eigh",
+        "lstsq" or "empty", and the rank used.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lkm.methods.manifold import solve_stationary
+    >>> x, info = solve_stationary(np.array([[4.0, 2.0], [2.0, 3.0]]), np.array([[2.0], [1.0]]))
+    >>> x.round(6).ravel().tolist(), info
+    ([0.5, 0.0], {'solver': 'cholesky', 'rank': 2})
     """
     size = M.shape[0]
     if size == 0:
@@ -252,8 +461,10 @@ def solve_stationary(
 def solve_semidefinite(
     M: np.ndarray, r: np.ndarray, rcond: float = RCOND, route: str = "pivoted-cholesky", overwrite_m: bool = False,
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """The minimum-norm solution of ``M x = r`` for a singular PSD M (lower triangle read),
-    with a rank cutoff ``rcond·λ_max(M)``, by PL's routes (one implementation each):
+    """Return the minimum-norm solution of ``M x = r`` for a singular PSD M.
+
+    Only M's lower triangle is read; the rank cutoff is ``rcond·λ_max(M)``, by PL's
+    routes (one implementation each):
 
     * ``"pivoted-cholesky"``: :func:`lkm.methods.projection.psd_pinv_solve`, LAPACK dpstrf
       stopped at a pivot ``≤ rcond·λ_max`` (λ_max by power iteration), then the
@@ -276,11 +487,39 @@ def solve_semidefinite(
     is flat to round-off (``‖Rv‖² ≤ vᵀMv`` and ``λ₁vᵀPv ≤ vᵀMv``), so the coefficients
     differ by such directions while f moves little when λ₁ > 0. Measured: on the bench
     fold (spambase 4,140 × 57, σ = 5, γ = 1e-3, rank 3,644 against eigh's 3,630) f moved
-    by at most 1.2e-6 on the test rows and 7e-8 on the training rows (|f| up to 1.7, no
+    by at most 1.2e-6 on the test rows and 7e-8 on the training rows (``|f|`` up to 1.7, no
     label changed); on 2-3 features with a wide σ by up to 7e-3 (no label changed), each
     route being as stable as the other under row permutation and 1e-15 perturbations
     (≤ 2e-6). With λ₁ = 0 the truncation is the only regularization and the two differed by
     O(10) in f on such data: :func:`solve_reduced` takes eigh there.
+
+    Parameters
+    ----------
+    M : ndarray of shape (m, m)
+        The PSD system matrix (lower triangle read).
+    r : ndarray of shape (m, k)
+        Right-hand sides.
+    rcond : float, default=1e-12
+        Relative rank cutoff.
+    route : {"pivoted-cholesky", "eigh"}, default="pivoted-cholesky"
+        The rank-revealing factorization.
+    overwrite_m : bool, default=False
+        Whether M (if Fortran-ordered) may be overwritten.
+
+    Returns
+    -------
+    x : ndarray of shape (m, k)
+        The minimum-norm solution.
+    info : dict
+        ``{"solver": route, "rank": ...}``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lkm.methods.manifold import solve_semidefinite
+    >>> x, info = solve_semidefinite(np.array([[1.0, 1.0], [1.0, 1.0]]), np.array([[2.0], [2.0]]))
+    >>> x.round(6).ravel().tolist(), info
+    ([1.0, 1.0], {'solver': 'pivoted-cholesky', 'rank': 1})
     """
     full = _mirror_lower(M if overwrite_m and M.flags.f_contiguous else np.array(M, order="F"))
     solve = eigh_pinv_solve if route == "eigh" else psd_pinv_solve
@@ -299,13 +538,39 @@ def _mirror_lower(M: np.ndarray, block: int = 512) -> np.ndarray:
 
 
 def poly_gram(A: np.ndarray, B: np.ndarray, degree: int, coef0: float) -> np.ndarray:
-    """``(a·b/d + coef0)^degree`` between the rows of A and B, d = n_features
-    (:func:`lkm.numerics.kernels.polynomial_kernel` on the inner product divided by d, scikit-learn's
-    default ``gamma = 1/n_features``). The 1/d is a documented choice: a positive rescaling
-    of the inner product (the same kernel as ``(a·b + d·coef0)^degree`` up to the factor
-    d^degree, absorbed by the regularization weights) that keeps the values O(1) — for
-    USPS's 256 pixels in [0, 1], a·b/d lies in [0, 1] and the kernel in
-    [coef0^degree, (1 + coef0)^degree]."""
+    """Return the polynomial kernel ``(a·b/d + coef0)^degree`` between the rows of A and B.
+
+    d = n_features (:func:`lkm.numerics.kernels.polynomial_kernel` on the inner product
+    divided by d, scikit-learn's default ``gamma = 1/n_features``). The 1/d is a
+    documented choice: a positive rescaling of the inner product (the same kernel as
+    ``(a·b + d·coef0)^degree`` up to the factor d^degree, absorbed by the regularization
+    weights) that keeps the values O(1) — for USPS's 256 pixels in [0, 1], a·b/d lies in
+    [0, 1] and the kernel in [coef0^degree, (1 + coef0)^degree]. Belkin et al. used
+    degree 3 on USPS (Yang et al., Sec. 5.3).
+
+    Parameters
+    ----------
+    A : ndarray of shape (n, d)
+        First rows.
+    B : ndarray of shape (m, d)
+        Second rows.
+    degree : int
+        The polynomial's degree.
+    coef0 : float
+        The constant term.
+
+    Returns
+    -------
+    ndarray of shape (n, m)
+        The kernel values.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lkm.methods.manifold import poly_gram
+    >>> poly_gram(np.array([[1.0, 1.0]]), np.array([[1.0, 0.0], [0.0, 2.0]]), degree=2, coef0=1.0)
+    array([[2.25, 4.  ]])
+    """
     return polynomial_kernel(A, np.asarray(B) / A.shape[1], degree=int(degree), coef0=float(coef0))
 
 
@@ -321,10 +586,25 @@ LOWER_PRODUCT_BLOCK = 256
 
 
 def lower_product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """``A @ B`` on and below the diagonal, n × n in Fortran order, for a product known to
-    be symmetric (K G K): column block j0:j1 is ``A[j0:] @ B[:, j0:j1]`` (so the diagonal
-    blocks are whole; above them, zeros), n³ flops where the full product takes 2n³.
-    LAPACK's Cholesky and :func:`solve_stationary` read only the lower triangle."""
+    """Return ``A @ B`` on and below the diagonal, for a product known to be symmetric.
+
+    For K G K: column block j0:j1 is ``A[j0:] @ B[:, j0:j1]`` (so the diagonal blocks are
+    whole; above them, zeros), n³ flops where the full product takes 2n³. LAPACK's
+    Cholesky and :func:`solve_stationary` read only the lower triangle.
+
+    Parameters
+    ----------
+    A : ndarray of shape (n, k)
+        Left factor.
+    B : ndarray of shape (k, n)
+        Right factor, such that ``A @ B`` is symmetric.
+
+    Returns
+    -------
+    ndarray of shape (n, n), Fortran order
+        The lower triangle of the product (and the upper parts of the diagonal blocks);
+        zeros above the diagonal blocks.
+    """
     n = A.shape[0]
     M = np.zeros((n, B.shape[1]), order="F")
     for j0 in range(0, B.shape[1], LOWER_PRODUCT_BLOCK):
@@ -346,10 +626,12 @@ def solve_reduced(
     weights: np.ndarray | None = None,
     rank_revealing: str | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Solve the system of :func:`stationary_system` with β eliminated first: one n × n
-    symmetric system for α, by :func:`solve_stationary` (Cholesky, or its minimum-norm
-    route when singular: ``rank_revealing``, by default "pivoted-cholesky" for λ₁ > 0 and
-    "eigh" for λ₁ = 0, see :func:`solve_semidefinite`), then β. Y is 0 on unlabeled rows.
+    """Solve the system of :func:`stationary_system` with β eliminated first.
+
+    One n × n symmetric system for α, by :func:`solve_stationary` (Cholesky, or its
+    minimum-norm route when singular: ``rank_revealing``, by default "pivoted-cholesky"
+    for λ₁ > 0 and "eigh" for λ₁ = 0, see :func:`solve_semidefinite`), then β. Y is 0 on
+    unlabeled rows.
 
     With G = J + λ₂L, h = GΨ and S = Ψᵀh (o × o, S ⪰ ΨᵀJΨ: nonsingular when a labeled
     point exists), the β rows give ``β = S⁻¹Ψᵀ(JY - GKα)``; substituted in the α rows,
@@ -367,6 +649,44 @@ def solve_reduced(
     Sample weights (``weights``, (n,)): J becomes W = diag(w) on the labeled rows
     (:func:`loss_weights`), every formula above with J → W; JY → WY, and without a graph
     R = W^½(K - Ψ S⁻¹ΨᵀWK) on the rows of positive weight, so RᵀR = K W_β K.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+        The kernel matrix of the expansion points.
+    P : ndarray of shape (n, n)
+        The penalty matrix (K, or the bracket ``K - 2K' + K''``).
+    Psi : ndarray of shape (n, o)
+        The unpenalized functions Ψ at the points (o = 0: none).
+    Y : ndarray of shape (n, n_tasks)
+        Targets, one column per one-vs-all task (ignored on unlabeled rows).
+    labeled : ndarray of bool, shape (n,)
+        Which rows are labeled (J = diag(labeled)).
+    ridge : float
+        λ₁, the penalty's weight.
+    L : scipy sparse matrix of shape (n, n) or None, default=None
+        The graph Laplacian, or None without a graph.
+    graph : float, default=0.0
+        λ₂, the graph term's weight.
+    rcond : float, default=1e-12
+        Relative cutoff of the rank-revealing routes.
+    weights : ndarray of shape (n,) or None, default=None
+        Sample weights of the loss, or None.
+    rank_revealing : {"pivoted-cholesky", "eigh"} or None, default=None
+        The minimum-norm route when the α system is singular (None: by λ₁, above).
+
+    Returns
+    -------
+    x : ndarray of shape (n + o, n_tasks)
+        ``[α; β]``.
+    info : dict
+        ``{"solver": ..., "rank": ...}`` (the rank includes Ψ's o columns).
+
+    References
+    ----------
+    .. [1] H. Yang, I. King and M. R. Lyu, "Learning with consistency between inductive
+       functions and kernels", Advances in Neural Information Processing Systems 21,
+       pp. 1849-1856, 2008.
     """
     if weights is not None:
         w = loss_weights(labeled, weights)
@@ -431,8 +751,10 @@ def solve_belkin(
     rcond: float = RCOND,
     weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]] | None:
-    """P = K (LapRLS): Belkin et al.'s ``(GK + λ₁I)α + GΨβ = JY`` with ``Ψᵀα = 0``
-    (G = J + λ₂L; Y: 0 on unlabeled rows), one LU for all columns (L sparse: LK is cheap).
+    """Solve LapRLS's system (P = K) in Belkin et al.'s form by one LU.
+
+    ``(GK + λ₁I)α + GΨβ = JY`` with ``Ψᵀα = 0`` (G = J + λ₂L; Y: 0 on unlabeled rows),
+    one LU for all columns (L sparse: LK is cheap).
 
     The symmetric system's α rows are K times the first equation; given it,
     ``G(Kα + Ψβ) - JY = -λ₁α``, so its β rows read ``λ₁Ψᵀα = 0``: every solution here
@@ -444,6 +766,39 @@ def solve_belkin(
 
     Sample weights (``weights``): J → W = diag(w) (:func:`loss_weights`), G = W + λ₂L,
     right-hand side WY; the argument above holds for any diagonal W ⪰ 0.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+        The kernel matrix of the expansion points.
+    Psi : ndarray of shape (n, o)
+        The unpenalized functions Ψ at the points (o = 0: none).
+    Y : ndarray of shape (n, n_tasks)
+        Targets (0 on unlabeled rows).
+    labeled : ndarray of bool, shape (n,)
+        Which rows are labeled.
+    ridge : float
+        λ₁ = γ_A·l.
+    L : scipy sparse matrix of shape (n, n) or None, default=None
+        The graph Laplacian, or None.
+    graph : float, default=0.0
+        λ₂ = γ_I·l/n².
+    rcond : float, default=1e-12
+        Relative pivot cutoff below which None is returned.
+    weights : ndarray of shape (n,) or None, default=None
+        Sample weights of the loss, or None.
+
+    Returns
+    -------
+    tuple of (ndarray, dict) or None
+        ``[α; β]`` of shape (n + o, n_tasks) and ``{"solver": "lu", "rank": n + o}``,
+        or None (then take :func:`solve_reduced`).
+
+    References
+    ----------
+    .. [1] M. Belkin, P. Niyogi and V. Sindhwani, "Manifold regularization: a geometric
+       framework for learning from labeled and unlabeled examples", Journal of Machine
+       Learning Research 7, pp. 2399-2434, 2006.
     """
     if ridge <= 0.0:
         return None
@@ -500,9 +855,40 @@ _PRLS_CONSTRAINTS: dict = {
 
 def manifold_gram(kernel: dict[str, Any], A: np.ndarray, B: np.ndarray, cache: DistanceCache | None = None,
                   D: np.ndarray | None = None) -> np.ndarray:
-    """The kernel matrix between the rows of A and B for a fitted kernel description
-    (``info_``'s kernel, t or degree and coef0): unit-diagonal k_t from squared distances
-    (D, if given), or :func:`poly_gram`."""
+    """Return the kernel matrix between the rows of A and B for a fitted kernel.
+
+    The kernel is described as in a fitted estimator's ``info_`` (kernel, t or degree
+    and coef0): the unit-diagonal heat kernel k_t from squared distances (D, if given),
+    or :func:`poly_gram`.
+
+    Parameters
+    ----------
+    kernel : dict
+        ``{"kernel": "heat" or "gaussian", "t": ...}`` or
+        ``{"kernel": "poly", "degree": ..., "coef0": ...}``.
+    A : ndarray of shape (n, d)
+        First rows.
+    B : ndarray of shape (m, d)
+        Second rows.
+    cache : DistanceCache or None, default=None
+        Memo of squared distances shared between calls on the same arrays.
+    D : ndarray of shape (n, m) or None, default=None
+        The squared distances, if already computed.
+
+    Returns
+    -------
+    ndarray of shape (n, m)
+        The kernel values.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lkm.methods.manifold import manifold_gram
+    >>> X = np.array([[0.0, 0.0], [2.0, 0.0]])
+    >>> manifold_gram({"kernel": "heat", "t": 1.0}, X, X).round(4)
+    array([[1.    , 0.3679],
+           [0.3679, 1.    ]])
+    """
     if kernel["kernel"] == "poly":
         return poly_gram(A, B, kernel["degree"], kernel["coef0"])
     return heat_from_sq(sq_dists(A, B, cache) if D is None else D, kernel["t"])
@@ -680,13 +1066,43 @@ class _ManifoldBase(_ManifoldFit, LocalKernelClassifier):
 
     def fit(self, X: Any, y: Any, unlabeled: Any = None, cache: DistanceCache | None = None,
             sample_weight: Any = None) -> Self:
-        """Fit (``unlabeled``: optional boolean mask of unlabeled rows, which wins over
-        ``unlabeled_label``; PRLS ignores those rows, LapRLS and PLapRLS put them in the
-        expansion and the graph). ``classes_`` come from the labeled rows.
-        ``sample_weight``: weights of the squared loss (:meth:`_fit_system`; ignored on
-        unlabeled rows). X may be scipy sparse (densified once, :func:`densify`).
-        LapRLS and PLapRLS set ``transduction_``: the labels f assigns to every training
-        row, labeled and unlabeled (as scikit-learn's LabelSpreading)."""
+        """Fit the one-vs-all ±1 outputs of the labeled rows at the stationary point.
+
+        Unlabeled rows (``unlabeled``, else ``y == unlabeled_label``) are ignored by PRLS
+        and join the expansion and the graph in LapRLS and PLapRLS; ``classes_`` come
+        from the labeled rows. A zero sample weight removes the row from PRLS and makes
+        it an unlabeled row of LapRLS/PLapRLS. LapRLS and PLapRLS set
+        ``transduction_``: the labels f assigns to every training row, labeled and
+        unlabeled (as scikit-learn's LabelSpreading).
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (n_samples, n_features)
+            Training samples, labeled and unlabeled (sparse input is densified once).
+        y : array-like of shape (n_samples,)
+            Class labels; unlabeled rows carry ``unlabeled_label`` (or any value,
+            with the ``unlabeled`` mask).
+        unlabeled : array-like of bool, shape (n_samples,), or None, default=None
+            Which rows are unlabeled; wins over ``unlabeled_label``.
+        cache : DistanceCache or None, default=None
+            Memo of the training distances and the graph Laplacian shared between fits
+            on the same arrays (the runner passes one); None computes them here.
+        sample_weight : array-like of shape (n_samples,), float or None, default=None
+            Non-negative weights of the squared loss (ignored on unlabeled rows); None
+            weighs every labeled row 1.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            When fewer than two classes remain among the labeled rows (naming
+            ``unlabeled_label`` when it took labeled rows for unlabeled ones), when every
+            row is unlabeled, or for ``kernel="poly"`` with the bracket penalty.
+        """
         self._validate_params()
         self._reject_boolean_numbers()
         X, y = validate_data(self, densify(X), y, dtype=np.float64)
@@ -711,8 +1127,23 @@ class _ManifoldBase(_ManifoldFit, LocalKernelClassifier):
         return self
 
     def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
-        """One-vs-all scores ``f(x) = Σ a_i k(x, x_i) + β``: (n,) for two classes
-        (positive means ``classes_[1]``), else (n, n_classes)."""
+        """Evaluate the one-vs-all scores ``f(x) = Σ a_i k(x, x_i) + β``.
+
+        ``predict`` takes their sign (two classes) or their argmax.
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (n_queries, n_features)
+            Query samples.
+        cache : DistanceCache or None, default=None
+            Memo of squared distances shared between fits and predictions on the same
+            arrays (the runner passes one); None computes them here.
+
+        Returns
+        -------
+        decision : ndarray of shape (n_queries,) or (n_queries, n_classes)
+            The scores; with two classes positive means ``classes_[1]``.
+        """
         return self._expansion(self._validate_query(X), cache)
 
 
@@ -729,9 +1160,36 @@ class _ManifoldRegressor(_ManifoldFit, RegressorMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any, unlabeled: Any = None, cache: DistanceCache | None = None,
             sample_weight: Any = None) -> Self:
-        """Fit on real-valued y (``unlabeled``: optional boolean mask of rows whose y is
-        unknown, which wins over ``unlabeled_label``, None by default: -1.0 is a target;
-        ``sample_weight``: weights of the squared loss; X may be scipy sparse, densified)."""
+        """Fit f to a real-valued target at the stationary point of the objective.
+
+        Rows whose y is unknown are given by ``unlabeled``, else by ``y ==
+        unlabeled_label`` (None by default: -1.0 is a target).
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (n_samples, n_features)
+            Training samples, labeled and unlabeled (sparse input is densified once).
+        y : array-like of shape (n_samples,)
+            Real-valued targets.
+        unlabeled : array-like of bool, shape (n_samples,), or None, default=None
+            Which rows are unlabeled; wins over ``unlabeled_label``.
+        cache : DistanceCache or None, default=None
+            Memo of the training distances and the graph Laplacian shared between fits
+            on the same arrays (the runner passes one); None computes them here.
+        sample_weight : array-like of shape (n_samples,), float or None, default=None
+            Non-negative weights of the squared loss (ignored on unlabeled rows); None
+            weighs every labeled row 1.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            When every row is unlabeled, or for ``kernel="poly"`` with the bracket penalty.
+        """
         self._validate_params()
         self._reject_boolean_numbers()
         X, y = validate_data(self, densify(X), y, dtype=np.float64, y_numeric=True)
@@ -742,14 +1200,30 @@ class _ManifoldRegressor(_ManifoldFit, RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
-        """``f(x) = Σ a_i k(x, x_i) + β``, shape (n,)."""
+        """Predict the fitted function ``f(x) = Σ a_i k(x, x_i) + β``.
+
+        The kernel expansion over the training points plus the unpenalized constant.
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (n_queries, n_features)
+            Query samples.
+        cache : DistanceCache or None, default=None
+            Memo of squared distances shared between fits and predictions on the same
+            arrays (the runner passes one); None computes them here.
+
+        Returns
+        -------
+        f : ndarray of shape (n_queries,)
+            The predicted values.
+        """
         return self._check_finite(self._expansion(self._validate_query(X), cache))
 
 
 class PRLS(_ManifoldBase):
-    """Partially penalized regularized least squares (Yang, King, Lyu, eqs. (7)–(11)).
+    """Partially penalized regularized least squares: constants are not penalized.
 
-    Minimizes ``(1/l)||Y - Kα - Ψβ||² + gamma·αᵀ(K - 2K' + K'')α`` (eq. (10)) with
+    Yang, King and Lyu [1]_, eqs. (7)–(11). Minimizes ``(1/l)||Y - Kα - Ψβ||² + gamma·αᵀ(K - 2K' + K'')α`` (eq. (10)) with
     ``K' = K_{2t}``, ``K'' = K_{3t}`` (eq. (16)) and Ψ = constants (``null_space=
     "constant"``, unpenalized: they lie in the null space of I - L_K for the heat kernel)
     or no Ψ (``"none"``). The stationarity system (11),
@@ -769,14 +1243,86 @@ class PRLS(_ManifoldBase):
     classes by default (``unlabeled_label=None``); rows marked unlabeled
     (``fit(X, y, unlabeled=mask)``, or ``y == unlabeled_label`` when it is set) are
     ignored. ``fit(..., sample_weight=w)`` weighs the squared loss,
-    ``(1/Σw)Σ w_i(y_i - f(x_i))²`` (:meth:`_ManifoldFit._fit_system`). Several classes: one-vs-all ±1 columns solved
-    with one factorization; predict takes the sign (two classes) or the argmax; an exact
-    tie goes to the class with more labeled points, then the lower class index
-    (:meth:`LocalKernelClassifier._labels_from_decision`).
+    ``(1/Σw)Σ w_i(y_i - f(x_i))²`` (a zero weight removes the row). Several classes:
+    one-vs-all ±1 columns solved with one factorization; predict takes the sign (two
+    classes) or the argmax; an exact tie goes to the class with more labeled points,
+    then the lower class index.
 
-    ``info_``: n_labeled, n_unlabeled, unlabeled_rule, kernel, t (of k_t; σ²/2 for the
-    Gaussian), sigma, unit_diagonal, penalty, null_space_dim, lambda_1 (γl in the
-    unit-diagonal scaling), weight_2t, weight_3t, system, solver, rank.
+    Parameters
+    ----------
+    kernel : {"heat", "gaussian", "poly"}, default="heat"
+        ``"heat"``: the heat kernel k_t, ``exp(-||x - y||²/4t)`` (normalized or not, see
+        ``unit_diagonal``); ``"gaussian"``: ``exp(-||x - y||²/2σ²)``, k_t with t = σ²/2;
+        ``"poly"`` raises ValueError (the bracket penalty needs the heat semigroup).
+    t : float, default=1.0
+        The heat kernel's time t.
+    sigma : float or "scale", default="scale"
+        The Gaussian width σ; ``"scale"`` is sqrt(p·Var(X)/2) of the training rows
+        (labeled and unlabeled), scikit-learn's ``gamma="scale"``.
+    degree : int, default=3
+        The polynomial kernel's degree (``kernel="poly"`` is refused).
+    coef0 : float, default=1.0
+        The polynomial kernel's constant term (``kernel="poly"`` is refused).
+    gamma : float, default=0.01
+        γ, the weight of the penalty ``αᵀ(K - 2K' + K'')α``.
+    null_space : {"constant", "none"}, default="constant"
+        The unpenalized functions Ψ: constants, or none.
+    unit_diagonal : bool, default=True
+        With the heat kernel, whether ``gamma`` multiplies the unit-diagonal penalty
+        (the numerically safe form) or the normalized heat kernel's penalty (False).
+    unlabeled_label : int, str or None, default=None
+        The label value of unlabeled rows in ``y`` (None: every row is labeled unless
+        ``fit``'s ``unlabeled`` mask says otherwise).
+    rcond : float, default=1e-12
+        Relative cutoff of the rank-revealing routes (pivots or eigenvalues at or below
+        ``rcond·λ_max`` dropped).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels of the labeled rows.
+    class_count_ : ndarray of shape (n_classes,)
+        Labeled rows per class (the prior of the tie rule).
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Feature names, when ``X`` had string column names.
+    X_fit_ : ndarray of shape (n_points, n_features)
+        The expansion points (the labeled rows of positive weight).
+    dual_coef_ : ndarray of shape (n_points,) or (n_points, n_classes)
+        The expansion coefficients a (unit-diagonal scaling).
+    intercept_ : float or ndarray
+        β, the unpenalized constant (0 with ``null_space="none"``).
+    sigma_ : float
+        The Gaussian width in use (``kernel="gaussian"`` only).
+    info_ : dict
+        n_labeled, n_unlabeled, unlabeled_rule, kernel, t (of k_t; σ²/2 for the
+        Gaussian), sigma, unit_diagonal, penalty, null_space_dim, lambda_1 (γl in the
+        unit-diagonal scaling), lambda_2, weight_2t, weight_3t, system, solver, rank.
+
+    See Also
+    --------
+    PLapRLS : The same penalty with a graph over labeled and unlabeled points.
+    PRLSRegressor : PRLS for a real-valued target.
+
+    References
+    ----------
+    .. [1] H. Yang, I. King and M. R. Lyu, "Learning with consistency between inductive
+       functions and kernels", Advances in Neural Information Processing Systems 21,
+       pp. 1849-1856, 2008.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> from lkm.methods.manifold import PRLS
+    >>> clf = PRLS(kernel="gaussian", gamma=1e-3).fit(X[::2], y[::2])
+    >>> round(clf.score(X[1::2], y[1::2]), 3)
+    0.965
+    >>> clf.info_["solver"], clf.info_["null_space_dim"]
+    ('cholesky', 1)
     """
 
     _uses_unlabeled = False
@@ -811,7 +1357,9 @@ class PRLS(_ManifoldBase):
 
 
 class LapRLS(_ManifoldBase):
-    """Laplacian regularized least squares (Belkin, Niyogi, Sindhwani 2006).
+    """Laplacian regularized least squares: RKHS norm plus a graph smoothness term.
+
+    Belkin, Niyogi and Sindhwani [2]_, as compared by Yang, King and Lyu [1]_ (Sec. 5.3).
 
     Minimizes ``(1/l)Σ_{labeled}(y_i - f(x_i))² + gamma_A||f_K||²_K + (gamma_I/n²) fᵀLf``
     over ``f = f_K + Ψβ``, ``f_K = Σ_{i≤n} α_i K(x_i, ·)``, n = l + u, with no Ψ
@@ -841,7 +1389,104 @@ class LapRLS(_ManifoldBase):
     semi-supervised convention; for ±1 labels pass ``unlabeled_label=None`` or a mask —
     the error says so when -1 empties a class). ``transduction_``: the labels f assigns
     to the training rows, labeled and unlabeled. ``sample_weight``: weights of the
-    squared loss on the labeled rows, λ₁ = γ_A·Σw, λ₂ = γ_I·Σw/n² (see ``_fit_system``).
+    squared loss on the labeled rows, λ₁ = γ_A·Σw, λ₂ = γ_I·Σw/n² (a zero weight makes
+    the row unlabeled).
+
+    Parameters
+    ----------
+    kernel : {"heat", "gaussian", "poly"}, default="heat"
+        ``"heat"``: the heat kernel k_t, ``exp(-||x - y||²/4t)`` (normalized or not, see
+        ``unit_diagonal``); ``"gaussian"``: ``exp(-||x - y||²/2σ²)``, k_t with t = σ²/2;
+        ``"poly"``: ``(x·y/d + coef0)^degree``, d = n_features (:func:`poly_gram`).
+    t : float, default=1.0
+        The heat kernel's time t.
+    sigma : float or "scale", default="scale"
+        The Gaussian width σ; ``"scale"`` is sqrt(p·Var(X)/2) of the training rows
+        (labeled and unlabeled), scikit-learn's ``gamma="scale"``.
+    degree : int, default=3
+        The polynomial kernel's degree.
+    coef0 : float, default=1.0
+        The polynomial kernel's constant term.
+    gamma_A : float, default=0.01
+        γ_A, the weight of the RKHS-norm penalty.
+    gamma_I : float, default=0.01
+        γ_I, the weight of the graph term ``(γ_I/n²) fᵀLf`` (0: no graph).
+    graph_k : int, default=6
+        Neighbours per point in the k-NN graph.
+    graph_weights : {"heat", "binary"}, default="heat"
+        Edge weights: ``exp(-||x_i - x_j||²/4·graph_t)`` or 1.
+    graph_t : float or None, default=None
+        The heat weights' time; None takes the kernel's t (σ²/2 for the Gaussian; the
+        polynomial kernel needs graph_t or ``"binary"``).
+    normalized_laplacian : bool, default=False
+        Use ``I - D^(-1/2)WD^(-1/2)`` instead of ``L = D - W``.
+    null_space : {"constant", "none"}, default="none"
+        The unpenalized functions Ψ: constants, or none.
+    unit_diagonal : bool, default=True
+        With the heat kernel, whether ``gamma_A`` multiplies the unit-diagonal penalty
+        (the numerically safe form) or the normalized heat kernel's penalty (False).
+    unlabeled_label : int, str or None, default=-1
+        The label value of unlabeled rows in ``y`` (None: every row is labeled unless
+        ``fit``'s ``unlabeled`` mask says otherwise).
+    rcond : float, default=1e-12
+        Relative cutoff of the rank-revealing routes (pivots or eigenvalues at or below
+        ``rcond·λ_max`` dropped).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels of the labeled rows.
+    class_count_ : ndarray of shape (n_classes,)
+        Labeled rows per class (the prior of the tie rule).
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Feature names, when ``X`` had string column names.
+    X_fit_ : ndarray of shape (n_points, n_features)
+        The expansion points (every training row, labeled and unlabeled).
+    dual_coef_ : ndarray of shape (n_points,) or (n_points, n_classes)
+        The expansion coefficients a (unit-diagonal scaling).
+    intercept_ : float or ndarray
+        β, the unpenalized constant (0 with ``null_space="none"``).
+    sigma_ : float
+        The Gaussian width in use (``kernel="gaussian"`` only).
+    transduction_ : ndarray of shape (n_samples,)
+        The labels f assigns to every training row, labeled and unlabeled.
+    laplacian_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+        The graph Laplacian L (only when ``gamma_I > 0``).
+    info_ : dict
+        n_labeled, n_unlabeled, unlabeled_rule, the kernel facts, penalty,
+        null_space_dim, lambda_1 (γ_A·l), lambda_2 (γ_I·l/n²), system, solver, rank, and
+        with a graph graph_k, graph_weights, graph_t, normalized_laplacian, n_edges.
+
+    See Also
+    --------
+    PLapRLS : The partially penalized form (Yang et al., eq. (12)).
+    LapRLSRegressor : LapRLS for a real-valued target.
+
+    References
+    ----------
+    .. [1] H. Yang, I. King and M. R. Lyu, "Learning with consistency between inductive
+       functions and kernels", Advances in Neural Information Processing Systems 21,
+       pp. 1849-1856, 2008.
+    .. [2] M. Belkin, P. Niyogi and V. Sindhwani, "Manifold regularization: a geometric
+       framework for learning from labeled and unlabeled examples", Journal of Machine
+       Learning Research 7, pp. 2399-2434, 2006.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> from lkm.methods.manifold import LapRLS
+    >>> y_semi = y.copy()
+    >>> y_semi[60:] = -1  # unlabeled (30 labels among the even rows)
+    >>> clf = LapRLS(kernel="gaussian", gamma_A=1e-3, gamma_I=1.0).fit(X[::2], y_semi[::2])
+    >>> clf.info_["n_labeled"], clf.info_["n_unlabeled"]
+    (30, 255)
+    >>> round(clf.score(X[1::2], y[1::2]), 3)
+    0.877
     """
 
     _parameter_constraints: dict = {**_SHARED_CONSTRAINTS, **_GRAPH_CONSTRAINTS}
@@ -886,9 +1531,9 @@ class LapRLS(_ManifoldBase):
 
 
 class PLapRLS(LapRLS):
-    """Partially penalized LapRLS (Yang, King, Lyu, eqs. (12)–(14)).
+    """Partially penalized LapRLS: PRLS's penalty plus LapRLS's graph term.
 
-    Minimizes eq. (12) with the squared loss,
+    Yang, King and Lyu [1]_, eqs. (12)–(14). Minimizes eq. (12) with the squared loss,
     ``E(α, β) = (1/l)(Y - Kα - Ψβ)ᵀJ(Y - Kα - Ψβ) + γ_A αᵀ(K - 2K' + K'')α
     + (γ_I/n²)(Kα + Ψβ)ᵀL(Kα + Ψβ)`` (graph term in Belkin's fᵀLf form, see LapRLS).
 
@@ -909,8 +1554,105 @@ class PLapRLS(LapRLS):
     ``system="derived"`` (default) solves the derived, symmetric system (a minimizer of
     E; :func:`solve_reduced`, β eliminated, one Cholesky); ``"printed"`` solves eq. (14)
     as printed (least squares, for comparison; where it differs its solution is not
-    stationary for E). Other parameters as LapRLS (``null_space`` defaults to
-    ``"constant"``; ``kernel="poly"`` raises ValueError, as for PRLS).
+    stationary for E).
+
+    Parameters
+    ----------
+    kernel : {"heat", "gaussian", "poly"}, default="heat"
+        ``"heat"``: the heat kernel k_t, ``exp(-||x - y||²/4t)`` (normalized or not, see
+        ``unit_diagonal``); ``"gaussian"``: ``exp(-||x - y||²/2σ²)``, k_t with t = σ²/2;
+        ``"poly"`` raises ValueError (the bracket penalty needs the heat semigroup).
+    t : float, default=1.0
+        The heat kernel's time t.
+    sigma : float or "scale", default="scale"
+        The Gaussian width σ; ``"scale"`` is sqrt(p·Var(X)/2) of the training rows
+        (labeled and unlabeled), scikit-learn's ``gamma="scale"``.
+    degree : int, default=3
+        The polynomial kernel's degree (``kernel="poly"`` is refused).
+    coef0 : float, default=1.0
+        The polynomial kernel's constant term (``kernel="poly"`` is refused).
+    gamma_A : float, default=0.01
+        γ_A, the weight of the bracket ``αᵀ(K - 2K' + K'')α`` penalty.
+    gamma_I : float, default=0.01
+        γ_I, the weight of the graph term ``(γ_I/n²) fᵀLf`` (0: no graph).
+    graph_k : int, default=6
+        Neighbours per point in the k-NN graph.
+    graph_weights : {"heat", "binary"}, default="heat"
+        Edge weights: ``exp(-||x_i - x_j||²/4·graph_t)`` or 1.
+    graph_t : float or None, default=None
+        The heat weights' time; None takes the kernel's t (σ²/2 for the Gaussian; the
+        polynomial kernel needs graph_t or ``"binary"``).
+    normalized_laplacian : bool, default=False
+        Use ``I - D^(-1/2)WD^(-1/2)`` instead of ``L = D - W``.
+    null_space : {"constant", "none"}, default="constant"
+        The unpenalized functions Ψ: constants, or none.
+    system : {"derived", "printed"}, default="derived"
+        The derived symmetric system, or eq. (14) as printed.
+    unit_diagonal : bool, default=True
+        With the heat kernel, whether ``gamma_A`` multiplies the unit-diagonal penalty
+        (the numerically safe form) or the normalized heat kernel's penalty (False).
+    unlabeled_label : int, str or None, default=-1
+        The label value of unlabeled rows in ``y`` (None: every row is labeled unless
+        ``fit``'s ``unlabeled`` mask says otherwise).
+    rcond : float, default=1e-12
+        Relative cutoff of the rank-revealing routes (pivots or eigenvalues at or below
+        ``rcond·λ_max`` dropped).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels of the labeled rows.
+    class_count_ : ndarray of shape (n_classes,)
+        Labeled rows per class (the prior of the tie rule).
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Feature names, when ``X`` had string column names.
+    X_fit_ : ndarray of shape (n_points, n_features)
+        The expansion points (every training row, labeled and unlabeled).
+    dual_coef_ : ndarray of shape (n_points,) or (n_points, n_classes)
+        The expansion coefficients a (unit-diagonal scaling).
+    intercept_ : float or ndarray
+        β, the unpenalized constant (0 with ``null_space="none"``).
+    sigma_ : float
+        The Gaussian width in use (``kernel="gaussian"`` only).
+    transduction_ : ndarray of shape (n_samples,)
+        The labels f assigns to every training row, labeled and unlabeled.
+    laplacian_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+        The graph Laplacian L (only when ``gamma_I > 0``).
+    info_ : dict
+        n_labeled, n_unlabeled, unlabeled_rule, the kernel facts, penalty,
+        null_space_dim, lambda_1 (γ_A·l), lambda_2 (γ_I·l/n²), system, solver, rank, weight_2t, weight_3t, and
+        with a graph graph_k, graph_weights, graph_t, normalized_laplacian, n_edges.
+
+    See Also
+    --------
+    PRLS : The same penalty without the graph.
+    LapRLS : The graph term with the plain RKHS norm.
+
+    References
+    ----------
+    .. [1] H. Yang, I. King and M. R. Lyu, "Learning with consistency between inductive
+       functions and kernels", Advances in Neural Information Processing Systems 21,
+       pp. 1849-1856, 2008.
+    .. [2] M. Belkin, P. Niyogi and V. Sindhwani, "Manifold regularization: a geometric
+       framework for learning from labeled and unlabeled examples", Journal of Machine
+       Learning Research 7, pp. 2399-2434, 2006.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> from lkm.methods.manifold import PLapRLS
+    >>> y_semi = y.copy()
+    >>> y_semi[60:] = -1  # unlabeled (30 labels among the even rows)
+    >>> clf = PLapRLS(kernel="gaussian", gamma_A=1e-3, gamma_I=1.0).fit(X[::2], y_semi[::2])
+    >>> round(clf.score(X[1::2], y[1::2]), 3)
+    0.845
+    >>> clf.transduction_.shape
+    (285,)
     """
 
     _parameter_constraints: dict = {
@@ -948,11 +1690,89 @@ class PLapRLS(LapRLS):
 
 
 class PRLSRegressor(_ManifoldRegressor):
-    """PRLS (eq. (10)) for one real-valued target: ``predict`` is f(x) = Σ a_i k_t(x, x_i) + β.
+    """PRLS for one real-valued target: ``predict`` is ``f(x) = Σ a_i k_t(x, x_i) + β``.
+
+    Yang, King and Lyu [1]_, eq. (10), the objective of :class:`PRLS` on a real target
+    (the paper's Fig. 1 toy).
 
     Parameters and solve as :class:`PRLS`, except ``unlabeled_label`` (None by default: a
     real target may be -1). With the constant unpenalized, constant targets y = c are
     fitted exactly (α = 0, β = c) for every gamma — the point of Yang et al.'s Fig. 1.
+
+    Parameters
+    ----------
+    kernel : {"heat", "gaussian", "poly"}, default="heat"
+        ``"heat"``: the heat kernel k_t, ``exp(-||x - y||²/4t)`` (normalized or not, see
+        ``unit_diagonal``); ``"gaussian"``: ``exp(-||x - y||²/2σ²)``, k_t with t = σ²/2;
+        ``"poly"`` raises ValueError (the bracket penalty needs the heat semigroup).
+    t : float, default=1.0
+        The heat kernel's time t.
+    sigma : float or "scale", default="scale"
+        The Gaussian width σ; ``"scale"`` is sqrt(p·Var(X)/2) of the training rows
+        (labeled and unlabeled), scikit-learn's ``gamma="scale"``.
+    degree : int, default=3
+        The polynomial kernel's degree (``kernel="poly"`` is refused).
+    coef0 : float, default=1.0
+        The polynomial kernel's constant term (``kernel="poly"`` is refused).
+    gamma : float, default=0.01
+        γ, the weight of the penalty ``αᵀ(K - 2K' + K'')α``.
+    null_space : {"constant", "none"}, default="constant"
+        The unpenalized functions Ψ: constants, or none.
+    unit_diagonal : bool, default=True
+        With the heat kernel, whether ``gamma`` multiplies the unit-diagonal penalty
+        (the numerically safe form) or the normalized heat kernel's penalty (False).
+    unlabeled_label : int, str or None, default=None
+        The label value of unlabeled rows in ``y`` (None: every row is labeled unless
+        ``fit``'s ``unlabeled`` mask says otherwise).
+    rcond : float, default=1e-12
+        Relative cutoff of the rank-revealing routes (pivots or eigenvalues at or below
+        ``rcond·λ_max`` dropped).
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Feature names, when ``X`` had string column names.
+    X_fit_ : ndarray of shape (n_points, n_features)
+        The expansion points (the labeled rows of positive weight).
+    dual_coef_ : ndarray of shape (n_points,)
+        The expansion coefficients a (unit-diagonal scaling).
+    intercept_ : float or ndarray
+        β, the unpenalized constant (0 with ``null_space="none"``).
+    sigma_ : float
+        The Gaussian width in use (``kernel="gaussian"`` only).
+    info_ : dict
+        n_labeled, n_unlabeled, unlabeled_rule, kernel, t (of k_t; σ²/2 for the
+        Gaussian), sigma, unit_diagonal, penalty, null_space_dim, lambda_1 (γl in the
+        unit-diagonal scaling), lambda_2, weight_2t, weight_3t, system, solver, rank.
+
+    See Also
+    --------
+    PRLS : The classifier.
+    LapRLSRegressor : LapRLS for a real-valued target.
+
+    References
+    ----------
+    .. [1] H. Yang, I. King and M. R. Lyu, "Learning with consistency between inductive
+       functions and kernels", Advances in Neural Information Processing Systems 21,
+       pp. 1849-1856, 2008.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> from lkm.methods.manifold import PRLSRegressor
+    >>> reg = PRLSRegressor(kernel="gaussian", gamma=1e-2).fit(X[::2], y[::2])
+    >>> round(reg.score(X[1::2], y[1::2]), 3)
+    0.429
+    >>> reg.predict(X[1:7:2]).round(1)
+    array([ 82. , 180.3, 115.6])
+    >>> flat = PRLSRegressor(kernel="gaussian", gamma=10.0).fit(X[:50], [3.0] * 50)
+    >>> flat.predict(X[50:53]), float(abs(flat.dual_coef_).max())
+    (array([3., 3., 3.]), 0.0)
     """
 
     _uses_unlabeled = False
@@ -985,11 +1805,102 @@ class PRLSRegressor(_ManifoldRegressor):
 
 
 class LapRLSRegressor(_ManifoldRegressor):
-    """LapRLS (Belkin et al.) for one real-valued target: ``predict`` is f(x).
+    """LapRLS for one real-valued target: ``predict`` is f(x).
+
+    The objective of :class:`LapRLS` (Belkin, Niyogi and Sindhwani [2]_; Yang, King and
+    Lyu [1]_, Sec. 5.3) on a real target.
 
     Parameters and solve as :class:`LapRLS`, except ``unlabeled_label`` (None by default).
     With ``gamma_I=0`` and ``null_space="none"`` it is kernel RLS regression,
     ``(K + gamma_A·l·I)α = y``.
+
+    Parameters
+    ----------
+    kernel : {"heat", "gaussian", "poly"}, default="heat"
+        ``"heat"``: the heat kernel k_t, ``exp(-||x - y||²/4t)`` (normalized or not, see
+        ``unit_diagonal``); ``"gaussian"``: ``exp(-||x - y||²/2σ²)``, k_t with t = σ²/2;
+        ``"poly"``: ``(x·y/d + coef0)^degree``, d = n_features (:func:`poly_gram`).
+    t : float, default=1.0
+        The heat kernel's time t.
+    sigma : float or "scale", default="scale"
+        The Gaussian width σ; ``"scale"`` is sqrt(p·Var(X)/2) of the training rows
+        (labeled and unlabeled), scikit-learn's ``gamma="scale"``.
+    degree : int, default=3
+        The polynomial kernel's degree.
+    coef0 : float, default=1.0
+        The polynomial kernel's constant term.
+    gamma_A : float, default=0.01
+        γ_A, the weight of the RKHS-norm penalty.
+    gamma_I : float, default=0.01
+        γ_I, the weight of the graph term ``(γ_I/n²) fᵀLf`` (0: no graph).
+    graph_k : int, default=6
+        Neighbours per point in the k-NN graph.
+    graph_weights : {"heat", "binary"}, default="heat"
+        Edge weights: ``exp(-||x_i - x_j||²/4·graph_t)`` or 1.
+    graph_t : float or None, default=None
+        The heat weights' time; None takes the kernel's t (σ²/2 for the Gaussian; the
+        polynomial kernel needs graph_t or ``"binary"``).
+    normalized_laplacian : bool, default=False
+        Use ``I - D^(-1/2)WD^(-1/2)`` instead of ``L = D - W``.
+    null_space : {"constant", "none"}, default="none"
+        The unpenalized functions Ψ: constants, or none.
+    unit_diagonal : bool, default=True
+        With the heat kernel, whether ``gamma_A`` multiplies the unit-diagonal penalty
+        (the numerically safe form) or the normalized heat kernel's penalty (False).
+    unlabeled_label : int, str or None, default=None
+        The label value of unlabeled rows in ``y`` (None: every row is labeled unless
+        ``fit``'s ``unlabeled`` mask says otherwise).
+    rcond : float, default=1e-12
+        Relative cutoff of the rank-revealing routes (pivots or eigenvalues at or below
+        ``rcond·λ_max`` dropped).
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Feature names, when ``X`` had string column names.
+    X_fit_ : ndarray of shape (n_points, n_features)
+        The expansion points (every training row, labeled and unlabeled).
+    dual_coef_ : ndarray of shape (n_points,)
+        The expansion coefficients a (unit-diagonal scaling).
+    intercept_ : float or ndarray
+        β, the unpenalized constant (0 with ``null_space="none"``).
+    sigma_ : float
+        The Gaussian width in use (``kernel="gaussian"`` only).
+    laplacian_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+        The graph Laplacian L (only when ``gamma_I > 0``).
+    info_ : dict
+        n_labeled, n_unlabeled, unlabeled_rule, the kernel facts, penalty,
+        null_space_dim, lambda_1 (γ_A·l), lambda_2 (γ_I·l/n²), system, solver, rank, and
+        with a graph graph_k, graph_weights, graph_t, normalized_laplacian, n_edges.
+
+    See Also
+    --------
+    LapRLS : The classifier.
+    PRLSRegressor : PRLS for a real-valued target.
+
+    References
+    ----------
+    .. [1] H. Yang, I. King and M. R. Lyu, "Learning with consistency between inductive
+       functions and kernels", Advances in Neural Information Processing Systems 21,
+       pp. 1849-1856, 2008.
+    .. [2] M. Belkin, P. Niyogi and V. Sindhwani, "Manifold regularization: a geometric
+       framework for learning from labeled and unlabeled examples", Journal of Machine
+       Learning Research 7, pp. 2399-2434, 2006.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> from lkm.methods.manifold import LapRLSRegressor
+    >>> reg = LapRLSRegressor(kernel="gaussian", gamma_A=1e-2, gamma_I=0.0).fit(X[::2], y[::2])
+    >>> round(reg.score(X[1::2], y[1::2]), 3)
+    0.28
+    >>> reg.predict(X[1:7:2]).round(1)
+    array([ 81.2, 154.1,  92.8])
     """
 
     _parameter_constraints: dict = LapRLS._parameter_constraints
