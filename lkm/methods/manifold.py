@@ -200,7 +200,7 @@ def normalized_gamma(gamma: float, d: int, t: float) -> float:
 def penalty_bracket(D: np.ndarray, t: float, d: int, k_t: np.ndarray | None = None) -> np.ndarray:
     """Return the penalty bracket ``B_t = k_t - 2·2^(-d/2) k_{2t} + 3^(-d/2) k_{3t}``.
 
-    The penalty ``K - 2K' + K''`` of Yang et al. (eqs. (9), (16)) for the normalized heat
+    The penalty ``K - 2K' + K''`` of Yang et al. [1]_ (eqs. (9), (16)) for the normalized heat
     kernel, divided by its prefactor c_t (see the module description), from squared
     distances.
 
@@ -248,7 +248,7 @@ def knn_laplacian(
 ) -> sp.csr_matrix:
     """Return the graph Laplacian of the symmetrized k-nearest-neighbour graph.
 
-    Belkin, Niyogi and Sindhwani's graph (Sec. 4 of their JMLR paper): each point is
+    Belkin, Niyogi and Sindhwani's graph [1]_: each point is
     joined to its k nearest other points (ties by index); ``W = max(W, Wᵀ)`` (an edge
     when either end is among the other's k nearest); weights ``exp(-||x_i - x_j||²/4t)``
     (``"heat"``) or 1 (``"binary"``). The Laplacian is ``L = D - W`` (D the degree
@@ -323,6 +323,8 @@ def stationary_system(
     weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Return the linear system ``M [α; β] = r`` of the stationary point (eq. (14)).
+
+    The objective of Yang, King and Lyu [1]_, eqs. (10) and (12).
 
     With A = [K, Ψ], J = diag(labeled), G = J + λ₂L (λ₂ = ``graph``), λ₁ = ``ridge``:
 
@@ -628,10 +630,10 @@ def solve_reduced(
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Solve the system of :func:`stationary_system` with β eliminated first.
 
-    One n × n symmetric system for α, by :func:`solve_stationary` (Cholesky, or its
-    minimum-norm route when singular: ``rank_revealing``, by default "pivoted-cholesky"
-    for λ₁ > 0 and "eigh" for λ₁ = 0, see :func:`solve_semidefinite`), then β. Y is 0 on
-    unlabeled rows.
+    The stationary point of Yang, King and Lyu's objective [1]_: one n × n symmetric
+    system for α, by :func:`solve_stationary` (Cholesky, or its minimum-norm route when
+    singular: ``rank_revealing``, by default "pivoted-cholesky" for λ₁ > 0 and "eigh"
+    for λ₁ = 0, see :func:`solve_semidefinite`), then β. Y is 0 on unlabeled rows.
 
     With G = J + λ₂L, h = GΨ and S = Ψᵀh (o × o, S ⪰ ΨᵀJΨ: nonsingular when a labeled
     point exists), the β rows give ``β = S⁻¹Ψᵀ(JY - GKα)``; substituted in the α rows,
@@ -753,7 +755,7 @@ def solve_belkin(
 ) -> tuple[np.ndarray, dict[str, Any]] | None:
     """Solve LapRLS's system (P = K) in Belkin et al.'s form by one LU.
 
-    ``(GK + λ₁I)α + GΨβ = JY`` with ``Ψᵀα = 0`` (G = J + λ₂L; Y: 0 on unlabeled rows),
+    ``(GK + λ₁I)α + GΨβ = JY`` with ``Ψᵀα = 0`` [1]_ (G = J + λ₂L; Y: 0 on unlabeled rows),
     one LU for all columns (L sparse: LK is cheap).
 
     The symmetric system's α rows are K times the first equation; given it,
@@ -1535,7 +1537,8 @@ class PLapRLS(LapRLS):
 
     Yang, King and Lyu [1]_, eqs. (12)–(14). Minimizes eq. (12) with the squared loss,
     ``E(α, β) = (1/l)(Y - Kα - Ψβ)ᵀJ(Y - Kα - Ψβ) + γ_A αᵀ(K - 2K' + K'')α
-    + (γ_I/n²)(Kα + Ψβ)ᵀL(Kα + Ψβ)`` (graph term in Belkin's fᵀLf form, see LapRLS).
+    + (γ_I/n²)(Kα + Ψβ)ᵀL(Kα + Ψβ)`` (graph term in Belkin et al.'s fᵀLf form [2]_, see
+    LapRLS).
 
     Derivation. With λ₁ = γ_A l, λ₂ = γ_I l/n², (l/2)∂E/∂α = 0 and (l/2)∂E/∂β = 0 read
 

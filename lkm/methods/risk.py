@@ -44,7 +44,7 @@ IN_VICINITY = 1e-12
 def hard_vicinity(sq_dist: np.ndarray, beta: float) -> np.ndarray:
     """Return the hard-threshold vicinity weights ``1{||x - x0|| < β/2}``.
 
-    Li, Chen and Tang's ``k_1(x, x0; β)`` (Sec. 2) from the squared distances
+    Li, Chen and Tang's ``k_1(x, x0; β)`` (Sec. 2 of [1]_) from the squared distances
     ``||x - x0||²``, compared as ``||x - x0||² < β²/4``, or as ``||x - x0|| < β/2`` where
     β²/4 is not a normal float64, so that x0 stays in its own vicinity however small β.
 
@@ -87,7 +87,7 @@ def hard_vicinity(sq_dist: np.ndarray, beta: float) -> np.ndarray:
 def soft_vicinity(sq_dist: np.ndarray, beta: float) -> np.ndarray:
     """Return the soft-threshold vicinity weights ``exp(-||x - x0||² / β²)``.
 
-    Li, Chen and Tang's ``k_2(x, x0; β)`` (Sec. 2), evaluated from the squared distances
+    Li, Chen and Tang's ``k_2(x, x0; β)`` (Sec. 2 of [1]_), evaluated from the squared distances
     with the exponent's scale formed without overflow for extreme β.
 
     Parameters
@@ -192,8 +192,8 @@ def solve_local_risk(
     which is symmetric positive definite with eigenvalues >= λℓ (K is PSD) whatever the
     weights — including zero weights, whose α_i are then exactly 0 — so a Cholesky
     factorization is stable; multiplying it by S recovers ``Ŵ K α + λℓ α = Ŵ y``, the
-    system above divided by 𝒦. With vicinity weights this is LRR's eq. (2.4), without
-    them RLS's eq. (3.2) in kernel-expansion form.
+    system above divided by 𝒦. With vicinity weights this is LRR's eq. (2.4) of [1]_,
+    without them RLS's eq. (3.2) in kernel-expansion form.
 
     Parameters
     ----------
