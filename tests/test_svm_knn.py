@@ -176,6 +176,18 @@ def test_non_euclidean_metrics_count_indefinite_grams(iris) -> None:
         SVMKNN(metric="nope").fit(X, y)
 
 
-@parametrize_with_checks([SVMKNN(), SVMClassifier(multiclass="ova"), SVMClassifier(kernel="linear", multiclass="ova")])
+def _svm_weights_within_tolerance(estimator) -> dict[str, str]:
+    """SVMClassifier's sample_weight (scikit-learn's SVC) equals repeating the rows only up
+    to LIBSVM's stopping tolerance: the one-vs-rest decision values differ by ~1e-4 at
+    tol=1e-3 (and pass at tol=1e-8), above the check's rtol of 1e-7; scikit-learn's own
+    SVC fails the same check."""
+    if not isinstance(estimator, SVMClassifier):
+        return {}
+    why = "weights equal repetition only up to LIBSVM's tol (SVC fails this check too)"
+    return {f"check_sample_weight_equivalence_on_{kind}_data": why for kind in ("dense", "sparse")}
+
+
+@parametrize_with_checks([SVMKNN(), SVMClassifier(multiclass="ova"), SVMClassifier(kernel="linear", multiclass="ova")],
+                         expected_failed_checks=_svm_weights_within_tolerance)
 def test_sklearn_estimator_checks(estimator, check) -> None:
     check(estimator)

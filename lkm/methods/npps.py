@@ -44,6 +44,7 @@ from lkm.methods.base import (
 from lkm.methods.svm import SVMClassifier
 from lkm.numerics.kernels import DistanceCache
 from lkm.numerics.neighbors import NEIGHBOR_BACKENDS, make_neighbors, pair_sq_dists, upper_kth
+from lkm.numerics.threads import map_row_blocks
 
 #: The text ``NPPSSVM.info_['fallback']`` holds when the SVM was trained on every pattern.
 FALLBACK_ALL = "all patterns"
@@ -160,17 +161,18 @@ class _TieRuledIndex:
         self.minus_2ct = np.multiply(self.C.T, -2)  # (p, n): each chunk's product is one gemm
         self.norms_cast = norms.astype(dtype)
 
-    def query(self, rows: np.ndarray, n_neighbors: int) -> np.ndarray:
-        """See :func:`tie_ruled_neighbors`."""
+    def query(self, rows: np.ndarray, n_neighbors: int, n_jobs: int | None = None) -> np.ndarray:
+        """See :func:`tie_ruled_neighbors`; chunks of rows on ``n_jobs`` threads."""
         X = self.X
         rows = np.asarray(rows, dtype=np.intp)
         n, m = X.shape[0], rows.size
         if not 1 <= n_neighbors <= n:
             raise ValueError(f"n_neighbors must be in [1, {n}], got {n_neighbors}")
         out = np.empty((m, n_neighbors), dtype=np.intp)
-        step = max(1, CHUNK_BYTES // (self.C.itemsize * n))
-        for start in range(0, m, step):
-            q_rows = rows[start : start + step]
+        step = max(1, CHUNK_BYTES // (self.C.itemsize * n))  # chunks depend on n only, not n_jobs
+
+        def chunk(part: slice) -> None:
+            start, q_rows = part.start, rows[part]
             mq = q_rows.size
             approx = self.C[q_rows] @ self.minus_2ct
             approx += self.norms_cast[None, :]
@@ -204,6 +206,7 @@ class _TieRuledIndex:
             r, j = r[order], j[order]
             first = np.searchsorted(r, np.arange(mq))
             out[start : start + mq] = j[first[:, None] + np.arange(n_neighbors)]
+        map_row_blocks(chunk, m, step, n_jobs)
         return out
 
 
@@ -224,12 +227,14 @@ def tie_ruled_neighbors(X: np.ndarray, rows: np.ndarray, n_neighbors: int) -> np
     return _TieRuledIndex(np.asarray(X, dtype=np.float64)).query(rows, n_neighbors)
 
 
-def _make_search(neighbors: str, X: np.ndarray, n_trees: int, search_k: int, random_state: Any, ef: int = 50):
+def _make_search(neighbors: str, X: np.ndarray, n_trees: int, search_k: int, random_state: Any, ef: int = 50,
+                 n_jobs: int | None = None):
     """``search(rows, n) -> (m, n)`` neighbour indices of ``X[rows]`` (self included):
-    exact with the tie rule (:func:`tie_ruled_neighbors`) or annoy's or hnswlib's
-    candidates ranked by distance (then index)."""
+    exact with the tie rule (:func:`tie_ruled_neighbors`, chunks of rows on ``n_jobs``
+    threads) or annoy's or hnswlib's candidates ranked by distance (then index)."""
     if neighbors == "exact":
-        return _TieRuledIndex(np.asarray(X, dtype=np.float64)).query
+        index = _TieRuledIndex(np.asarray(X, dtype=np.float64))
+        return lambda rows, n: index.query(rows, n, n_jobs)
     if neighbors == "hnswlib":
         backend = make_neighbors("hnswlib", ef=ef, random_state=random_state).fit(X)
     else:
@@ -266,6 +271,7 @@ def npps_select(
     search_k: int = -1,
     random_state: Any = None,
     ef: int = 50,
+    n_jobs: int | None = None,
 ) -> dict[str, Any]:
     """Run NPPS on validated data; ``y_index`` holds class indices in ``[0, n_classes)``.
 
@@ -312,7 +318,7 @@ def npps_select(
         pending = np.sort(rng.choice(n, size=n_init, replace=False))
     else:
         pending = np.arange(n)
-    search = _make_search(neighbors, X, n_trees, search_k, rng, ef)
+    search = _make_search(neighbors, X, n_trees, search_k, rng, ef, n_jobs)
 
     evaluated = np.zeros(n, dtype=bool)  # S_o ∪ S_x
     selected = np.zeros(n, dtype=bool)  # S
@@ -402,7 +408,7 @@ class NPPS(BaseEstimator):
     ``note`` when k was clipped, also given as a UserWarning).
     """
 
-    _parameter_constraints: dict = dict(_NPPS_CONSTRAINTS)
+    _parameter_constraints: dict = {**_NPPS_CONSTRAINTS, "n_jobs": [Integral, None]}
 
     def __init__(
         self,
@@ -415,6 +421,7 @@ class NPPS(BaseEstimator):
         search_k: int = -1,
         random_state: Any = None,
         ef: int = 50,
+        n_jobs: int | None = None,
     ) -> None:
         self.k = k
         self.beta = beta
@@ -425,6 +432,7 @@ class NPPS(BaseEstimator):
         self.search_k = search_k
         self.random_state = random_state
         self.ef = ef
+        self.n_jobs = n_jobs
 
     def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
         tags = super().__sklearn_tags__()
@@ -442,7 +450,7 @@ class NPPS(BaseEstimator):
         if self.classes_.size < 2:
             raise ValueError("NPPS needs samples of at least two classes; got 1 class")
         result = npps_select(
-            X, y_index, self.classes_.size, **{p: getattr(self, p) for p in _NPPS_CONSTRAINTS}
+            X, y_index, self.classes_.size, **{p: getattr(self, p) for p in _NPPS_CONSTRAINTS}, n_jobs=self.n_jobs
         )
         self.sample_indices_ = result["indices"]
         self.n_evaluated_ = int(result["evaluated"].sum())
@@ -499,6 +507,7 @@ class NPPSSVM(LocalKernelClassifier):
         **_NPPS_CONSTRAINTS,
         "C": [Interval(Real, 0, None, closed="neither")],
         "sigma": SIGMA_CONSTRAINT,
+        "n_jobs": [Integral, None],
     }
 
     def __init__(
@@ -514,6 +523,7 @@ class NPPSSVM(LocalKernelClassifier):
         C: float = 1.0,
         sigma: float | str = SCALE,
         ef: int = 50,
+        n_jobs: int | None = None,
     ) -> None:
         self.k = k
         self.beta = beta
@@ -526,6 +536,7 @@ class NPPSSVM(LocalKernelClassifier):
         self.C = C
         self.sigma = sigma
         self.ef = ef
+        self.n_jobs = n_jobs
 
     def _selection_key(self) -> tuple | None:
         """What identifies the selection in a cache; None when it is not reproducible."""
@@ -540,8 +551,8 @@ class NPPSSVM(LocalKernelClassifier):
     def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None) -> NPPSSVM:
         X, y_index = self._validate_training(X, y)
         n_classes = self.classes_.size
-        params = {p: getattr(self, p) for p in _NPPS_CONSTRAINTS}
-        key = self._selection_key()
+        params = {p: getattr(self, p) for p in _NPPS_CONSTRAINTS} | {"n_jobs": self.n_jobs}
+        key = self._selection_key()  # without n_jobs: the selection does not depend on it
         cached = False
         if cache is None or key is None:
             result = npps_select(X, y_index, n_classes, **params)

@@ -394,62 +394,136 @@ def choose_route(
 class SVMClassifier(LocalKernelClassifier):
     """LIBSVM C-SVC with the Gaussian kernel exp(-||x-y||²/(2σ²)), i.e. gamma = 1/(2σ²).
 
-    ``sigma="scale"`` (the default; Tsuji et al. sweep sigma, they fix no value) is
-    resolved at fit to sqrt(p·Var(X)/2), the width of scikit-learn's ``gamma="scale"``
-    (so ``SVMClassifier()`` and ``SVC()`` fit the same model); the width in use is
-    ``sigma_`` and ``info_['sigma']``.
-
-    ``kernel="linear"`` uses x·y instead (Gram X Xᵀ; ``sigma`` unused), the "linear SVM"
-    rows of Cevikalp et al. (Tables I-II); ``kernel="precomputed"`` takes the Gram matrix
-    as X in ``fit`` (n × n) and K(queries, training) in ``decision_function``/``predict``,
-    as scikit-learn's ``SVC(kernel="precomputed")`` (used by :class:`~lkm.methods.svm_knn.SVMKNN`).
-
-    ``multiclass="ovo"`` (the default) is LIBSVM's one-vs-one; ``"ova"`` trains one binary
-    LIBSVM model per class (class vs rest, the "one-against-all procedure" of Cevikalp et
-    al., Sec. IV) on one shared LIBSVM problem (one Gram matrix on the precomputed route)
-    and predicts the largest of the C decision values (exact ties: the base class's rule —
-    larger prior, then lower class index).
-    With two classes both are the same single LIBSVM model.
-
-    ``probability=True`` also trains LIBSVM's Platt scaling (``-b 1``: an internal 5-fold
-    CV, so fitting is slower) and enables :meth:`predict_proba`, LIBSVM's
-    ``svm_predict_probability`` (pairwise coupling for more classes) evaluated in numpy;
-    with ``"ova"`` and more classes, each class's Platt probability of its one-vs-rest
-    model, normalized to sum 1 over the classes (as scikit-learn's OneVsRestClassifier).
-    Without it ``predict_proba`` raises AttributeError. The decision function and
-    ``predict`` do not depend on ``probability`` (LIBSVM's -b 1 CV only fits the sigmoids).
-
-    ``class_weight``: None (every class weight 1), ``{class: weight}`` (missing classes 1)
-    or ``"balanced"`` (n_samples / (n_classes · count)), as scikit-learn's ``SVC``:
-    LIBSVM's ``-wi`` per-label weights (class c's C is ``C · weight``); with
-    ``multiclass="ova"`` and more classes, class c's model weighs its label by c's weight
-    and the "rest" label by the mean weight of the rest's rows (so each side carries the
-    total weight its rows have).
-
-    ``cache_size``: LIBSVM's kernel cache in MB (``-m``). ``"auto"`` (the default) is
-    scikit-learn's 200 MB on the precomputed route, where a kernel value is a lookup, and
-    on LIBSVM's own-kernel route (large n) room for every kernel column within
-    :data:`OWN_KERNEL_CACHE_SHARE` of the available memory; the model does not depend on it.
-
-    ``backend="intelex"`` trains the same model (C-SVC, same C, kernel, tolerance,
-    ``class_weight``) with scikit-learn-intelex's SVC (oneDAL's Thunder-style SMO solver,
-    ``pip install 'lkm[fast]'``) instead of LIBSVM, then predicts from its support vectors,
-    coefficients and intercepts exactly as for LIBSVM's model. Both solvers stop at the
-    same tolerance of the same dual, so the decision values agree to about ``tol`` (tested),
-    not bit for bit; the reproductions stay on LIBSVM (the papers' solver) unless a spec
-    asks for it. Without ``probability`` only (oneDAL's Platt scaling is not LIBSVM's).
-
-    scipy sparse X (CSR, CSC, ...) is densified once at validation
-    (:func:`lkm.methods.base.densify`): every route computes on dense rows (the feature
-    route stores only the nonzero entries as LIBSVM nodes either way), so sparse and dense
-    input fit the same model; memory is that of the dense X.
+    Training is LIBSVM's own C-SVC (libsvm-official), the SVM Tsuji et al. compare LPL
+    with (Sec. 4 and 9); decision values are computed in numpy from the trained model
+    exactly as LIBSVM's ``svm_predict_values`` does, so the fitted estimator holds plain
+    arrays only. ``SVMClassifier()`` and scikit-learn's ``SVC()`` fit the same model.
 
     Two classes: ``decision_function`` is LIBSVM's decision value, positive for
-    ``classes_[1]``. More classes, ``"ovo"``: LIBSVM's one-vs-one voting;
+    ``classes_[1]``. More classes, ``multiclass="ovo"``: LIBSVM's one-vs-one voting;
     ``decision_function`` returns, per class, its number of votes plus a fraction in
-    (0, 1) that decreases along LIBSVM's label order, so its argmax is LIBSVM's prediction
-    (ties go to the class LIBSVM lists first). ``"ova"``: the C one-vs-rest decision values
-    (n × C), positive for "this class".
+    (0, 1) that decreases along LIBSVM's label order, so its argmax is LIBSVM's
+    prediction (ties go to the class LIBSVM lists first). ``"ova"``: the C one-vs-rest
+    decision values (n × C), positive for "this class"; the largest wins (exact ties:
+    the larger prior, then the lower class index). With two classes both schemes are
+    the same single LIBSVM model.
+
+    ``fit(X, y, sample_weight=w)`` trains the same C-SVC (kernel, gamma, C, tolerance,
+    shrinking, class weights, multiclass scheme) through scikit-learn's ``SVC``, the
+    LIBSVM build with instance weights (row i's C is ``C · w_i``), since
+    libsvm-official's ``svm_problem`` has none; ``info_['backend']`` then says so.
+    Zero-weight rows are dropped before training, as if removed (with a numeric
+    ``sigma``: ``"scale"`` is resolved from every row of X, as ``SVC``'s
+    ``gamma="scale"``). Unit weights predict as the unweighted fit; the decision values
+    of the two LIBSVM builds agree within the solver's tolerance, not bit for bit.
+
+    scipy sparse X is densified once at validation: every route computes on dense rows,
+    so sparse and dense input fit the same model; memory is that of the dense X.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        The penalty parameter of the C-SVC.
+    sigma : float or "scale", default="scale"
+        The Gaussian width. ``"scale"`` (Tsuji et al. sweep sigma and fix no value) is
+        resolved at fit to sqrt(p·Var(X)/2), the width of scikit-learn's
+        ``gamma="scale"``. Unused unless ``kernel="gaussian"``.
+    tol : float, default=1e-3
+        LIBSVM's stopping tolerance (``-e``).
+    cache_size : float or "auto", default="auto"
+        LIBSVM's kernel cache in MB (``-m``). ``"auto"`` is scikit-learn's 200 MB on the
+        precomputed route, where a kernel value is a lookup, and on LIBSVM's own-kernel
+        route (large n) room for every kernel column within
+        :data:`OWN_KERNEL_CACHE_SHARE` of the available memory; the model does not
+        depend on it.
+    shrinking : bool, default=True
+        LIBSVM's shrinking heuristic (``-h``).
+    probability : bool, default=False
+        Also train LIBSVM's Platt scaling (``-b 1``: an internal 5-fold CV, so fitting
+        is slower) and enable :meth:`predict_proba`. The decision function and
+        ``predict`` do not depend on it. Not with ``sample_weight``.
+    kernel : {"gaussian", "linear", "precomputed"}, default="gaussian"
+        ``"linear"`` uses x·y (the "linear SVM" rows of Cevikalp et al., Tables I-II);
+        ``"precomputed"`` takes the Gram matrix as X in ``fit`` (n × n) and
+        K(queries, training) in ``decision_function``/``predict``, as scikit-learn's
+        ``SVC(kernel="precomputed")`` (used by :class:`~lkm.methods.SVMKNN`).
+    multiclass : {"ovo", "ova"}, default="ovo"
+        LIBSVM's one-vs-one, or one binary LIBSVM model per class (class vs rest, the
+        "one-against-all procedure" of Cevikalp et al., Sec. IV) on one shared LIBSVM
+        problem (one Gram matrix on the precomputed route).
+    class_weight : dict, "balanced" or None, default=None
+        As scikit-learn's ``SVC``: None (every class weight 1), ``{class: weight}``
+        (missing classes 1) or ``"balanced"`` (n_samples / (n_classes · count)), through
+        LIBSVM's ``-wi`` per-label weights (class c's C is ``C · weight``). With
+        ``multiclass="ova"`` and more classes, class c's model weighs its label by c's
+        weight and the "rest" label by the mean weight of the rest's rows.
+    backend : {"libsvm", "intelex"}, default="libsvm"
+        ``"intelex"`` trains the same model with scikit-learn-intelex's SVC (oneDAL's
+        SMO solver, ``pip install 'lkm[fast]'``), then predicts from its support
+        vectors, coefficients and intercepts exactly as for LIBSVM's model; the decision
+        values agree with LIBSVM's to about ``tol``, not bit for bit. Without
+        ``probability`` only (oneDAL's Platt scaling is not LIBSVM's).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    sigma_ : float
+        The Gaussian width in use (also ``info_['sigma']``).
+    multiclass_ : str
+        The scheme in use: ``"ovo"``, or ``"ova"`` for more than two classes with
+        ``multiclass="ova"``.
+    support_ : ndarray of shape (n_SV,)
+        Indices of the support vectors in the training data.
+    support_vectors_ : ndarray of shape (n_SV, n_features)
+        The support vectors (rows of the Gram matrix for ``kernel="precomputed"``).
+    n_support_ : ndarray of shape (n_classes,)
+        One-vs-one: support vectors per class, in LIBSVM's label order.
+    dual_coef_ : ndarray of shape (n_classes - 1, n_SV)
+        One-vs-one: LIBSVM's coefficients ``sv_coef``.
+    rho_ : ndarray of shape (n_classes * (n_classes - 1) / 2,)
+        One-vs-one: LIBSVM's ``rho`` per pair of classes.
+    libsvm_class_order_ : ndarray of shape (n_classes,)
+        One-vs-one: the class index of each of LIBSVM's labels, in its order.
+    ova_coef_ : ndarray of shape (n_classes, n_SV)
+        One-vs-rest: each class's coefficients, positive for "this class".
+    ova_rho_ : ndarray of shape (n_classes,)
+        One-vs-rest: each class's intercept, ``K(x, support_vectors_) @ ova_coef_.T - ova_rho_``.
+    prob_a_, prob_b_ : ndarray
+        With ``probability``: LIBSVM's Platt sigmoid parameters (per pair, or per class
+        for one-vs-rest).
+    info_ : dict
+        ``route`` (``"precomputed"``, ``"rbf"``, ``"linear"``, ``"svc"`` or
+        ``"intelex"``), ``sigma``, ``n_support``, ``n_support_per_class`` or
+        ``n_support_per_model``; with ``sample_weight`` also ``backend`` (e.g.
+        ``"sklearn-svc (sample_weight)"``) and ``sample_weight_sum``.
+
+    See Also
+    --------
+    lkm.methods.LocalizedProjectionLearning : The local method Tsuji et al. compare with.
+    lkm.methods.NPPSSVM : This SVM on the patterns NPPS selects.
+    lkm.methods.SVMKNN : This SVM trained on each query's neighbours.
+
+    References
+    ----------
+    .. [1] C.-C. Chang, C.-J. Lin, "LIBSVM: A Library for Support Vector Machines",
+       ACM Transactions on Intelligent Systems and Technology 2(3), 2011.
+    .. [2] K. Tsuji, M. Kudo, A. Tanaka, "Localized Projection Learning", Structural,
+       Syntactic, and Statistical Pattern Recognition (S+SSPR), LNCS, Springer, 2010,
+       Sec. 4 and 9 (the C-SVM with a Gaussian kernel LPL is compared with).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from lkm.methods import SVMClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = (X - X.mean(axis=0)) / X.std(axis=0)
+    >>> clf = SVMClassifier(C=10.0).fit(X[:400], y[:400])
+    >>> print(round(clf.score(X[400:], y[400:]), 3))
+    0.988
+    >>> weighted = SVMClassifier(C=10.0).fit(X[:400], y[:400], sample_weight=1.0 + y[:400])
+    >>> weighted.info_["backend"]
+    'sklearn-svc (sample_weight)'
     """
 
     _parameter_constraints: dict = {
@@ -536,9 +610,29 @@ class SVMClassifier(LocalKernelClassifier):
 
     def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None,
             sample_weight: Any = None, check_input: bool = True) -> SVMClassifier:
-        """Train LIBSVM (or ``backend``) on X, y. ``check_input=False`` skips the
-        parameter and data checks (scikit-learn's convention): for callers that train
-        many small models on arrays they built, e.g. SVM-KNN's local SVMs."""
+        """Train LIBSVM (or ``backend``, or scikit-learn's SVC with ``sample_weight``) on X, y.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Training samples, or the n × n Gram matrix for ``kernel="precomputed"``.
+        y : array-like of shape (n_samples,)
+            Class labels.
+        cache : DistanceCache or None, default=None
+            Memoizes the training distances (shared with other fits on the same split).
+        sample_weight : array-like of shape (n_samples,), float or None, default=None
+            Finite non-negative instance weights (row i's C is ``C · w_i``), trained
+            through scikit-learn's SVC (see the class description); None is unweighted.
+        check_input : bool, default=True
+            False skips the parameter and data checks (scikit-learn's convention): for
+            callers that train many small models on arrays they built, e.g. SVM-KNN's
+            local SVMs.
+
+        Returns
+        -------
+        SVMClassifier
+            The fitted estimator.
+        """
         X, y_index = self._validate_training(X, y, check_input)
         binary = self.classes_.size == 2
         ova = self.multiclass == "ova" and not binary
@@ -768,8 +862,22 @@ class SVMClassifier(LocalKernelClassifier):
 
     def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None,
                           check_input: bool = True) -> np.ndarray:
-        """LIBSVM's decision values (two classes), one-vs-one votes or one-vs-rest
-        decision values (see the class doc); ``check_input`` as in :meth:`fit`."""
+        """LIBSVM's decision values (two classes), one-vs-one votes or one-vs-rest values.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_queries, n_features)
+            Query samples, or K(queries, training) for ``kernel="precomputed"``.
+        cache : DistanceCache or None, default=None
+            Memoizes the query × training distances.
+        check_input : bool, default=True
+            False skips the data checks, as in :meth:`fit`.
+
+        Returns
+        -------
+        ndarray of shape (n_queries,) or (n_queries, n_classes)
+            See the class description.
+        """
         X = self._validate_query(X, check_input)
         if self.multiclass_ == "ova":
             return self._kernel_to_support_vectors(X, cache) @ self.ova_coef_.T - self.ova_rho_
@@ -789,8 +897,24 @@ class SVMClassifier(LocalKernelClassifier):
         return decision
 
     def predict(self, X: np.ndarray, cache: DistanceCache | None = None, check_input: bool = True) -> np.ndarray:
-        """Class labels from :meth:`decision_function` (LIBSVM's prediction; exact ties by
-        the rule of :meth:`_labels_from_decision`); ``check_input`` as in :meth:`fit`."""
+        """Class labels from :meth:`decision_function` (LIBSVM's prediction).
+
+        Exact ties go by the rule of :class:`~lkm.methods.LocalKernelClassifier`.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_queries, n_features)
+            Query samples, or K(queries, training) for ``kernel="precomputed"``.
+        cache : DistanceCache or None, default=None
+            Memoizes the query × training distances.
+        check_input : bool, default=True
+            False skips the data checks, as in :meth:`fit`.
+
+        Returns
+        -------
+        ndarray of shape (n_queries,)
+            Predicted class labels.
+        """
         decision = self.decision_function(X, cache, check_input=check_input)
         return self._labels_from_decision(self._check_finite(decision))
 
@@ -817,12 +941,27 @@ class SVMClassifier(LocalKernelClassifier):
 
     @available_unless(_no_probability_model)
     def predict_proba(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
-        """Class probabilities, columns in ``classes_`` order, as LIBSVM's
-        ``svm_predict_probability``: each pair's decision value through its Platt sigmoid
-        (clipped to [1e-7, 1 - 1e-7]), then for more than two classes the pairwise
-        coupling of Wu, Lin and Weng (2004), LIBSVM's ``multiclass_probability``; with
+        """Class probabilities as LIBSVM's ``svm_predict_probability`` (``probability=True``).
+
+        Each pair's decision value goes through its Platt sigmoid (clipped to
+        [1e-7, 1 - 1e-7]), then for more than two classes through the pairwise coupling
+        of Wu, Lin and Weng (2004), LIBSVM's ``multiclass_probability``; with
         ``multiclass="ova"`` (more classes) each class's Platt probability of its
-        one-vs-rest model (clipped likewise), normalized to sum 1."""
+        one-vs-rest model (clipped likewise), normalized to sum 1. Without
+        ``probability=True`` reading this method raises AttributeError.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_queries, n_features)
+            Query samples, or K(queries, training) for ``kernel="precomputed"``.
+        cache : DistanceCache or None, default=None
+            Memoizes the query × training distances.
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_classes)
+            Probabilities, columns in ``classes_`` order.
+        """
         X = self._validate_query(X)
         if self.multiclass_ == "ova":
             f = self._kernel_to_support_vectors(X, cache) @ self.ova_coef_.T - self.ova_rho_
