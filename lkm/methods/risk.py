@@ -511,7 +511,7 @@ class LocalRiskRegularization(_KernelRidgeBase):
     points, ``𝒦 = (1/ℓ) Σ w_i``.
 
     Derivation. By the representer theorem ``f = Σ_j α_j K(·, x_j)``, so
-    ``f(x_i) = (Kα)_i`` and ``||f||²_K = αᵀKα``; the objective is
+    ``f(x_i) = (Kα)ᵢ`` and ``||f||²_K = αᵀKα``; the objective is
     ``(1/(ℓ𝒦)) (y - Kα)ᵀ W (y - Kα) + lam αᵀKα`` (W = diag(w)), whose gradient
     ``-(2/(ℓ𝒦)) K W (y - Kα) + 2 lam K α`` vanishes when
 
