@@ -62,19 +62,18 @@ def compare(
     Examples: `lkm compare sklearn.neighbors.KNeighborsClassifier --param n_neighbors=1,3,5,9,15,25 --jobs 2`;
     `lkm compare svm --name SVM-default`; `lkm compare mine.yaml --smoke`.
     """
-    from lkm.report.compare import NoResult, compare_spec, inner_cv
+    from lkm.api import prepare_comparison, rank_against
+    from lkm.report.compare import NoResult
 
     try:
         with engine(jobs, cluster, dry_run, cluster_label(ctx)) as on_cluster:
             use_data_dir(data_dir)
-            reference, reference_ids = _reference(against, smoke)
-            entry, source = _entry(estimator, param, name, *inner_cv(reference))
-            spec = compare_spec(reference, entry, source, max_fits)
-            run_dir = out or Path("results") / "compare" / f"{spec.name.removeprefix('compare-')}{'-smoke' if smoke else ''}"
-            _announce(spec, reference)
+            plan = prepare_comparison(estimator, _grids(param), name=name, against=against, out=out, smoke=smoke,
+                                      max_fits=max_fits)
+            _announce(plan.spec, plan.reference)
             failed = False
             try:
-                run_spec(spec, f"lkm compare {estimator}", run_dir, jobs, False, dry_run, progress, cluster=on_cluster)
+                run_spec(plan.spec, plan.source, plan.run_dir, jobs, False, dry_run, progress, cluster=on_cluster)
             except typer.Exit as exc:  # failed fits: rank on the rest, with a warning
                 if exc.exit_code != 1:
                     raise
@@ -82,50 +81,20 @@ def compare(
             if dry_run:
                 return
             try:
-                _report(run_dir, reference, smoke, failed, reference_ids)
+                comparison = rank_against(plan, smoke)
             except NoResult as exc:
                 if failed:  # run_spec printed the failures (its summary table) and their one error line
                     raise typer.Exit(1) from None
                 raise exit_error(exc, 1) from None
+            _report(comparison, failed)
     except LkmError as exc:
         raise exit_error(exc) from None
 
 
-def _reference(against: Path | None, smoke: bool) -> tuple[Path, set[str] | None]:
-    """The reference run folder and the task ids of the records to rank with (None: every
-    record of a results pack's run, its files checked against the pack's manifest): by
-    default the published run, else a run folder checked by
-    :func:`lkm.report.compare.verify_reference`."""
-    from lkm.report.compare import published_run, verify_reference
-
-    if against is None and not smoke:
-        return published_run(), None
-    ref = against if against is not None else Path("results") / "cross_paper-smoke"
-    if against is None and not (ref / "spec.yaml").is_file():
-        raise LkmError(f"{ref}: no smoke run of the benchmark here; run `lkm run cross_paper --smoke` first "
-                       "(or give --against)")
-    return ref, verify_reference(ref)
-
-
-def _entry(estimator: str, param: list[str] | None, name: str | None, cv: int,
-           seed: int) -> tuple[dict[str, Any], str | None]:
-    """The new method's spec entry, and what names it in errors (its YAML file, if one)."""
-    from lkm.report.compare import method_entry
+def _grids(param: list[str] | None) -> dict[str, list[Any]]:
+    """NAME -> values from the --param NAME=GRID options (one value: fixed)."""
     from lkm.spec import parse_grid
 
-    path = Path(estimator)
-    if path.suffix in (".yaml", ".yml"):
-        from lkm.spec.yaml_text import load_yaml, read_spec_text
-
-        entry = load_yaml(read_spec_text(path), str(path))  # a YAML error: one line naming the file and line
-        if not isinstance(entry, dict) or "estimator" not in entry:
-            raise SpecError(f"{path}: expected one method entry, e.g. {{name: Mine, estimator: pkg.Mine, tune: {{grid: {{C: [1, 10]}}}}}}")
-        entry.setdefault("name", name or str(entry["estimator"]).rsplit(".", 1)[-1])
-        if not isinstance(entry["name"], str) or not entry["name"].strip():
-            raise SpecError(f"{path}: name: expected the method's name as text, got {entry['name']!r}")
-        if "tune" in entry and isinstance(entry["tune"], dict):
-            entry["tune"] = {"cv": cv, "seed": seed, **entry["tune"]}
-        return entry, str(path)
     grids: dict[str, list[Any]] = {}
     for item in param or []:
         key, sep, grid = item.partition("=")
@@ -135,7 +104,7 @@ def _entry(estimator: str, param: list[str] | None, name: str | None, cv: int,
             grids[key] = parse_grid(grid)
         except ValueError as exc:
             raise SpecError(f"--param {key}: {exc}") from None
-    return method_entry(estimator, name, grids, cv, seed), None
+    return grids
 
 
 def _announce(spec: Any, reference: Path) -> None:
@@ -151,40 +120,31 @@ def _announce(spec: Any, reference: Path) -> None:
                   f"The other methods' results are read from {reference}, not refitted.")
 
 
-def _report(run_dir: Path, reference: Path, smoke: bool, failed: bool, reference_ids: set[str] | None) -> None:
-    from lkm.report.compare import write_comparison
-
-    paths, payload = write_comparison(run_dir, reference, run_dir / "comparison", smoke=smoke,
-                                      reference_ids=reference_ids)
-    name = payload["new_method"]
-    order = payload["methods_by_rank"]
-    ranks = payload["average_ranks"]
-    console.print(text_line((f"{name}", "bold"), f": rank {order.index(name) + 1} of {len(order)} "
-                            f"(average rank {ranks[name]:.2f}) over {payload['n_datasets']} data sets; "
-                            f"Nemenyi critical difference {payload['cd']:.2f}"))
+def _report(comparison: Any, failed: bool) -> None:
+    """The new method's rank, its pairwise tests and where the comparison was written."""
     from lkm.report.ranking import ROPE
 
-    table = _pairs_table(run_dir / "comparison" / "pairwise.json")
-    console.print(table)
-    console.print(f"Bayesian probabilities with a ROPE of ±{ROPE:g} point; comparison written to {run_dir / 'comparison'}/ "
+    payload, name = comparison.payload, comparison.name
+    console.print(text_line((f"{name}", "bold"), f": rank {comparison.rank} of {comparison.n_methods} "
+                            f"(average rank {comparison.average_ranks[name]:.2f}) over {comparison.n_datasets} data sets; "
+                            f"Nemenyi critical difference {comparison.cd:.2f}"))
+    console.print(_pairs_table(comparison.pairwise))
+    console.print(f"Bayesian probabilities with a ROPE of ±{ROPE:g} point; comparison written to {comparison.folder}/ "
                   "(ranking.md, pairwise.md, speed.md, critical_difference.png, accuracy_time.png)")
     if payload["failed_datasets"] or payload["dropped_datasets"]:
         gaps = payload["failed_datasets"] or payload["dropped_datasets"]
         err_console.print(text_line(("warning:", "yellow"), f" {name} has no result on {len(gaps)} data set(s), "
-                                    f"ranked on the other {payload['n_datasets']}: "
+                                    f"ranked on the other {comparison.n_datasets}: "
                                     + "; ".join(f"{d}: {w}" for d, w in gaps.items())))
     elif failed:
         err_console.print(text_line(("warning:", "yellow"), " some fits failed; see the run's records"))
 
 
-def _pairs_table(path: Path) -> Any:
+def _pairs_table(frame: Any) -> Any:
     """The pairwise tests as a narrow console table (pairwise.md has every column), from
     the cells as displayed (pairwise.json, the table writer's twin of pairwise.md)."""
-    import pandas as pd
     from rich.table import Table
 
-    shown = json.loads(path.read_text(encoding="utf-8"))
-    frame = pd.DataFrame(shown["rows"], columns=shown["columns"], dtype=str)
     short = {"b": "against", "a wins / ties / losses": "W / T / L", "mean a − b (points)": "mean Δ",
              "Holm p": "Holm p", "P(a better)": "P(better)", "P(b better)": "P(worse)"}
     rope = next(c for c in frame.columns if c.startswith("P(|"))

@@ -1,6 +1,8 @@
 """Running a spec from the command line, shared by `lkm run`, `lkm sweep` and `lkm reproduce`:
-where the fits run (local workers or a cluster), the plan, progress with ETA, the
-summary and the paths printed at the end, and the report's counts (`lkm report --all`)."""
+where the fits run (local workers or a cluster), and what is printed: the plan, progress
+with ETA, the summary and the paths at the end, and the report's counts (`lkm report
+--all`). The run itself is :mod:`lkm.api`'s (:func:`lkm.api.execute_plan`), shared with
+:func:`lkm.api.run`."""
 
 from __future__ import annotations
 
@@ -8,7 +10,6 @@ import contextlib
 import os
 import shlex
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,15 @@ from typing import Any
 import typer
 from rich.markup import escape
 
+from lkm.api import (
+    RunObserver,
+    RunOutcome,
+    check_same_run,
+    default_run_dir,
+    execute_plan,
+    plan_spec,
+    spec_path,  # noqa: F401  (re-exported: lkm.cli.runs and the tests import it from here)
+)
 from lkm.cli.app import console, err_console, exit_error, print_rows, text_line
 from lkm.engine.workers import interrupt_exit_code, interrupt_name
 from lkm.errors import LkmError
@@ -58,113 +68,76 @@ def _warm_workers(jobs: int) -> Any:
     return warm_workers(jobs, modules)
 
 
-def run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_run: bool, progress: bool,
-              *, cluster=None) -> None:
-    from lkm.engine.runner import build_plan
-    from lkm.engine.store import RunStore
-    from lkm.spec import spec_to_yaml
+class RunPrinter(RunObserver):
+    """What a run says on the console (:class:`lkm.api.RunObserver`): spinners, the
+    skipped data sets and methods, the plan's line, the progress bar, the interrupt line."""
 
-    run_dir = out or Path("results") / spec.name
-    store = RunStore(run_dir)
-    if not dry_run:
-        store.claim(create=False)  # a file, or a folder lkm did not create: refuse before loading data
-    with console.status("loading data and planning...", spinner="dots"):
-        plan = build_plan(spec, data_dir=os.environ.get("LKM_DATA_DIR"), source=source)
-    # A perturbed rerun (lkm reproduce's fragility check) follows the plain run's selected
-    # settings, which may change between runs: its folder keeps every perturbed record.
-    check = not fresh and spec.perturb is None
+    def __init__(self, progress: bool = True) -> None:
+        self.progress = progress
+
+    def status(self, text: str) -> Any:
+        return console.status(text, spinner="dots")
+
+    def planned(self, spec, plan, done: set[str], todo: int, run_dir: Path) -> None:
+        for ds, msg in plan.unavailable.items():
+            err_console.print(text_line(("skipped", "yellow"), f" {ds}: {msg}"))
+        print_not_run(plan, done)
+        not_run = set(plan.not_run) - done
+        not_run_part = f", {len(not_run)} not run" if not_run else ""
+        console.print(text_line(
+            (spec.name, "bold"), f": {len(plan.tasks)} fits ({len(plan.tasks) - todo - len(not_run)} already recorded"
+            f"{not_run_part}) on {len(plan.datasets)} dataset(s), {spec.describe_protocol()} -> {run_dir}/",
+        ))
+
+    @contextlib.contextmanager
+    def fitting(self, todo: int) -> Iterator[Any]:
+        with FitProgress(todo, enabled=self.progress) as bar:
+            yield bar.advance
+
+    def interrupted(self, exc: KeyboardInterrupt, run_dir: Path) -> None:
+        raise exit_error(LkmError(
+            f"interrupted ({interrupt_name(exc)}); every finished fit is recorded in {run_dir}/records"
+            " — run the same command again to resume"), interrupt_exit_code(exc)) from None
+
+
+def command_line() -> str:
+    """The command as typed, for provenance.json."""
+    return " ".join(shlex.quote(a) for a in ["lkm", *sys.argv[1:]])
+
+
+def run_spec(spec, source: str, out: Path | None, jobs: int, fresh: bool, dry_run: bool, progress: bool,
+             *, cluster=None) -> None:
+    """`lkm run`'s run of ``spec`` (:func:`lkm.api.plan_spec`, :func:`lkm.api.execute_plan`),
+    printed: the plan's line and progress, then the summary, failed methods, the files
+    written and the main outputs. Failed fits end it with exit 1 after the summary."""
+    run_dir = out or default_run_dir(spec)
+    printer = RunPrinter(progress)
+    store, plan = plan_spec(spec, source, run_dir, claim=not dry_run, observer=printer)
     if dry_run:
-        if check:
-            store.check_same_run(spec_to_yaml(spec), plan.task_ids)
+        check_same_run(spec, plan, store, fresh)
         _print_plan(plan, store.completed_ids() if not fresh else set(), run_dir)
         return
-    # Held while this process writes (released on return, on any error, or with the
-    # process on a kill): a second run on this folder stops at once, naming this process.
-    with store.lock():
-        if check:
-            store.check_same_run(spec_to_yaml(spec), plan.task_ids)
-        summary, written = _fit_and_report(spec, plan, store, source, jobs=jobs, fresh=fresh, progress=progress,
-                                            cluster=cluster)
+    outcome = execute_plan(spec, plan, store, source, jobs=jobs, fresh=fresh, cluster=cluster,
+                           command=command_line(), observer=printer)
+    print_finished(outcome)
+
+
+def print_finished(outcome: RunOutcome) -> None:
+    """After a run: the summary table, failed methods, the files written and the main
+    outputs; exit 1 (after printing) when fits failed."""
+    run_dir, summary, written = outcome.run_dir, outcome.summary, outcome.written
     print_summary(run_dir)
-    _print_failed_methods(store, plan.task_ids)
+    _print_failed_methods(outcome.store, outcome.plan.task_ids)
     if written is None:
         console.print(f"nothing new to fit; tables and figures in {run_dir}/ are current (`lkm report {run_dir}` rebuilds them)")
     else:
         console.print(f"{summary.ran} fits in {summary.seconds:.1f} s; {files_line(written, run_dir)}")
         print_report_warnings(written)
-    print_outputs(run_dir, spec)
+    print_outputs(run_dir, outcome.spec)
     if summary.failed:  # exit 1, so a CI job never counts a run of failed fits as passed
         every = "every fit of this run; " if summary.ran == 0 else ""
         raise exit_error(LkmError(f"{summary.failed} fit(s) failed ({every}recorded with status 'error'); "
                                   f"first: {summary.first_error}"), 1)
-
-
-def _warm_up_report() -> None:
-    """While the workers fit: import pyplot and load the figures' fonts
-    (:func:`lkm.report.core.warm_up_figures`), and read what provenance records regardless
-    of the run (:func:`lkm.engine.environment.prefetch_provenance`)."""
-    from lkm.engine.environment import prefetch_provenance
-    from lkm.report.core import warm_up_figures
-
-    warm_up_figures()
-    prefetch_provenance()
-
-
-def _fit_and_report(spec, plan, store, source: str, *, jobs: int, fresh: bool, progress: bool, cluster=None):
-    """Fit what the run folder does not hold yet, write provenance and rebuild the report
-    unless it is current. Returns the execution summary and the files written (None:
-    the report was current)."""
-    from lkm.engine.runner import dataset_provenance, execute, write_plan
-    from lkm.report import build_report
-    from lkm.spec import spec_to_yaml
-
-    run_dir = store.root
-    done = store.completed_ids() if not fresh else set()
-    store.prepare(fresh=fresh)
-    store.write_spec(spec_to_yaml(spec))
-    write_plan(plan, store)
-    for ds, msg in plan.unavailable.items():
-        err_console.print(text_line(("skipped", "yellow"), f" {ds}: {msg}"))
-    print_not_run(plan, done)
-    not_run = set(plan.not_run) - done
-    todo = len(plan.task_ids - done - not_run)
-    not_run_part = f", {len(not_run)} not run" if not_run else ""
-    console.print(text_line(
-        (spec.name, "bold"), f": {len(plan.tasks)} fits ({len(plan.tasks) - todo - len(not_run)} already recorded"
-        f"{not_run_part}) on {len(plan.datasets)} dataset(s), {spec.describe_protocol()} -> {run_dir}/",
-    ))
-    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    warm_up = None
-    if todo:  # this process only waits while workers fit: import the figures' library meanwhile
-        warm_up = threading.Thread(target=_warm_up_report, daemon=True)
-        warm_up.start()
-    try:
-        # SIGTERM is handled like Ctrl-C (the command runs under interrupt_on): execute()
-        # kills its workers, then this message.
-        with FitProgress(todo, enabled=progress) as bar:
-            summary = execute(plan, store, jobs=jobs, on_progress=bar.advance, cluster=cluster)
-    except KeyboardInterrupt as exc:
-        raise exit_error(LkmError(
-            f"interrupted ({interrupt_name(exc)}); every finished fit is recorded in {run_dir}/records"
-            " — run the same command again to resume"), interrupt_exit_code(exc)) from None
-    if warm_up is not None:
-        warm_up.join()  # the report draws figures: never on a half-imported pyplot
-    store.write_provenance({
-        "command": " ".join(shlex.quote(a) for a in ["lkm", *sys.argv[1:]]),
-        "spec_source": source, "started_at": started, "seconds": round(summary.seconds, 3),
-        **({"jobs": jobs} if cluster is None else {"jobs": None, "cluster": cluster.provenance()}),
-        "seeds": {"protocol": getattr(spec.protocol, "seed", None)},
-        "datasets": dataset_provenance(plan),
-        "tasks": {"planned": summary.planned, "recorded_before": summary.skipped, "ran": summary.ran, "failed": summary.failed,
-                  **({"not_run": summary.not_run} if summary.not_run else {})},
-    })
-    stamp = store.report_stamp(spec_to_yaml(spec), plan.task_ids)
-    if summary.ran == 0 and summary.failed == 0 and store.report_is_current(stamp):
-        return summary, None
-    with console.status("writing tables and figures...", spinner="dots"):
-        written = build_report(store, spec, plan.task_ids, plan.unavailable)
-    store.mark_report(stamp, written)
-    return summary, written
 
 
 # -- progress ------------------------------------------------------------------------
@@ -381,21 +354,3 @@ def print_site(written) -> None:
         err_console.print(text_line(("missing:", "yellow"), f" ... and {len(written.missing) - MISSING_LINES} more"
                                 f" (each paper's \"Still missing\" in the report)"), soft_wrap=True)
     console.print(f"report: {written.index} (and {written.markdown.name} beside it)", highlight=False)
-
-
-def spec_path(spec: Path) -> Path:
-    """SPEC as given when it is a file or looks like a path; a bare name (`lpl_vs_svm`)
-    is a spec lkm ships (`lkm specs list`), so `lkm run NAME` works from any folder."""
-    from lkm.papers import packaged_specs
-
-    # a shipped name may hold a dot (a reading's variant: cevikalp_usps.q_half); .yaml marks a path
-    if spec.exists() or spec.suffix in (".yaml", ".yml") or len(spec.parts) > 1:
-        return spec
-
-    found = packaged_specs().get(spec.name)
-    if found is None:
-        from lkm.errors import did_you_mean
-
-        raise LkmError(f"{spec}: no such spec file, nor a spec lkm ships{did_you_mean(spec.name, packaged_specs())} "
-                       "(`lkm specs list` lists them)")
-    return found

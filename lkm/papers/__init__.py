@@ -22,6 +22,7 @@ from pathlib import Path
 from types import ModuleType
 
 from lkm.reproduction.paper import discover_papers
+from lkm.reproduction.runs import packaged_specs as shipped_specs
 from lkm.reproduction.runs import spec_folder
 
 #: Papers by the key `lkm reproduce` takes, in report order.
@@ -33,6 +34,6 @@ CROSS_SPEC = str(spec_folder(__name__) / "cross_paper.yaml")
 
 def packaged_specs() -> dict[str, Path]:
     """Every spec lkm ships, by name (its file stem): each paper's ``specs/`` and the
-    cross-paper spec. `lkm run NAME` and `lkm specs` read these."""
-    folders = [spec_folder(module.__name__) for module in PAPERS.values()] + [spec_folder(__name__)]
-    return {p.stem: p for folder in folders if folder.is_dir() for p in sorted(folder.glob("*.yaml"))}
+    cross-paper spec (:func:`lkm.reproduction.runs.packaged_specs`). `lkm run NAME` and
+    `lkm specs` read these."""
+    return shipped_specs(__name__)

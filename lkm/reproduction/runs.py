@@ -50,6 +50,16 @@ def spec_folder(package: str) -> Path:
     return Path(str(files(package) / SPECS_FOLDER))
 
 
+def packaged_specs(package: str) -> dict[str, Path]:
+    """Every spec a papers package ships, by name (its file stem): each paper
+    subpackage's ``specs/`` and the package's own (:func:`discover_papers`). `lkm run
+    NAME`, `lkm specs` and :func:`lkm.api.run` read these."""
+    from lkm.reproduction.paper import discover_papers
+
+    folders = [spec_folder(module.__name__) for module in discover_papers(package).values()] + [spec_folder(package)]
+    return {p.stem: p for folder in folders if folder.is_dir() for p in sorted(folder.glob("*.yaml"))}
+
+
 def shown_path(spec: str) -> str:
     """A shipped spec's path as a reader finds it in the source (``lkm/papers/lpl/specs/
     lpl_vs_svm.yaml``) wherever lkm is installed; any other path as given."""
