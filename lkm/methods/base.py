@@ -174,20 +174,63 @@ class available_unless:  # noqa: N801 (a decorator, named like sklearn's availab
 
 
 class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
-    """Base class: parameter/input validation, ``classes_``, dummy outputs, ``predict``.
+    """Base class of lkm's classifiers: validation, ``classes_``, dummy outputs, ``predict``.
 
-    Subclasses implement ``fit(X, y, cache=None)`` (calling :meth:`_validate_training`)
-    and ``decision_function(X, cache=None)`` (calling :meth:`_validate_query`), which
-    returns shape (n,) for two classes (positive means ``classes_[1]``) and
-    (n, n_classes) otherwise. A ``fit`` without a ``sample_weight`` parameter raises a
-    one-line TypeError naming the class and :attr:`sample_weight_refusal` when given one.
+    Tsuji et al. (Sec. 1) classify through regression on dummy outputs: +1 for one class
+    and -1 for the other; with more than two classes every method here uses one-vs-rest
+    ±1 columns and predicts the class of the largest output. Subclasses implement
+    ``fit(X, y, cache=None)`` and ``decision_function(X, cache=None)``, which returns
+    shape (n,) for two classes (positive means ``classes_[1]``) and (n, n_classes)
+    otherwise; ``predict`` takes the sign or the largest output, exact ties broken by
+    one rule (the class with the larger training prior, then the class of the nearest
+    training pattern when the method knows it, then the lower class index). A ``fit``
+    without a ``sample_weight`` parameter raises a one-line TypeError naming the class
+    and :attr:`sample_weight_refusal` when given one.
 
     Numerical failure is caught here, once for every method: training and query
     features whose squared distances over- or underflow float64 raise
     :class:`~lkm.errors.NumericalError` (:func:`check_feature_scale`), and so do
-    non-finite decision values — every subclass's ``decision_function`` and
-    :meth:`predict` pass through :meth:`_check_finite`, which names the parameters in
-    ``_numerical_params``. No method returns NaN outputs or predictions from them.
+    non-finite decision values of every subclass's ``decision_function`` and of
+    :meth:`predict`, naming the parameters involved. No method returns NaN outputs or
+    predictions from them.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels, sorted (set by a subclass's ``fit``).
+    class_count_ : ndarray of shape (n_classes,)
+        Training samples per class (the tie rule's prior).
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    sigma_ : float
+        Estimators with a ``sigma`` parameter: the Gaussian width in use (``"scale"``
+        resolved from the training data by :func:`scaled_sigma`).
+    info_ : dict
+        Method facts recorded by ``fit`` and updated by ``predict`` (for instance
+        ``tie_share``, the share of exactly tied queries).
+
+    See Also
+    --------
+    lkm.methods.resolve_estimator : The class of a registry key or a dotted path.
+
+    References
+    ----------
+    .. [1] K. Tsuji, M. Kudo, A. Tanaka, "Localized Projection Learning", Structural,
+       Syntactic, and Statistical Pattern Recognition (S+SSPR), LNCS, Springer, 2010,
+       Sec. 1 (classification by regression on dummy outputs).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from lkm.methods import LocalKernelClassifier, ProjectionLearning
+    >>> issubclass(ProjectionLearning, LocalKernelClassifier)
+    True
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = ProjectionLearning(sigma=1.0).fit(X[::2], y[::2])
+    >>> clf.classes_
+    array([0, 1, 2])
+    >>> clf.predict(X[1:6])
+    array([0, 0, 0, 0, 0])
     """
 
     #: Parameters named when decision values are not finite (see :meth:`_check_finite`).
@@ -360,6 +403,21 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
         return self.decision_function(X, cache=cache), None
 
     def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
+        """The method's outputs; every subclass implements it.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_queries, n_features)
+            Query samples.
+        cache : DistanceCache or None, default=None
+            Memoizes distances between the query and training samples.
+
+        Returns
+        -------
+        ndarray of shape (n_queries,) or (n_queries, n_classes)
+            Two classes: one value per query, positive for ``classes_[1]``. More
+            classes: one column per class of ``classes_``, the largest wins.
+        """
         raise NotImplementedError
 
     def _no_calibrated_probabilities(self) -> str:
@@ -371,13 +429,42 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
 
     @available_unless(_no_calibrated_probabilities)
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        """Never available here (reading it raises AttributeError naming the reason, and
-        ``hasattr`` is False); estimators with a calibrated route override it."""
+        """Class probabilities: not available unless a subclass has a calibrated route.
+
+        Reading the attribute raises AttributeError naming the reason (so ``hasattr`` is
+        False); estimators with a calibrated route, such as
+        ``SVMClassifier(probability=True)``, override it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Query samples.
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_classes)
+            Never returned here.
+        """
         raise AttributeError(self._no_calibrated_probabilities())  # not reached: __get__ raises
 
     def predict(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
-        """Class labels: sign of the output for two classes, else the largest output,
-        from the scaled outputs (:meth:`_scaled_decision`); exact ties by the rule of
-        :meth:`_labels_from_decision`."""
+        """Class labels: the sign of the output for two classes, else the largest output.
+
+        Kernel-expansion methods evaluate their outputs up to a positive factor per query
+        here, so that the sign and the argmax stay exact where every kernel value
+        underflows; exact ties go by the rule of the class description.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_queries, n_features)
+            Query samples.
+        cache : DistanceCache or None, default=None
+            Memoizes distances between the query and training samples.
+
+        Returns
+        -------
+        ndarray of shape (n_queries,)
+            Predicted class labels (values of ``classes_``).
+        """
         decision, nearest = self._scaled_decision(X, cache=cache)
         return self._labels_from_decision(self._check_finite(decision), nearest)

@@ -379,45 +379,85 @@ def pl_fit_memory(
 class ProjectionLearning(LocalKernelClassifier):
     """Projection learning (Tsuji et al., eq. (4)) with a Gaussian kernel of width sigma.
 
-    ``f(x) = K(x, X) G⁺ y`` with eigen-directions of G at or below ``rcond·λ_max(G)``
-    treated as null (default and reason at :data:`DEFAULT_RCOND`). ``solver``:
-    ``"eigh"`` (:func:`eigh_pinv_solve`, robust to round-off), ``"cholesky"``
-    (:func:`psd_pinv_solve`, a pivoted Cholesky stopped at the same cutoff, ~10× faster
-    but its outputs can move with round-off where G's spectrum decays smoothly through
-    the cutoff) or ``"auto"`` (eigh up to :data:`EIGH_MAX_ROWS` distinct rows). Both
-    exploit two exact structures of G:
+    ``f(x) = K(x, X) G⁺ y`` (Tsuji et al. [1]_, Sec. 3, eq. (4)) with the Gaussian Gram
+    matrix G and eigen-directions of G at or below ``rcond·λ_max(G)`` treated as null.
+    Two exact structures of G are exploited:
 
-    * repeated training rows are merged: with M the 0/1 membership matrix, G = M G_u Mᵀ,
-      and G⁺ y follows exactly from the pseudo-inverse of the smaller C^½ G_u C^½
-      (C = multiplicities); this removes the commonest cause of singularity and shrinks
-      the O(ℓ³) factorization. The distinct rows are taken in lexicographic order, so
-      the result does not depend on the order of the training rows;
+    * repeated training rows are merged: with M the 0/1 membership matrix,
+      G = M G_u Mᵀ, and G⁺ y follows exactly from the pseudo-inverse of the smaller
+      C^½ G_u C^½ (C = multiplicities); this removes the commonest cause of singularity
+      and shrinks the O(ℓ³) factorization. The distinct rows are taken in lexicographic
+      order, so the result does not depend on the order of the training rows;
     * with small sigma, G is block diagonal (kernel values between distant groups are
-      exactly 0) and each block is solved on its own (:func:`_gram_blocks`).
+      exactly 0) and each block is solved on its own.
 
     Predictions use each test row's kernel values divided by its largest
-    (:func:`lkm.numerics.kernels.exp_rows_scaled`): the sign of f is exact even where every
-    kernel value underflows (tiny sigma, far points). ``decision_function`` returns the
-    unscaled f, which is then 0; ``predict`` never reads it.
-
-    ``sigma="scale"`` (the default; the paper sweeps sigma and fixes no value) is the
-    width scikit-learn's ``gamma="scale"`` gives, sqrt(p·Var(X)/2) of the training data
-    (:func:`lkm.methods.base.scaled_sigma`); the width in use is ``sigma_`` and
-    ``info_['sigma']``.
+    (:func:`lkm.numerics.kernels.exp_rows_scaled`): the sign of f is exact even where
+    every kernel value underflows (tiny sigma, far points). ``decision_function``
+    returns the unscaled f, which is then 0; ``predict`` never reads it.
 
     Memory: G⁺ needs the whole n × n Gram matrix (8n² bytes, twice that when a
-    :class:`~lkm.numerics.kernels.DistanceCache` keeps the distances alive; :func:`pl_fit_memory`),
-    so fit checks it against the memory available first and raises
-    :class:`~lkm.errors.InsufficientMemory` naming n, the bytes needed and those available
-    instead of allocating; predictions are computed in blocks of test rows
+    :class:`~lkm.numerics.kernels.DistanceCache` keeps the distances alive;
+    :func:`pl_fit_memory`), so fit checks it against the memory available first and
+    raises :class:`~lkm.errors.InsufficientMemory` naming n, the bytes needed and those
+    available instead of allocating; predictions are computed in blocks of test rows
     (:data:`QUERY_BLOCK_BYTES`), so no test × training matrix is held without a cache.
 
-    Attributes: ``X_unique_`` (distinct training rows, sorted), ``unique_coef_`` (their
-    coefficients: ``f(x) = K(x, X_unique_) unique_coef_``), ``dual_coef_`` (G⁺ y per
-    training row). ``info_``: rank of G, route ("inverse", "pseudo-inverse" or "eigen"),
-    training size, number of distinct rows, number of diagonal blocks, rcond, solver; after ``predict``
-    also ``tie_share`` and ``underflow_share`` (test points whose unscaled kernel row is
-    all zeros in float64).
+    Parameters
+    ----------
+    sigma : float or "scale", default="scale"
+        The Gaussian width. ``"scale"`` (the paper sweeps sigma and fixes no value) is
+        the width scikit-learn's ``gamma="scale"`` gives, sqrt(p·Var(X)/2) of the
+        training data (:func:`lkm.methods.base.scaled_sigma`).
+    rcond : float, default=1e-10
+        Relative rank cutoff of the pseudo-inverse (default and reason at
+        :data:`DEFAULT_RCOND`).
+    solver : {"auto", "eigh", "cholesky"}, default="auto"
+        ``"eigh"`` (:func:`eigh_pinv_solve`, robust to round-off), ``"cholesky"``
+        (:func:`psd_pinv_solve`, a pivoted Cholesky stopped at the same cutoff, ~10×
+        faster but its outputs can move with round-off where G's spectrum decays
+        smoothly through the cutoff) or ``"auto"`` (eigh up to :data:`EIGH_MAX_ROWS`
+        distinct rows).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    sigma_ : float
+        The width in use (also ``info_['sigma']``).
+    X_unique_ : ndarray of shape (n_unique, n_features)
+        The distinct training rows, sorted.
+    unique_coef_ : ndarray of shape (n_unique,) or (n_unique, n_classes)
+        Their coefficients: ``f(x) = K(x, X_unique_) unique_coef_``.
+    dual_coef_ : ndarray of shape (n_train,) or (n_train, n_classes)
+        G⁺ y per training row.
+    info_ : dict
+        ``rank_G``, ``route`` ("inverse", "pseudo-inverse" or "eigen"), ``n_train``,
+        ``n_unique_rows``, ``n_blocks`` (diagonal blocks of G), ``rcond``, ``solver``,
+        ``sigma``; after ``predict`` also ``tie_share`` and ``underflow_share`` (test
+        points whose unscaled kernel row is all zeros in float64).
+
+    See Also
+    --------
+    LocalizedProjectionLearning : The same projection over each query's k neighbours.
+
+    References
+    ----------
+    .. [1] K. Tsuji, M. Kudo, A. Tanaka, "Localized Projection Learning", Structural,
+       Syntactic, and Statistical Pattern Recognition (S+SSPR), LNCS, Springer, 2010,
+       Sec. 3, eq. (4).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from lkm.methods import ProjectionLearning
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = (X - X.mean(axis=0)) / X.std(axis=0)
+    >>> clf = ProjectionLearning(sigma=3.0).fit(X[:400], y[:400])
+    >>> print(round(clf.score(X[400:], y[400:]), 3))
+    0.935
+    >>> clf.info_["route"], clf.info_["n_unique_rows"]
+    ('inverse', 400)
     """
 
     sample_weight_refusal = (
@@ -443,6 +483,23 @@ class ProjectionLearning(LocalKernelClassifier):
     def fit(
         self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None
     ) -> ProjectionLearning:
+        """Solve ``G⁺ y`` on the training data (eq. (4)).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Training samples.
+        y : array-like of shape (n_samples,)
+            Class labels (±1 dummy outputs per class are built from them).
+        cache : DistanceCache or None, default=None
+            Memoizes the distinct rows, their distances and the block search, so a
+            sigma sweep on one split computes them once.
+
+        Returns
+        -------
+        ProjectionLearning
+            The fitted estimator.
+        """
         X, y_index = self._validate_training(X, y)
         Y = self._dummy_outputs(y_index)
         X_u, inverse, counts = memoized(cache, ("pl_unique_rows",), lambda: _unique_rows(X), X)
@@ -495,8 +552,23 @@ class ProjectionLearning(LocalKernelClassifier):
         return self
 
     def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
-        """``K(x, X_train) G⁺ y`` (eq. (4)); (n,) for two classes, else (n, n_classes).
-        Exactly 0 where every kernel value underflows; :meth:`predict` does not use it."""
+        """``K(x, X_train) G⁺ y`` (eq. (4)) for every query.
+
+        Exactly 0 where every kernel value underflows; :meth:`predict` does not use it.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_queries, n_features)
+            Query samples.
+        cache : DistanceCache or None, default=None
+            Memoizes the query × training distances.
+
+        Returns
+        -------
+        ndarray of shape (n_queries,) or (n_queries, n_classes)
+            f(x): one value for two classes (positive for ``classes_[1]``), else one
+            column per class.
+        """
         X = self._validate_query(X)
         out = np.empty((X.shape[0],) + self.unique_coef_.shape[1:])
         for rows, D in self._query_blocks(X, cache):
@@ -533,33 +605,92 @@ class ProjectionLearning(LocalKernelClassifier):
 class LocalizedProjectionLearning(LocalKernelClassifier):
     """Localized projection learning (Tsuji et al., Sec. 5).
 
-    For each query x: ``f(x) = K(x, X_N) G_N⁺ y_N`` over its k nearest training patterns
-    (Euclidean). ``k="auto"`` is the paper's k = floor(log10 ℓ + 1). A k above ℓ is
-    clipped to ℓ with a UserWarning (once per fit) and ``info_`` entries ``k_requested``,
-    ``k_clipped`` and ``note``; ``info_['k']`` is always the k used. With k = ℓ every
-    neighbourhood is the whole training set, so one ℓ×ℓ system is solved at fit time
-    (:meth:`_fit_global`) instead of one per query. One neighbour query serves all test points, and the k×k systems are solved together
-    by a stacked eigendecomposition (:func:`batched_pinv_forms`). With a cache, the
-    neighbour lists and local squared distances are memoized, so a sigma sweep only
+    For each query x: ``f(x) = K(x, X_N) G_N⁺ y_N`` over its k nearest training
+    patterns N(x) (Euclidean; Tsuji et al. [1]_, Sec. 5). With k = ℓ every neighbourhood
+    is the whole training set, so one ℓ×ℓ system is solved at fit time instead of one
+    per query. One neighbour query serves all test points, and the k×k systems are
+    solved together by a stacked eigendecomposition (:func:`batched_pinv_forms`:
+    eigenvalues at or below ``k·eps·λ_max`` dropped, the pseudo-inverse). With a cache,
+    the neighbour lists and local squared distances are memoized, so a sigma sweep only
     recomputes the exponentials and the eigendecompositions.
 
-    ``sigma="scale"`` (the default; the paper sweeps sigma) is resolved at fit as for
-    :class:`ProjectionLearning` into ``sigma_`` and ``info_['sigma']``.
+    Parameters
+    ----------
+    sigma : float or "scale", default="scale"
+        The Gaussian width (the paper sweeps sigma); ``"scale"`` is resolved at fit as
+        for :class:`ProjectionLearning`.
+    k : int or "auto", default="auto"
+        Neighbourhood size; ``"auto"`` is the paper's k = floor(log10 ℓ + 1) (Sec. 9).
+        A k above ℓ is clipped to ℓ with a UserWarning (once per fit) and ``info_``
+        entries ``k_requested``, ``k_clipped`` and ``note``.
+    neighbors : {"exact", "annoy", "hnswlib"}, default="exact"
+        The neighbour search: exact, or approximate (Sec. 7: "suboptimal k nearest
+        neighbors are acceptable"; annoy and hnswlib need ``lkm[fast]``).
+    n_trees : int, default=10
+        annoy: trees of the forest.
+    search_k : int, default=-1
+        annoy: nodes inspected per query (-1: annoy's default).
+    random_state : int, RandomState instance or None, default=None
+        Seeds annoy's forest or hnswlib's graph.
+    measure_recall : bool, default=False
+        Also run an exact query and store the recall of the approximate neighbour lists
+        in ``info_['neighbor_recall']`` (the Sec. 7 experiment); with exact neighbours
+        the recall is 1.0 and nothing is recomputed.
+    ef : int, default=50
+        hnswlib: candidates per query (graphs with M = 16, ef_construction = 200).
+    n_jobs : int or None, default=None
+        Threads (joblib; None is 1, -1 every core) that solve the local k×k systems,
+        in blocks of :data:`LOCAL_SYSTEMS_BLOCK` queries that do not depend on
+        ``n_jobs``, so the outputs are identical at every value. The neighbour query
+        runs before them, on BLAS's threads. The local systems always run on one BLAS
+        thread each (a k×k eigendecomposition gains nothing from more).
 
-    ``neighbors`` is ``"exact"``, ``"annoy"`` or ``"hnswlib"`` (approximate, Sec. 7:
-    "suboptimal k nearest neighbors are acceptable"); ``n_trees``, ``search_k`` and
-    ``random_state`` configure annoy, ``ef`` and ``random_state`` hnswlib (graphs with
-    M = 16, ef_construction = 200; needs ``lkm[fast]``). ``measure_recall=True`` also
-    runs an exact query and stores the recall of the approximate neighbour lists in
-    ``info_['neighbor_recall']``; it costs an exact query, for the Sec. 7 experiment
-    (with exact neighbours the recall is 1.0 and nothing is recomputed).
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    sigma_ : float
+        The width in use (also ``info_['sigma']``).
+    k_ : int
+        The k used (also ``info_['k']``).
+    X_fit_ : ndarray of shape (n_train, n_features)
+        The training patterns.
+    dummy_outputs_ : ndarray of shape (n_train,) or (n_train, n_classes)
+        Their ±1 dummy outputs.
+    neighbors_ : object or None
+        The fitted neighbour index (None when k = ℓ).
+    info_ : dict
+        ``k``, ``sigma``, ``neighbors``; after each ``decision_function``:
+        ``neighbor_seconds`` (wall time of the neighbour query spent in that call; ~0
+        with ``neighbor_cached`` True when the lists came from the cache),
+        ``neighbor_recall`` (1.0 for exact neighbours; for annoy and hnswlib the
+        measured recall with ``measure_recall``, else None), ``recall_seconds`` (time
+        of the exact reference query, 0 unless it ran in that call) and
+        ``singular_local_systems``; after ``predict`` also ``tie_share`` and
+        ``underflow_share``.
 
-    ``info_`` after each ``decision_function``: ``neighbor_seconds`` (wall time of the
-    neighbour query actually spent in that call; ~0 with ``neighbor_cached`` True when
-    the lists came from the cache), ``neighbor_recall`` (1.0 for exact neighbours; for
-    annoy and hnswlib the measured recall with ``measure_recall``, else None), ``recall_seconds``
-    (time of the exact reference query, 0 unless it ran in that call) and
-    ``singular_local_systems``.
+    See Also
+    --------
+    ProjectionLearning : The global projection, one ℓ×ℓ system.
+    lkm.methods.SVMClassifier : The SVM Tsuji et al. compare LPL with (Sec. 6 and 9).
+
+    References
+    ----------
+    .. [1] K. Tsuji, M. Kudo, A. Tanaka, "Localized Projection Learning", Structural,
+       Syntactic, and Statistical Pattern Recognition (S+SSPR), LNCS, Springer, 2010,
+       Sec. 5 (the local solution), Sec. 7 (approximate neighbours), Sec. 9 (k).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from lkm.methods import LocalizedProjectionLearning
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = (X - X.mean(axis=0)) / X.std(axis=0)
+    >>> clf = LocalizedProjectionLearning(sigma=3.0).fit(X[:400], y[:400])
+    >>> clf.k_
+    3
+    >>> print(round(clf.score(X[400:], y[400:]), 3))
+    0.941
     """
 
     sample_weight_refusal = (
@@ -647,6 +778,23 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
     def fit(
         self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None
     ) -> LocalizedProjectionLearning:
+        """Store the training patterns and build the neighbour index (LPL is local).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Training samples.
+        y : array-like of shape (n_samples,)
+            Class labels (±1 dummy outputs per class are built from them).
+        cache : DistanceCache or None, default=None
+            Memoizes the neighbour index (one per forest or graph) for later fits on
+            the same split.
+
+        Returns
+        -------
+        LocalizedProjectionLearning
+            The fitted estimator.
+        """
         X, y_index = self._validate_training(X, y)
         n = X.shape[0]
         k_requested = auto_k(n) if self.k == "auto" else int(self.k)
@@ -729,8 +877,24 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         return sq, idx, local
 
     def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
-        """``K(x, X_N) G_N⁺ y_N`` for every row (Sec. 5); (n,) or (n, n_classes). Exactly 0
-        where every neighbour's kernel value underflows; :meth:`predict` does not use it."""
+        """``K(x, X_N) G_N⁺ y_N`` for every query (Sec. 5).
+
+        Exactly 0 where every neighbour's kernel value underflows; :meth:`predict` does
+        not use it.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_queries, n_features)
+            Query samples.
+        cache : DistanceCache or None, default=None
+            Memoizes the neighbour lists and local squared distances.
+
+        Returns
+        -------
+        ndarray of shape (n_queries,) or (n_queries, n_classes)
+            f(x): one value for two classes (positive for ``classes_[1]``), else one
+            column per class.
+        """
         return self._local_decision(X, cache, scaled=False)[0]
 
     def _scaled_decision(
