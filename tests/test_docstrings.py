@@ -117,6 +117,16 @@ def test_no_private_names(dotted: str) -> None:
 
 
 @pytest.mark.parametrize("dotted", PUBLIC)
+def test_every_reference_is_cited(dotted: str) -> None:
+    """Sphinx warns (an error in the docs build) on a References entry ``.. [1]`` that the
+    text never cites as ``[1]_``."""
+    for where, doc in _docstrings(dotted).items():
+        labels = re.findall(r"^\s*\.\. \[(\w+)\]", doc, flags=re.MULTILINE)
+        uncited = [label for label in labels if f"[{label}]_" not in doc]
+        assert not uncited, f"{where}: references {uncited} are not cited in the text"
+
+
+@pytest.mark.parametrize("dotted", PUBLIC)
 def test_examples_run(dotted: str) -> None:
     obj = _resolve(dotted)
     finder = doctest.DocTestFinder(recurse=False)

@@ -76,13 +76,47 @@ def _import_path(path: str) -> Any:
 
 @functools.cache
 def resolve_estimator(key_or_path: str) -> type:
-    """The estimator class for a registry key (``"pl"``) or a dotted path
-    (``"sklearn.neighbors.KNeighborsClassifier"``, ``"mypkg.mymod.MyClassifier"``).
+    """The estimator class for a registry key or a classifier's dotted path.
 
-    A path's module must be importable (installed, or on ``PYTHONPATH``); lkm does not add
-    the spec's folder to ``sys.path``. The class must be a scikit-learn-style classifier:
-    ``fit``, ``predict`` and ``get_params``, and not a regressor. Raises a one-line
-    :class:`~lkm.errors.SpecError` without location (callers prefix file and key).
+    A spec's ``estimator:`` (and ``lkm methods``) names either a key of
+    :data:`METHOD_PATHS` (``"pl"``) or a dotted path (``"sklearn.neighbors.KNeighborsClassifier"``,
+    ``"mypkg.mymod.MyClassifier"``). A path's module must be importable (installed, or
+    on ``PYTHONPATH``); lkm does not add the spec's folder to ``sys.path``. The class
+    must be a scikit-learn-style classifier: ``fit``, ``predict`` and ``get_params``,
+    and not a regressor. Results are cached per name.
+
+    Parameters
+    ----------
+    key_or_path : str
+        A registry key or a dotted path ``module.Class``.
+
+    Returns
+    -------
+    type
+        The estimator class (not an instance).
+
+    Raises
+    ------
+    lkm.errors.SpecError
+        One line without location (callers prefix file and key): an unknown key (with a
+        suggestion), a sampler's or regressor's key, a module that cannot be imported,
+        a missing class, or a class that is not a classifier.
+
+    See Also
+    --------
+    lkm.methods.LocalKernelClassifier : The base class of lkm's own classifiers.
+
+    Examples
+    --------
+    >>> from lkm.methods import resolve_estimator
+    >>> resolve_estimator("lpl").__name__
+    'LocalizedProjectionLearning'
+    >>> resolve_estimator("sklearn.neighbors.KNeighborsClassifier").__name__
+    'KNeighborsClassifier'
+    >>> resolve_estimator("npps")
+    Traceback (most recent call last):
+        ...
+    lkm.errors.SpecError: 'npps' is a sampler (fit_resample), not a classifier; use 'npps_svm'
     """
     if key_or_path in METHOD_PATHS:
         return _import_path(METHOD_PATHS[key_or_path])

@@ -176,8 +176,8 @@ class available_unless:  # noqa: N801 (a decorator, named like sklearn's availab
 class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
     """Base class of lkm's classifiers: validation, ``classes_``, dummy outputs, ``predict``.
 
-    Tsuji et al. (Sec. 1) classify through regression on dummy outputs: +1 for one class
-    and -1 for the other; with more than two classes every method here uses one-vs-rest
+    Tsuji et al. [1]_ (Sec. 1) classify through regression on dummy outputs: +1 for one
+    class and -1 for the other; with more than two classes every method here uses one-vs-rest
     ±1 columns and predicts the class of the largest output. Subclasses implement
     ``fit(X, y, cache=None)`` and ``decision_function(X, cache=None)``, which returns
     shape (n,) for two classes (positive means ``classes_[1]``) and (n, n_classes)

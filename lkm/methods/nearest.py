@@ -20,7 +20,7 @@ QUERY_BLOCK = 1024
 class NearestNeighbor(LocalKernelClassifier):
     """1-nearest-neighbour classifier with the Euclidean or tangent distance (``nn``).
 
-    ``predict`` gives the label of the nearest training sample; among training samples
+    The NN rows of Cevikalp et al. [1]_ (Tables I-II). ``predict`` gives the label of the nearest training sample; among training samples
     at exactly the same distance the lower training index wins (deterministic; otherwise
     predictions do not depend on the order of the training rows or of the labels).
     ``decision_function`` is the negative squared distance (squared Euclidean, or TD,

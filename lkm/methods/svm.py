@@ -394,8 +394,8 @@ def choose_route(
 class SVMClassifier(LocalKernelClassifier):
     """LIBSVM C-SVC with the Gaussian kernel exp(-||x-y||²/(2σ²)), i.e. gamma = 1/(2σ²).
 
-    Training is LIBSVM's own C-SVC (libsvm-official), the SVM Tsuji et al. compare LPL
-    with (Sec. 4 and 9); decision values are computed in numpy from the trained model
+    Training is LIBSVM's own C-SVC (libsvm-official, Chang and Lin [1]_), the SVM Tsuji
+    et al. [2]_ compare LPL with (Sec. 4 and 9); decision values are computed in numpy from the trained model
     exactly as LIBSVM's ``svm_predict_values`` does, so the fitted estimator holds plain
     arrays only. ``SVMClassifier()`` and scikit-learn's ``SVC()`` fit the same model.
 
