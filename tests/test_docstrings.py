@@ -117,6 +117,21 @@ def test_no_private_names(dotted: str) -> None:
 
 
 @pytest.mark.parametrize("dotted", PUBLIC)
+def test_rest_pitfalls(dotted: str) -> None:
+    """reST that breaks the Sphinx build (warnings are errors): an odd number of double
+    backticks (an unclosed literal), a bare ``|`` (a substitution reference) or a bare
+    ``*`` before a word (emphasis, as in an unescaped ``*args``) outside literals and
+    doctest lines."""
+    for where, doc in _docstrings(dotted).items():
+        prose = "\n".join(line for line in doc.splitlines() if not line.lstrip().startswith((">>>", "...")))
+        assert prose.count("``") % 2 == 0, f"{where}: unbalanced ``"
+        outside = re.sub(r"``.*?``", "", prose, flags=re.DOTALL)
+        outside = re.sub(r"(?m)^(\s*)\.\. math::.*$", "", outside)
+        assert "|" not in outside, f"{where}: bare | (write it inside ``...``): {outside[outside.index('|') - 40:][:80]!r}"
+        assert not re.search(r"(?<![\w*\\])\*(?=[A-Za-z_])(?![^*\n]*\*)", outside), f"{where}: bare * before a word"
+
+
+@pytest.mark.parametrize("dotted", PUBLIC)
 def test_every_reference_is_cited(dotted: str) -> None:
     """Sphinx warns (an error in the docs build) on a References entry ``.. [1]`` that the
     text never cites as ``[1]_``."""

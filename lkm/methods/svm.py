@@ -392,7 +392,7 @@ def choose_route(
 
 
 class SVMClassifier(LocalKernelClassifier):
-    """LIBSVM C-SVC with the Gaussian kernel exp(-||x-y||²/(2σ²)), i.e. gamma = 1/(2σ²).
+    """LIBSVM C-SVC with the Gaussian kernel ``exp(-||x-y||²/(2σ²))``, i.e. gamma = 1/(2σ²).
 
     Training is LIBSVM's own C-SVC (libsvm-official, Chang and Lin [1]_), the SVM Tsuji
     et al. [2]_ compare LPL with (Sec. 4 and 9); decision values are computed in numpy from the trained model
