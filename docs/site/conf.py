@@ -21,6 +21,7 @@ except ModuleNotFoundError:  # Python 3.10: tomli, a dependency of pytest
 from docutils import nodes
 from pygments.lexers.special import TextLexer
 from sphinx.application import Sphinx
+from sphinx.ext import autosummary
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
 SITE = Path(__file__).resolve().parent
@@ -57,6 +58,11 @@ myst_heading_anchors = 4  # the Markdown links to `file.md#a-heading` as GitHub 
 autosummary_generate = True
 autosummary_ignore_module_all = False  # a module page lists its __all__ (lkm.api)
 autodoc_typehints = "none"  # numpydoc renders the types from the docstrings
+# The API index shows each docstring's first sentence; the docstrings cite "Sec. 5", "eq. 3",
+# "Fig. 2" of the papers, where autosummary would end the sentence (it knows "et al." only).
+autosummary.WELL_KNOWN_ABBREVIATIONS = tuple(
+    {*autosummary.WELL_KNOWN_ABBREVIATIONS, "Sec.", "Secs.", "eq.", "Eq.", "Eqs.", "Fig.", "Figs.", "cf."}
+)
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False  # types as written; no intersphinx (offline builds)
