@@ -94,7 +94,7 @@ html_theme_options = {
     "navigation_with_keys": False,
     "secondary_sidebar_items": ["page-toc", "sourcelink"],
 }
-html_sidebars = {"index": [], "getting-started": []}
+html_sidebars = {"index": [], "getting-started": [], "cli": []}  # pages without sections beside them
 html_show_sourcelink = False
 html_copy_source = False
 
