@@ -2,7 +2,7 @@
 Localized Projection Learning against LIBSVM's SVM
 ==================================================
 
-Tsuji, Kudo and Tanaka (*Localized Projection Learning*) replace the global kernel
+Tsuji, Kudo and Tanaka (*Localized Projection Learning*, 2010) replace the global kernel
 machine of projection learning (PL) by one fitted on the ``k`` nearest training patterns
 of each query (LPL), and compare both with a support vector machine. Here the three run
 on the UCI *sonar* set (208 sonar returns, 60 features; :func:`lkm.data.load_dataset`
