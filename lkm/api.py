@@ -59,9 +59,6 @@ class RunObserver:
         """Ctrl-C or SIGTERM while fitting: every finished fit is recorded. Re-raises."""
         raise exc
 
-    def comparing(self, spec: Spec, reference: Path) -> None:
-        """:func:`compare` is about to run the new method (its spec) against ``reference``."""
-
 
 QUIET = RunObserver()
 
