@@ -371,9 +371,9 @@ def reference_run(against: str | os.PathLike[str] | None, smoke: bool) -> tuple[
 
 
 def estimator_name(estimator: Any) -> str:
-    """A method key or dotted path as given; a class as its dotted path."""
-    if isinstance(estimator, str):
-        return estimator
+    """A method key, dotted path or YAML file as given; a class as its dotted path."""
+    if isinstance(estimator, str | os.PathLike):
+        return os.fspath(estimator)
     if isinstance(estimator, type):
         return f"{estimator.__module__}.{estimator.__qualname__}"
     raise SpecError(f"estimator: expected a method key, a dotted path or a classifier class, got "
@@ -507,10 +507,10 @@ def compare(estimator: Any, params: Mapping[str, Any] | None = None, *, name: st
 
     Parameters
     ----------
-    estimator : str or type
+    estimator : str, type or path
         A method key (``lkm methods``), a dotted path to a scikit-learn-style classifier
         (``"sklearn.linear_model.RidgeClassifier"``), its class, or a YAML file holding one
-        spec method entry.
+        spec method entry ({name, estimator, params, tune}).
     params : mapping, optional
         Parameter -> value (fixed) or list of values (tuned by the benchmark's inner CV on
         each training part).
