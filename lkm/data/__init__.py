@@ -49,14 +49,43 @@ __all__ = [
 
 @dataclass
 class Dataset:
-    """Features, labels and provenance of one dataset.
+    """Features, labels and provenance of one dataset, as :func:`load_dataset` returns it.
 
-    ``X`` is float64 (n, p) and C-contiguous; ``y`` holds the original class values (int
-    or str); ``classes`` the sorted unique labels; ``predefined_split`` the official
-    partition as index arrays (e.g. ``{"train": idx, "test": idx}``) or None;
-    ``realizations`` the official numbered (train, test) index pairs of a benchmark
-    (realization r is ``realizations[r - 1]``), or None when its split file is absent;
-    ``row_groups`` per-row group ids by name (Isolet's ``speaker``; -1 where unknown), or None.
+    Parameters
+    ----------
+    name : str
+        The registry's name of the dataset (``"sonar"``), or a derived name after
+        :func:`select_classes` / :func:`merge_classes`.
+    X : ndarray of shape (n_samples, n_features)
+        Features, float64 and C-contiguous.
+    y : ndarray of shape (n_samples,)
+        The original class values (int or str).
+    classes : list
+        The sorted unique labels of ``y``.
+    info : DatasetInfo
+        The registry entry: description, citation, files with URL and sha256, parser.
+    predefined_split : dict of str to ndarray, or None
+        The official partition as index arrays (e.g. ``{"train": idx, "test": idx}``).
+    feature_names : list of str, optional
+        Column names, where the file has them.
+    realizations : list of (ndarray, ndarray), optional
+        A benchmark's official numbered (train, test) index pairs (realization r is
+        ``realizations[r - 1]``); None when its split file is absent.
+    row_groups : dict of str to ndarray, optional
+        Per-row group ids by name (Isolet's ``speaker``; -1 where unknown).
+
+    See Also
+    --------
+    load_dataset : Load a registered dataset by name.
+
+    Examples
+    --------
+    >>> from lkm.data import load_dataset
+    >>> iris = load_dataset("sklearn-iris")
+    >>> iris
+    Dataset('sklearn-iris', n=150, p=4, classes=3)
+    >>> iris.X.shape, iris.classes
+    ((150, 4), [0, 1, 2])
     """
 
     name: str
@@ -305,12 +334,51 @@ def load_dataset(
     classes: Sequence | None = None,
     **params,
 ) -> Dataset:
-    """Load a registered dataset by name or alias (or a :class:`DatasetInfo` built by hand).
+    """Load a registered dataset by name or alias.
 
-    File datasets come from ``data_dir`` / ``$LKM_DATA_DIR`` or the download cache, always
-    sha256-verified; user datasets (:mod:`lkm.data.user`, a user-registered name or a
-    file a validated spec named) from their own path, checked against their pinned sha256; ``classes`` keeps only those labels; ``params`` override a synthetic
-    generator's defaults (n_samples, noise, random_state, ...).
+    File datasets come from ``data_dir`` / ``$LKM_DATA_DIR`` (a read-only mirror laid out
+    ``<dataset>/<file>``) or the download cache, always sha256-verified; user datasets (a
+    name registered with ``lkm datasets add``, or a file a validated spec named) from
+    their own path, checked against their pinned sha256; scikit-learn's bundled sets and
+    the seeded generators need no file. ``lkm datasets list`` lists the names.
+
+    Parameters
+    ----------
+    name : str or DatasetInfo
+        A registered name or alias (``"sonar"``, ``"usps"``, ``"sklearn-iris"``,
+        ``"moons"``), or a registry entry built by hand.
+    data_dir : str or Path, optional
+        A mirror folder to read files from before the cache (default ``$LKM_DATA_DIR``).
+    classes : sequence, optional
+        Keep only the rows of these labels (e.g. ``[3, 8]`` for MNIST 3-vs-8).
+    **params
+        Overrides of a synthetic generator's defaults (``n_samples``, ``noise``,
+        ``random_state``, ...); refused for the other sources.
+
+    Returns
+    -------
+    Dataset
+        Features, labels, the official split or realizations where the data set has
+        them, and the registry entry.
+
+    Raises
+    ------
+    lkm.errors.DataError
+        One line naming the dataset and file: unknown name, a missing or corrupt file
+        (with where it would come from), unparsable or non-finite values.
+
+    See Also
+    --------
+    Dataset : What is returned.
+
+    Examples
+    --------
+    >>> from lkm.data import load_dataset
+    >>> moons = load_dataset("moons", n_samples=100, noise=0.2, random_state=0)
+    >>> moons.X.shape, moons.classes
+    ((100, 2), [0, 1])
+    >>> load_dataset("sklearn-digits", classes=[3, 8]).X.shape
+    (357, 64)
     """
     info = name if isinstance(name, DatasetInfo) else dataset_info(name)
     if params and info.source != "synthetic":

@@ -289,9 +289,33 @@ def pin_pack(pack: Pack, root: Path | None = None) -> Path | None:
 
 
 def published_folder(root: Path | None = None) -> Path:
-    """Where the pack that ships with lkm is: ``root``'s pinned folder (``docs/runs``)
-    when ``root`` is given; else the clone's (:func:`repo_root`) when it has that folder,
-    else the installed copy inside the package (:data:`INSTALLED_PACK`, in a wheel)."""
+    """The folder of the results pack that ships with lkm.
+
+    The pack holds the records, specs and provenance of every run the report and the
+    docs cite; one folder per run (``cross_paper``, ``lpl_vs_svm``, ...) and
+    ``PACK.json``, the sha256 of every file. In a clone it is ``docs/runs``; in an
+    installed wheel, the copy inside the package.
+
+    Parameters
+    ----------
+    root : Path, optional
+        A repository root: its pinned folder (``root/docs/runs``) is returned. By
+        default the clone's folder when lkm runs from a clone that has it, else the
+        installed copy.
+
+    Returns
+    -------
+    Path
+        The pack's folder (not verified here: ``lkm report --results published`` and
+        ``lkm compare`` check every file against the pinned manifest first).
+
+    Examples
+    --------
+    >>> from lkm.report.pack import published_folder
+    >>> folder = published_folder()
+    >>> (folder / "PACK.json").is_file(), (folder / "cross_paper" / "spec.yaml").is_file()
+    (True, True)
+    """
     pinned = json.loads(PIN_FILE.read_text(encoding="utf-8"))["pack"]
     if root is not None:
         return root / pinned
