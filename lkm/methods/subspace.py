@@ -16,8 +16,11 @@ x_q to a local model of each class; the nearest class wins:
 
 Every projection uses a rank-revealing basis (SVD or eigh with a relative cutoff
 ``rcond``): the difference vectors are dependent whenever neighbours repeat or K > d + 1,
-where eq. (4)'s inv(ZᵀZ) does not exist. All queries are processed as stacked arrays
-(one batched SVD/eigh per class and block of queries), with no Python loop over queries.
+where eq. (4)'s inv(ZᵀZ) does not exist. The neighbour selection and HKNN's and LDCV's
+distances run as compiled loops over queries (:mod:`lkm.numerics.local_hulls`: the small
+Gram matrix ZZᵀ by Cholesky where its conditioning is certified, the SVD otherwise);
+NHKNN and NLDCV process their queries as stacked arrays (one batched SVD/eigh per class
+and block of queries), with no Python loop over queries.
 When K reaches every class's size (small classes, e.g. 26 letters in a few hundred
 rows), every query's neighbourhood is the whole training set and NHKNN/NLDCV take one
 kernel PCA for all of them (the same subspaces as the per-query route).
@@ -44,6 +47,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from lkm.errors import NotApplicable
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
 from lkm.numerics.kernels import DISTANCES, DistanceCache, check_metric, gaussian_from_sq, sq_dists
+from lkm.numerics.local_hulls import select_class_neighbors, span_residuals
 from lkm.numerics.neighbors import k_smallest
 from lkm.numerics.threads import blas_threads, map_row_blocks
 
@@ -80,6 +84,11 @@ SELECT_ROWS = 128
 #: Columns per group in :func:`_k_smallest_by_groups` (its threshold is the k-th smallest
 #: group minimum).
 SELECT_GROUP = 8
+#: The neighbour selection and HKNN's and LDCV's distances run as compiled loops over
+#: queries (:mod:`lkm.numerics.local_hulls`, numba); off: the numpy route (stacked
+#: arrays per block), the reference the compiled one is tested against (same neighbours,
+#: distances equal to round-off).
+COMPILED = True
 
 
 def _k_smallest_by_groups(scores: np.ndarray, k: int) -> np.ndarray:
@@ -202,13 +211,21 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
             D, Xs = None, self.X_[order]
             norms = np.einsum("ij,ij->i", Xs, Xs)
         else:
-            D = sq_dists(Xq, self.X_, cache, self.metric)[:, order]
+            D, norms = sq_dists(Xq, self.X_, cache, self.metric)[:, order], np.empty(0)
         ends = np.cumsum([rows.size for rows in self.class_rows_])
+        ks = self.k_per_class_.astype(np.intp)
         idx = np.empty((n, int(self.k_per_class_.sum())), dtype=np.intp)
         dist = np.empty(idx.shape)
 
         def select(blk: slice) -> None:
             a, b = blk.start, blk.stop
+            if COMPILED:  # the same values and order, one row at a time by insertion
+                if D is None:
+                    Db, qn = Xq[a:b] @ Xs.T, np.einsum("ij,ij->i", Xq[a:b], Xq[a:b])
+                else:
+                    Db, qn = np.ascontiguousarray(D[a:b]), norms
+                select_class_neighbors(Db, qn, norms, D is None, ends, ks, order, idx[a:b], dist[a:b])
+                return
             if D is None:
                 Db = Xq[a:b] @ Xs.T
                 Db *= -2.0
@@ -267,6 +284,32 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
             Non-negative distances, columns in ``classes_`` order, for two classes too.
         """
         return self._distances(self._validate_query(X), cache)[0]
+
+    def _compiled_distances(self, Xq: np.ndarray, idx: np.ndarray, blk: slice, out: np.ndarray, pooled: bool) -> None:
+        """HKNN's (``pooled=False``) or LDCV's (``pooled=True``) class distances of the
+        queries ``blk`` into ``out`` by the compiled small-Gram route
+        (:func:`lkm.numerics.local_hulls.span_residuals`), certified at the cutoff
+        :func:`_hull_distances` uses; the queries it does not certify take the
+        rank-revealing SVD of :func:`_residual_norms`, as in the numpy route."""
+        slices = self._class_slices()
+        starts = np.array([sl.start for sl in slices], dtype=np.intp)
+        ks = self.k_per_class_.astype(np.intp)
+        Ib, Qb = idx[blk], Xq[blk]
+        Ob = np.empty((Qb.shape[0], self.classes_.size))
+        slow = np.zeros(Ob.shape, dtype=np.bool_)
+        ratio = max(FAST_COND, self.rcond) ** 2
+        span_residuals(self.X_, Qb, Ib, starts, ks, pooled, ratio, SNAP_ZERO, Ob, slow)
+        if pooled and slow[:, 0].any():
+            rows = np.flatnonzero(slow[:, 0])
+            Z, R = _pooled_differences(self.X_[Ib[rows]], Qb[rows][:, None], slices)
+            Ob[rows] = _residual_norms(Z, R[:, 0], self.rcond)
+        elif not pooled:
+            for c, sl in enumerate(slices):
+                rows = np.flatnonzero(slow[:, c])
+                if rows.size:
+                    N = self.X_[Ib[rows, sl]]
+                    Ob[rows, c] = _residual_norms(N[:, 1:] - N[:, :1], Qb[rows] - N[:, 0], self.rcond)
+        out[blk] = Ob
 
     def _to_decision(self, dist: np.ndarray) -> np.ndarray:
         return dist[:, 0] - dist[:, 1] if dist.shape[1] == 2 else -dist
@@ -569,6 +612,11 @@ class HKNN(_LocalSubspaceClassifier):
         n, d = Xq.shape
         out = np.empty((n, self.classes_.size))
         slices = self._class_slices()
+        if COMPILED:
+            with blas_threads(1):
+                map_row_blocks(lambda blk: self._compiled_distances(Xq, idx, blk, out, pooled=False),
+                               n, SELECT_ROWS, self.n_jobs)
+            return out, nearest
         step = max(1, HULL_BLOCK_BYTES // (8 * int(self.k_per_class_.max()) * d))
 
         def block(blk: slice) -> None:
@@ -589,8 +637,9 @@ class LDCV(_LocalSubspaceClassifier):
     Cevikalp et al. [1]_, Sec. III, eq. (23). The C·K neighbours (K per class) pool their
     within-class difference vectors (each class's neighbours minus its nearest one);
     their span is the range of the local within-class scatter S_W, and the class
-    distance is ``||P_NS (x_q - μ_i)||`` with P_NS the projection onto N(S_W) (SVD,
-    relative cutoff ``rcond``). N(S_W) is empty once the pooled differences can span the
+    distance is ``||P_NS (x_q - μ_i)||`` with P_NS the projection onto N(S_W) (the
+    residual against the pooled differences, through their small Gram matrix where it is
+    well conditioned, else an SVD with relative cutoff ``rcond``). N(S_W) is empty once the pooled differences can span the
     input space: ``Σ_i (K_i - 1) ≥ d`` (K·C - C ≥ d with no clipped class). Then every
     distance is 0 and the method is undefined, so ``fit`` raises a one-line
     :class:`~lkm.errors.NotApplicable` naming K, C and d (image segmentation, d = 19,
@@ -705,6 +754,11 @@ class LDCV(_LocalSubspaceClassifier):
         slices = self._class_slices()
         M = idx.shape[1]
         out = np.empty((n, self.classes_.size))
+        if COMPILED:
+            with blas_threads(1):
+                map_row_blocks(lambda blk: self._compiled_distances(Xq, idx, blk, out, pooled=True),
+                               n, SELECT_ROWS, self.n_jobs)
+            return out, nearest
 
         def block(blk: slice) -> None:
             N = self.X_[idx[blk]]  # (b, M, d)
