@@ -285,29 +285,32 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
         """
         return self._distances(self._validate_query(X), cache)[0]
 
-    def _compiled_distances(self, Xq: np.ndarray, idx: np.ndarray, blk: slice, out: np.ndarray, pooled: bool) -> None:
+    def _compiled_distances(
+        self, X: np.ndarray, Xq: np.ndarray, idx: np.ndarray, blk: slice, out: np.ndarray, pooled: bool
+    ) -> None:
         """HKNN's (``pooled=False``) or LDCV's (``pooled=True``) class distances of the
         queries ``blk`` into ``out`` by the compiled small-Gram route
-        (:func:`lkm.numerics.local_hulls.span_residuals`), certified at the cutoff
-        :func:`_hull_distances` uses; the queries it does not certify take the
-        rank-revealing SVD of :func:`_residual_norms`, as in the numpy route."""
+        (:func:`lkm.numerics.local_hulls.span_residuals`; X the training rows,
+        C-contiguous), certified at the cutoff :func:`_hull_distances` uses; the queries
+        it does not certify take the rank-revealing SVD of :func:`_residual_norms`, as
+        in the numpy route."""
         slices = self._class_slices()
         starts = np.array([sl.start for sl in slices], dtype=np.intp)
         ks = self.k_per_class_.astype(np.intp)
-        Ib, Qb = idx[blk], Xq[blk]
+        Ib, Qb = idx[blk], np.ascontiguousarray(Xq[blk])  # one compiled layout (C)
         Ob = np.empty((Qb.shape[0], self.classes_.size))
         slow = np.zeros(Ob.shape, dtype=np.bool_)
         ratio = max(FAST_COND, self.rcond) ** 2
-        span_residuals(self.X_, Qb, Ib, starts, ks, pooled, ratio, SNAP_ZERO, Ob, slow)
+        span_residuals(X, Qb, Ib, starts, ks, pooled, ratio, SNAP_ZERO, Ob, slow)
         if pooled and slow[:, 0].any():
             rows = np.flatnonzero(slow[:, 0])
-            Z, R = _pooled_differences(self.X_[Ib[rows]], Qb[rows][:, None], slices)
+            Z, R = _pooled_differences(X[Ib[rows]], Qb[rows][:, None], slices)
             Ob[rows] = _residual_norms(Z, R[:, 0], self.rcond)
         elif not pooled:
             for c, sl in enumerate(slices):
                 rows = np.flatnonzero(slow[:, c])
                 if rows.size:
-                    N = self.X_[Ib[rows, sl]]
+                    N = X[Ib[rows, sl]]
                     Ob[rows, c] = _residual_norms(N[:, 1:] - N[:, :1], Qb[rows] - N[:, 0], self.rcond)
         out[blk] = Ob
 
@@ -613,8 +616,9 @@ class HKNN(_LocalSubspaceClassifier):
         out = np.empty((n, self.classes_.size))
         slices = self._class_slices()
         if COMPILED:
+            X = np.ascontiguousarray(self.X_)
             with blas_threads(1):
-                map_row_blocks(lambda blk: self._compiled_distances(Xq, idx, blk, out, pooled=False),
+                map_row_blocks(lambda blk: self._compiled_distances(X, Xq, idx, blk, out, pooled=False),
                                n, SELECT_ROWS, self.n_jobs)
             return out, nearest
         step = max(1, HULL_BLOCK_BYTES // (8 * int(self.k_per_class_.max()) * d))
@@ -755,8 +759,9 @@ class LDCV(_LocalSubspaceClassifier):
         M = idx.shape[1]
         out = np.empty((n, self.classes_.size))
         if COMPILED:
+            X = np.ascontiguousarray(self.X_)
             with blas_threads(1):
-                map_row_blocks(lambda blk: self._compiled_distances(Xq, idx, blk, out, pooled=True),
+                map_row_blocks(lambda blk: self._compiled_distances(X, Xq, idx, blk, out, pooled=True),
                                n, SELECT_ROWS, self.n_jobs)
             return out, nearest
 
