@@ -84,10 +84,12 @@ from lkm.methods.projection import eigh_pinv_solve, psd_pinv_solve
 from lkm.methods.risk import check_sample_weight
 from lkm.numerics.kernels import (
     DistanceCache,
+    exponent_scale,
     heat_from_sq,
     mirror_lower_triangle,
     polynomial_kernel,
     sq_dists,
+    times_scale,
 )
 from lkm.numerics.neighbors import k_smallest
 
@@ -829,6 +831,304 @@ def solve_belkin(
     return lu_solve((lu, piv), rhs, trans=1, check_finite=False), {"solver": "lu", "rank": n + o}
 
 
+def solve_semiparametric(
+    K: np.ndarray,
+    Psi: np.ndarray,
+    Y: np.ndarray,
+    labeled: np.ndarray,
+    ridge: float,
+    L: sp.spmatrix | None = None,
+    graph: float = 0.0,
+    rcond: float = RCOND,
+    weights: np.ndarray | None = None,
+) -> tuple[np.ndarray, dict[str, Any]] | None:
+    """Solve the semiparametric system: PRLS / PLapRLS with the bracket's correction dropped.
+
+    Yang, King and Lyu [1]_, eqs. (10) and (12), with B = K - E, E = k_t - B_t =
+    ``2·2^(-d/2) k_{2t} - 3^(-d/2) k_{3t}`` (module description). In the solver's scaling
+    (eq. (10)/(12) times Σw, w the sample weights, 1 by default, 0 on unlabeled rows;
+    W = diag(w), G = W + λ₂L, λ₁ = γ_A·Σw, λ₂ = γ_I·Σw/n²) the objective is
+
+        F(a, β) = (Y - f)ᵀW(Y - f) + λ₁aᵀBa + λ₂fᵀLf,   f = Ka + Ψβ,
+
+    with ``½∂F/∂a = K[G f - WY + λ₁a] - λ₁Ea`` and ``½∂F/∂β = Ψᵀ(G f - WY)``. The system
+
+        (GK + λ₁I)a + GΨβ = WY,   Ψᵀa = 0
+
+    zeroes the bracket, so ``½∂F/∂β = -λ₁Ψᵀa = 0`` and ``½∂F/∂a = -λ₁Ea``: its solution
+    is stationary for eq. (10)/(12) up to one product with E (eq. (10)'s own gradient is
+    ``-2γ_A Ea``), which :func:`semiparametric_certificate` measures. With E = 0 (d → ∞)
+    it is the exact minimizer: PRLS becomes RLS with an unpenalized Ψ.
+
+    Two factorizations:
+
+    * no graph and w > 0 on every row (PRLS, whose expansion holds only the rows of the
+      loss): W⁻¹ times the first block row gives the symmetric
+      ``[K + λ₁W⁻¹, Ψ; Ψᵀ, 0][a; β] = [Y; 0]`` (``[K + γlI, 1; 1ᵀ, 0]`` unweighted):
+      one Cholesky of C = K + λ₁W⁻¹ (scikit-learn's KernelRidge's n³/3), then the o × o
+      Schur complement ``β = (ΨᵀC⁻¹Ψ)⁻¹ΨᵀC⁻¹Y``, ``a = C⁻¹(Y - Ψβ)``; None when a pivot²
+      is at or below ``rcond`` times the largest;
+    * otherwise (PLapRLS: a graph, w = 0 on the unlabeled rows) the same system is
+      :func:`solve_belkin`'s, LapRLS's with ``null_space="constant"`` (one LU).
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+        The unit-diagonal kernel k_t of the expansion points.
+    Psi : ndarray of shape (n, o)
+        The unpenalized functions Ψ at the points (o = 0: none).
+    Y : ndarray of shape (n, n_tasks)
+        Targets (ignored on unlabeled rows).
+    labeled : ndarray of bool, shape (n,)
+        Which rows are labeled.
+    ridge : float
+        λ₁ = γ·Σw (None is returned for λ₁ = 0).
+    L : scipy sparse matrix of shape (n, n) or None, default=None
+        The graph Laplacian, or None.
+    graph : float, default=0.0
+        λ₂ = γ_I·Σw/n².
+    rcond : float, default=1e-12
+        Relative pivot cutoff below which None is returned.
+    weights : ndarray of shape (n,) or None, default=None
+        Sample weights of the loss, or None.
+
+    Returns
+    -------
+    tuple of (ndarray, dict) or None
+        ``[a; β]`` of shape (n + o, n_tasks) and ``{"solver": "semiparametric",
+        "factorization": "cholesky" or "lu", "rank": n + o}``, or None.
+
+    References
+    ----------
+    .. [1] H. Yang, I. King and M. R. Lyu, "Learning with consistency between inductive
+       functions and kernels", Advances in Neural Information Processing Systems 21,
+       pp. 1849-1856, 2008.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lkm.methods.manifold import solve_semiparametric
+    >>> K = np.array([[1.0, 0.5], [0.5, 1.0]])
+    >>> x, how = solve_semiparametric(K, np.ones((2, 1)), np.array([[1.0], [-1.0]]), np.ones(2, bool), 1.0)
+    >>> x.ravel().round(6).tolist(), how["factorization"]
+    ([0.666667, -0.666667, 0.0], 'cholesky')
+    """
+    if ridge <= 0.0:
+        return None
+    n, o = K.shape[0], Psi.shape[1]
+    w = loss_weights(labeled, weights)
+    if (L is not None and graph > 0.0) or not (w > 0.0).all():
+        solved = solve_belkin(K, Psi, Y, labeled, ridge, L, graph, rcond, weights)
+        if solved is None:
+            return None
+        return solved[0], {"solver": "semiparametric", "factorization": "lu", "rank": n + o}
+    C = K.copy()  # K's order; C is symmetric, so C.T (no copy) is the same matrix in the other order
+    C[np.diag_indices(n)] += ridge / w
+    try:
+        factor = cho_factor(C.T if C.flags.c_contiguous else C, lower=True, overwrite_a=True, check_finite=False)
+    except LinAlgError:
+        return None
+    pivots = np.abs(np.diag(factor[0])) ** 2
+    if not pivots.min() > rcond * pivots.max():
+        return None
+    Z = cho_solve(factor, np.hstack([Y, Psi]), check_finite=False)
+    Z_Y, Z_Psi = Z[:, :Y.shape[1]], Z[:, Y.shape[1]:]
+    beta = _unpenalized_fit(Psi.T @ Z_Psi, Psi.T @ Z_Y)
+    return np.vstack([Z_Y - Z_Psi @ beta, beta]), {"solver": "semiparametric", "factorization": "cholesky",
+                                                   "rank": n + o}
+
+
+def bracket_correction_product(D: np.ndarray, t: float, d: int, a: np.ndarray, block: int = 256) -> np.ndarray:
+    """Return ``E a`` with ``E = k_t - B_t = 2·2^(-d/2) k_{2t} - 3^(-d/2) k_{3t}``.
+
+    The part of Yang, King and Lyu's penalty bracket [1]_ (eqs. (9), (16); module
+    description) that the semiparametric route drops, applied to a without forming E:
+    row blocks of ``k_{6t} = exp(-D/24t)``, with ``k_{3t} = k_{6t}²`` and
+    ``k_{2t} = k_{6t}³`` (one exponential per entry).
+
+    Parameters
+    ----------
+    D : ndarray of shape (n, n)
+        Squared distances between the expansion points.
+    t : float
+        The heat kernel's time.
+    d : int
+        The number of features.
+    a : ndarray of shape (n, k)
+        Coefficients.
+    block : int, default=256
+        Rows per block.
+
+    Returns
+    -------
+    ndarray of shape (n, k)
+        ``E a``.
+
+    References
+    ----------
+    .. [1] H. Yang, I. King and M. R. Lyu, "Learning with consistency between inductive
+       functions and kernels", Advances in Neural Information Processing Systems 21,
+       pp. 1849-1856, 2008.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lkm.methods.manifold import bracket_correction_product, penalty_bracket
+    >>> D = np.array([[0.0, 1.0], [1.0, 0.0]])
+    >>> a = np.array([[1.0], [-2.0]])
+    >>> E = np.exp(-D / 4.0) - penalty_bracket(D, t=1.0, d=2)
+    >>> bool(np.allclose(bracket_correction_product(D, 1.0, 2, a), E @ a))
+    True
+    """
+    w2, w3 = semigroup_weights(d)
+    out = np.zeros((D.shape[0], a.shape[1]))
+    if w2 == 0.0 and w3 == 0.0:
+        return out
+    rows = min(block, D.shape[0])
+    k6, k3 = np.empty((rows, D.shape[1])), np.empty((rows, D.shape[1]))  # reused: no allocation per block
+    for start in range(0, D.shape[0], rows):
+        m = min(rows, D.shape[0] - start)
+        k2_block, k3_block = k6[:m], k3[:m]
+        times_scale(D[start:start + m], exponent_scale(24.0 * t), negate=True, out=k2_block)
+        np.exp(k2_block, out=k2_block)  # k_{6t}
+        np.multiply(k2_block, k2_block, out=k3_block)  # k_{3t}
+        k2_block *= k3_block  # k_{2t}
+        out[start:start + m] = (2.0 * w2) * (k2_block @ a) - w3 * (k3_block @ a)
+    return out
+
+
+def semiparametric_certificate(
+    K: np.ndarray, K_a: np.ndarray, a: np.ndarray, ridge: float, D: np.ndarray, t: float, d: int,
+    K_Lf: np.ndarray | None = None, graph: float = 0.0, tol: float = 0.0,
+) -> float:
+    """Return the relative gradient of eq. (10)/(12) at the semiparametric solution.
+
+    At the solution of :func:`solve_semiparametric` the objective's half-gradient in a is
+    ``-λ₁Ea`` (β's is 0), the sum of three terms: the data term ``KW(f - Y)`` (equal to
+    ``-(λ₁Ka + λ₂KLf)`` there), the penalty ``λ₁Ba = λ₁(Ka - Ea)`` and the graph term
+    ``λ₂KLf`` (Yang, King and Lyu [1]_, eqs. (10), (12)). Per column of a,
+
+        ρ = λ₁‖Ea‖ / (‖λ₁Ka + λ₂KLf‖ + λ₁‖Ka‖ + λ₂‖KLf‖),
+
+    the gradient's norm over the sum of its terms' norms (0 at a stationary point, 1 when
+    nothing cancels), and the largest over the columns is returned (0 where every column
+    has a = 0). ‖Ea‖ is bounded before E is formed, and the first value at or below
+    ``tol`` is returned (an upper bound of ρ; the last one is ρ itself):
+
+    1. ``‖Ea‖ ≤ 2·2^(-d/2)·n·‖a‖`` (E's entries lie in ``[-3^(-d/2), 2·2^(-d/2)]``);
+    2. ``‖Ea‖ ≤ 2·2^(-d/2)‖k_{2t}a‖ + 3^(-d/2)·n·‖a‖`` with ``k_{2t} = √k_t`` entrywise
+       (one square root per entry, no exponential; where k_t underflows to 0, k_{2t} <
+       1e-161 is taken as 0);
+    3. ``Ea`` itself (:func:`bracket_correction_product`: one exponential per entry).
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+        The unit-diagonal kernel k_t.
+    K_a : ndarray of shape (n, k)
+        ``K a`` (k_t, unit-diagonal).
+    a : ndarray of shape (n, k)
+        The kernel coefficients of the solution.
+    ridge : float
+        λ₁.
+    D : ndarray of shape (n, n)
+        Squared distances between the expansion points.
+    t : float
+        The heat kernel's time.
+    d : int
+        The number of features.
+    K_Lf : ndarray of shape (n, k) or None, default=None
+        ``K L f`` with a graph, or None.
+    graph : float, default=0.0
+        λ₂.
+    tol : float, default=0.0
+        The acceptance tolerance (only decides whether the bound suffices).
+
+    Returns
+    -------
+    float
+        ρ, or its upper bound when that is at most ``tol``.
+
+    References
+    ----------
+    .. [1] H. Yang, I. King and M. R. Lyu, "Learning with consistency between inductive
+       functions and kernels", Advances in Neural Information Processing Systems 21,
+       pp. 1849-1856, 2008.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lkm.methods.manifold import semiparametric_certificate
+    >>> D = np.array([[0.0, 1.0], [1.0, 0.0]])
+    >>> a = np.array([[1.0], [-1.0]])
+    >>> K = np.exp(-D / 4.0)
+    >>> round(semiparametric_certificate(K, K @ a, a, 1.0, D, t=1.0, d=2), 4)
+    0.2054
+    >>> semiparametric_certificate(K, K @ a, a, 1.0, D, t=1.0, d=4000)
+    0.0
+    """
+    pen = ridge * np.linalg.norm(K_a, axis=0)
+    if K_Lf is not None and graph > 0.0:
+        scale = np.linalg.norm(ridge * K_a + graph * K_Lf, axis=0) + pen + graph * np.linalg.norm(K_Lf, axis=0)
+    else:
+        scale = 2.0 * pen
+    norm_a = np.linalg.norm(a, axis=0)
+    live = norm_a > 0.0
+    if not live.any():
+        return 0.0
+    w2, w3 = semigroup_weights(d)
+    n = a.shape[0]
+
+    def rho(norm_E_a: np.ndarray) -> float:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(np.max(ridge * norm_E_a[live] / scale[live]))
+
+    bound = rho(2.0 * w2 * n * norm_a)
+    if bound <= tol:
+        return bound
+    k2_a = np.empty_like(a)
+    rows = min(256, n)
+    k2 = np.empty((rows, K.shape[1]))
+    for start in range(0, n, rows):
+        m = min(rows, n - start)
+        np.sqrt(K[start:start + m], out=k2[:m])
+        k2_a[start:start + m] = k2[:m] @ a
+    bound = rho(2.0 * w2 * np.linalg.norm(k2_a, axis=0) + w3 * n * norm_a)
+    if bound <= tol:
+        return bound
+    return rho(np.linalg.norm(bracket_correction_product(D, t, d, a), axis=0))
+
+
+def certificate_tolerance(rcond: float) -> float:
+    """Return the semiparametric route's tolerance ``√rcond`` on the relative gradient ρ.
+
+    The resolution of the rank-revealing routes (:func:`solve_reduced`): they solve
+    ``M = K W_β K + λ₁B`` and treat as null every direction v with
+    ``vᵀMv ≤ rcond·λ_max(M)``, i.e. ``‖W_β^½ K v‖ ≤ √rcond·‖W_β^½ K‖`` — along such v the
+    data term's gradient ``K W_β(f - Y)`` is left unresolved to √rcond of its scale. A
+    semiparametric solution whose gradient (Yang, King and Lyu, eq. (10)/(12)) is below
+    that, relative to its terms (:func:`semiparametric_certificate`), is as stationary as
+    the rank-revealing route resolves.
+
+    Parameters
+    ----------
+    rcond : float
+        The estimator's relative rank cutoff.
+
+    Returns
+    -------
+    float
+        ``√rcond`` (1e-6 for the default 1e-12).
+
+    Examples
+    --------
+    >>> from lkm.methods.manifold import certificate_tolerance
+    >>> certificate_tolerance(1e-12)
+    1e-06
+    """
+    return math.sqrt(rcond)
+
+
 _SHARED_CONSTRAINTS: dict = {
     "kernel": [StrOptions({"heat", "gaussian", "poly"})],
     "t": [Interval(Real, 0, None, closed="neither")],
@@ -1020,16 +1320,19 @@ class _ManifoldFit:
                                                self.normalized_laplacian), X)
             lam2 = gamma_I * loss_total / float(n * n)
         K = manifold_gram(kernel, X, X, D=D)
-        P = penalty_bracket(D, t, d, K) if bracket else K
         Psi = np.ones((n, 1)) if null_space == "constant" else np.zeros((n, 0))
         Y = np.zeros((n, labels.shape[1] if labels.ndim == 2 else 1))
         Y[labeled] = labels.reshape(n_lab, -1)
         lam1 = self._penalty_weight(gamma, d, t) * loss_total
         symmetric = not (printed and Psi.shape[1])  # printed == derived without Ψ
-        if symmetric:
-            solved = None if bracket else solve_belkin(K, Psi, Y, labeled, lam1, L, lam2, self.rcond, sample_weight)
-            x, how = solved or solve_reduced(K, P, Psi, Y, labeled, lam1, L, lam2, self.rcond, sample_weight)
+        f_train = None
+        if bracket and symmetric:
+            x, how, f_train = self._solve_bracket(K, D, t, d, Psi, Y, labeled, lam1, L, lam2, sample_weight)
+        elif symmetric:
+            solved = solve_belkin(K, Psi, Y, labeled, lam1, L, lam2, self.rcond, sample_weight)
+            x, how = solved or solve_reduced(K, K, Psi, Y, labeled, lam1, L, lam2, self.rcond, sample_weight)
         else:
+            P = penalty_bracket(D, t, d, K) if bracket else K
             M, r = stationary_system(K, P, Psi, Y, labeled, lam1, L, lam2, printed, sample_weight)
             x, how = solve_stationary(M, r, self.rcond, symmetric=False)
         self.X_fit_ = X
@@ -1053,7 +1356,33 @@ class _ManifoldFit:
             self.laplacian_ = L
         else:
             self.__dict__.pop("laplacian_", None)  # no graph in this fit (gamma_I = 0)
+        if f_train is not None:
+            return f_train[:, 0] if labels.ndim == 1 else f_train
         return K @ self.dual_coef_ + self.intercept_
+
+    def _solve_bracket(
+        self, K: np.ndarray, D: np.ndarray, t: float, d: int, Psi: np.ndarray, Y: np.ndarray,
+        labeled: np.ndarray, lam1: float, L: sp.spmatrix | None, lam2: float, sample_weight: np.ndarray | None,
+    ) -> tuple[np.ndarray, dict[str, Any], np.ndarray | None]:
+        """The bracket penalty's derived system: the semiparametric route where its
+        certificate ρ ≤ √rcond (:func:`solve_semiparametric`,
+        :func:`semiparametric_certificate`, :func:`certificate_tolerance`), otherwise
+        :func:`solve_reduced` with the rejected ρ recorded; also f at the rows (or None)."""
+        tol = certificate_tolerance(self.rcond)
+        solved = solve_semiparametric(K, Psi, Y, labeled, lam1, L, lam2, self.rcond, sample_weight)
+        rho = None
+        if solved is not None:
+            x, how = solved
+            n = K.shape[0]
+            K_a = K @ x[:n]
+            f = K_a + Psi @ x[n:]
+            K_Lf = K @ (L @ f) if L is not None and lam2 > 0.0 else None
+            rho = semiparametric_certificate(K, K_a, x[:n], lam1, D, t, d, K_Lf, lam2, tol)
+            if rho <= tol:
+                return x, {**how, "certificate": rho, "certificate_tol": tol}, f
+        P = penalty_bracket(D, t, d, K)
+        x, how = solve_reduced(K, P, Psi, Y, labeled, lam1, L, lam2, self.rcond, sample_weight)
+        return x, {**how, **({"certificate": rho, "certificate_tol": tol} if rho is not None else {})}, None
 
     def _expansion(self, X: np.ndarray, cache: DistanceCache | None) -> np.ndarray:
         """``f(x) = Σ a_i k(x, x_i) + β`` at validated query rows."""
