@@ -18,11 +18,17 @@ real-valued target (Yang et al.'s Fig. 1 toy) and predict f(x).
 Solving. The stationarity conditions are the symmetric block system written out in
 :func:`stationary_system` (the reference, kept for the printed eq. (14) and the singular
 cases). It is solved without forming it: for P = K (LapRLS) by Belkin et al.'s one LU
-(:func:`solve_belkin`); otherwise, or when that LU is singular, with β eliminated by
-one Cholesky of an n × n matrix (:func:`solve_reduced`), whose pivots below
-``rcond``·max (γ = 0 with a singular K, duplicated rows, a numerically singular
-Gaussian K) switch to a minimum-norm route (:func:`solve_semidefinite`): PL's pivoted
-Cholesky, or ``eigh`` when γ = 0.
+(:func:`solve_belkin`); for the bracket (PRLS, PLapRLS) first by the semiparametric
+system, the bracket written ``B_t = k_t - E`` and E dropped (:func:`solve_semiparametric`:
+one Cholesky of ``k_t + λ₁W⁻¹``, or Belkin's LU with a graph), kept where its certificate
+— the true objective's relative gradient at that solution, ``-λ₁Ea`` over the gradient's
+terms (:func:`semiparametric_certificate`) — is at most ``√rcond``
+(:func:`certificate_tolerance`; E's entries are at most 2·2^(-d/2), so in practice from
+d ≈ 40 on: spambase's 57, USPS's 256, isolet's 617); otherwise, or when an LU is
+singular, with β eliminated by one Cholesky of an n × n matrix (:func:`solve_reduced`),
+whose pivots below ``rcond``·max (γ = 0 with a singular K, duplicated rows, a
+numerically singular Gaussian K) switch to a minimum-norm route
+(:func:`solve_semidefinite`): PL's pivoted Cholesky, or ``eigh`` when γ = 0.
 All one-vs-all columns share the factorization.
 
 Kernel conventions (Sec. 4.1, eq. (16)). With the *normalized* heat kernel
@@ -1103,12 +1109,14 @@ def certificate_tolerance(rcond: float) -> float:
     """Return the semiparametric route's tolerance ``√rcond`` on the relative gradient ρ.
 
     The resolution of the rank-revealing routes (:func:`solve_reduced`): they solve
-    ``M = K W_β K + λ₁B`` and treat as null every direction v with
-    ``vᵀMv ≤ rcond·λ_max(M)``, i.e. ``‖W_β^½ K v‖ ≤ √rcond·‖W_β^½ K‖`` — along such v the
-    data term's gradient ``K W_β(f - Y)`` is left unresolved to √rcond of its scale. A
-    semiparametric solution whose gradient (Yang, King and Lyu, eq. (10)/(12)) is below
-    that, relative to its terms (:func:`semiparametric_certificate`), is as stationary as
-    the rank-revealing route resolves.
+    ``M = K W_β K + λ₁B`` and treat as null every unit direction v with
+    ``vᵀMv ≤ rcond·λ_max(M)``, so ``‖W_β^½ K v‖ ≤ √(rcond·λ_max(M))``: the data term's
+    gradient ``K W_β(f - Y)`` is resolved only to about √rcond of its scale
+    ``√λ_max(M)·‖W_β^½(f - Y)‖`` (measured on the bench fold, spambase 4,140 × 57: that
+    route's own relative gradient is 2e-9, the semiparametric solution's 3.8e-9 with a
+    lower objective). A semiparametric solution whose relative gradient of Yang, King and
+    Lyu's eq. (10)/(12) (:func:`semiparametric_certificate`) is at most √rcond is as
+    stationary as the rank-revealing route resolves. Letter's d = 16 gives ρ ≈ 6e-3.
 
     Parameters
     ----------
@@ -1558,14 +1566,19 @@ class PRLS(_ManifoldBase):
     ``K' = K_{2t}``, ``K'' = K_{3t}`` (eq. (16)) and Ψ = constants (``null_space=
     "constant"``, unpenalized: they lie in the null space of I - L_K for the heat kernel)
     or no Ψ (``"none"``). The stationarity system (11),
-    ``(γl(K-2K'+K'') + K²)α + KΨβ = KY``, ``Ψᵀ(Y - Kα - Ψβ) = 0``, is solved with β
-    eliminated, ``((QK)ᵀQK + γl(K-2K'+K''))α = (QK)ᵀY`` with QK the column-centred K
+    ``(γl(K-2K'+K'') + K²)α + KΨβ = KY``, ``Ψᵀ(Y - Kα - Ψβ) = 0``, is K times
+    ``(K + γlI)α + Ψβ - Y = γlK⁻¹Eα`` with ``K - 2K' + K'' = K - E``: where E is
+    negligible (high d) the semiparametric system ``[K + γlI, Ψ; Ψᵀ, 0][α; β] = [Y; 0]``
+    (:func:`solve_semiparametric`: one Cholesky, scikit-learn's KernelRidge's) gives a
+    solution whose gradient of eq. (10) is ``-2γEα``; it is kept when that gradient is at
+    most √rcond of its terms (``info_["certificate"]``, :func:`semiparametric_certificate`).
+    Otherwise eq. (11) is solved with β eliminated,
+    ``((QK)ᵀQK + γl(K-2K'+K''))α = (QK)ᵀY`` with QK the column-centred K
     (:func:`solve_reduced`: one syrk and one Cholesky), or, when singular (duplicated
     rows, a numerically singular Gaussian K, γ = 0 with a singular K), by the documented
     minimum-norm routes (:func:`solve_semidefinite`, ``rcond``: the pivoted Cholesky, or
-    eigh for γ = 0). No exact route avoids the K² product: with K
-    invertible eq. (11) is ``(K + γlK⁻¹B)α + Ψβ = Y``, which needs K⁻¹B (a Gaussian K
-    is far too ill-conditioned for that) or a 2n × 2n system.
+    eigh for γ = 0). No exact route avoids the K² product where E matters: eq. (11)
+    needs K⁻¹E (a Gaussian K is far too ill-conditioned for that) or a 2n × 2n system.
 
     Kernel scaling: see the module docstring (``unit_diagonal=True``, the default, is the
     numerically safe form; False means gamma multiplies the normalized heat kernel's
@@ -1629,7 +1642,10 @@ class PRLS(_ManifoldBase):
     info_ : dict
         n_labeled, n_unlabeled, unlabeled_rule, kernel, t (of k_t; σ²/2 for the
         Gaussian), sigma, unit_diagonal, penalty, null_space_dim, lambda_1 (γl in the
-        unit-diagonal scaling), lambda_2, weight_2t, weight_3t, system, solver, rank.
+        unit-diagonal scaling), lambda_2, weight_2t, weight_3t, system, solver
+        ("semiparametric", or the rank-revealing route's), rank, certificate (ρ, also
+        when rejected), certificate_tol (√rcond), factorization (of the semiparametric
+        route).
 
     See Also
     --------
@@ -1884,9 +1900,12 @@ class PLapRLS(LapRLS):
     is not symmetric and is the stationary point of no objective.
 
     ``system="derived"`` (default) solves the derived, symmetric system (a minimizer of
-    E; :func:`solve_reduced`, β eliminated, one Cholesky); ``"printed"`` solves eq. (14)
-    as printed (least squares, for comparison; where it differs its solution is not
-    stationary for E).
+    E): where certified, by the semiparametric system with the bracket's correction
+    dropped (:func:`solve_semiparametric`, LapRLS's ``null_space="constant"`` LU; kept
+    when the gradient of E there, ``-2γ_A·(K - B)α``, is at most √rcond of its terms,
+    ``info_["certificate"]``), otherwise by :func:`solve_reduced` (β eliminated, one
+    Cholesky); ``"printed"`` solves eq. (14) as printed (least squares, for comparison;
+    where it differs its solution is not stationary for E).
 
     Parameters
     ----------
@@ -1954,8 +1973,10 @@ class PLapRLS(LapRLS):
         The graph Laplacian L (only when ``gamma_I > 0``).
     info_ : dict
         n_labeled, n_unlabeled, unlabeled_rule, the kernel facts, penalty,
-        null_space_dim, lambda_1 (γ_A·l), lambda_2 (γ_I·l/n²), system, solver, rank, weight_2t, weight_3t, and
-        with a graph graph_k, graph_weights, graph_t, normalized_laplacian, n_edges.
+        null_space_dim, lambda_1 (γ_A·l), lambda_2 (γ_I·l/n²), system, solver
+        ("semiparametric", or the rank-revealing route's), rank, certificate,
+        certificate_tol and factorization (as PRLS), weight_2t, weight_3t, and with a
+        graph graph_k, graph_weights, graph_t, normalized_laplacian, n_edges.
 
     See Also
     --------
@@ -2077,7 +2098,10 @@ class PRLSRegressor(_ManifoldRegressor):
     info_ : dict
         n_labeled, n_unlabeled, unlabeled_rule, kernel, t (of k_t; σ²/2 for the
         Gaussian), sigma, unit_diagonal, penalty, null_space_dim, lambda_1 (γl in the
-        unit-diagonal scaling), lambda_2, weight_2t, weight_3t, system, solver, rank.
+        unit-diagonal scaling), lambda_2, weight_2t, weight_3t, system, solver
+        ("semiparametric", or the rank-revealing route's), rank, certificate (ρ, also
+        when rejected), certificate_tol (√rcond), factorization (of the semiparametric
+        route).
 
     See Also
     --------
