@@ -608,6 +608,13 @@ class SVMClassifier(LocalKernelClassifier):
         self.ova_rho_ = rho
         self.info_["n_support_per_model"] = per_model
 
+    def _solver_options(self, y_index: np.ndarray, ova: bool) -> str:
+        """LIBSVM's options for C, tolerance, shrinking, Platt scaling and class weights
+        (the kernel's and the cache's are added per route)."""
+        options = f"-s 0 -c {float(self.C)!r} -e {float(self.tol)!r} "
+        options += f"-h {int(bool(self.shrinking))} -b {int(bool(self.probability))}"
+        return options + self._weight_options(y_index, ova)
+
     def fit(self, X: np.ndarray, y: np.ndarray, cache: DistanceCache | None = None,
             sample_weight: Any = None, check_input: bool = True) -> SVMClassifier:
         """Train LIBSVM (or ``backend``, or scikit-learn's SVC with ``sample_weight``) on X, y.
@@ -642,9 +649,7 @@ class SVMClassifier(LocalKernelClassifier):
         n = X.shape[0]
         if self.kernel == "precomputed" and X.shape[1] != n:
             raise ValueError(f"SVMClassifier(kernel='precomputed') needs a square Gram matrix; got X of shape {X.shape}")
-        options = f"-s 0 -c {float(self.C)!r} -e {float(self.tol)!r} "
-        options += f"-h {int(bool(self.shrinking))} -b {int(bool(self.probability))}"
-        options += self._weight_options(y_index, ova)
+        options = self._solver_options(y_index, ova)
         sigma = self.sigma_
         weights = check_sample_weight(sample_weight, n, type(self).__name__)
         if self.backend == "intelex" or weights is not None:
@@ -977,6 +982,171 @@ class SVMClassifier(LocalKernelClassifier):
         proba = np.empty_like(libsvm_order)
         proba[:, self.libsvm_class_order_] = libsvm_order
         return proba
+
+
+class PrecomputedTrainer:
+    """Many LIBSVM trainings on small precomputed Gram matrices of one size, with one set
+    of options: model for model what ``SVMClassifier(kernel="precomputed", C=C, tol=tol,
+    multiclass=multiclass).fit(gram, y, check_input=False)`` trains, without its per-fit
+    costs (SVM-KNN's local SVMs: thousands per fold on 10-40 rows each).
+
+    The estimator's fit spends most of such a training around LIBSVM rather than in it: a
+    node array, ``svm_problem`` and model wrapper per training, the options parsed and
+    checked each time, the model read through libsvm-official's getters (a Python list per
+    array). Here one node array of ``size`` rows is allocated once with its serial numbers
+    (each Gram is written into it by one assignment), the problem and the parameters are
+    built and checked once, LIBSVM's C ``svm_train`` is called directly on them through
+    libsvm-official's ctypes binding, the model's arrays are copied out with ``memmove`` and
+    the model is freed at once. The same solver sees the same kernel values, targets and
+    options, so the models, and the decision values :class:`SVMClassifier` computes from
+    them, are the estimator's bit for bit (tested).
+
+    Parameters
+    ----------
+    size : int
+        The rows (and columns) of every Gram matrix trained on.
+    C : float, default=1.0
+        The C of every training.
+    tol : float, default=1e-3
+        LIBSVM's stopping tolerance.
+    multiclass : {"ovo", "ova"}, default="ovo"
+        The scheme for more than two classes, as :class:`SVMClassifier`'s.
+
+    Attributes
+    ----------
+    estimator : SVMClassifier
+        The estimator :meth:`fit` sets up and returns (the same object each time: use it
+        before the next fit). One trainer per thread: every fit rewrites its buffers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lkm.methods.svm import PrecomputedTrainer, SVMClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(12, 3))
+    >>> y = np.repeat([0, 1, 2], 4)
+    >>> gram = np.exp(-((X[:, None] - X[None]) ** 2).sum(axis=2) / 2.0)
+    >>> fast = PrecomputedTrainer(12, C=10.0, multiclass="ova").fit(gram, y)
+    >>> slow = SVMClassifier(C=10.0, kernel="precomputed", multiclass="ova").fit(gram, y)
+    >>> bool((fast.decision_function(gram) == slow.decision_function(gram)).all())
+    True
+    """
+
+    def __init__(self, size: int, C: float = 1.0, tol: float = 1e-3, multiclass: str = "ovo") -> None:
+        self.size = int(size)
+        self.estimator = SVMClassifier(C=C, tol=tol, kernel="precomputed", multiclass=multiclass)
+        nodes = np.zeros((self.size, self.size + 1), dtype=_NODE)
+        self._values = nodes["value"]  # node 0 of a row: its serial number; nodes 1..size: the kernel row
+        self._values[:, 0] = np.arange(1, self.size + 1)
+        row_bytes = (self.size + 1) * _NODE.itemsize
+        self._problem = _problem(nodes.reshape(-1), np.arange(self.size) * row_bytes, np.zeros(self.size), self.size)
+        self._y = np.ctypeslib.as_array(self._problem.y, (self.size,))
+        # class_weight is None: the options do not depend on the labels
+        options = self.estimator._solver_options(np.zeros(0, dtype=np.intp), ova=False)
+        options += f" -t 4 -m {self.estimator._cache_mb(self.size, own_kernel=False)!r}"
+        self._parameter = _parameter(options)
+        err = clib.svm_check_parameter(self._problem, self._parameter)
+        if err:
+            raise ValueError(f"LIBSVM: {err.decode()}")
+        self._arguments = (ctypes.pointer(self._problem), ctypes.pointer(self._parameter))
+        self._sv = np.empty(self.size, dtype=np.intc)  # memmove targets of the model's arrays
+        self._coef = np.empty((self.size, self.size))
+
+    def fit(self, gram: np.ndarray, y: np.ndarray) -> SVMClassifier:
+        """Train on the ``size`` × ``size`` Gram matrix ``gram`` with labels ``y``.
+
+        Parameters
+        ----------
+        gram : ndarray of shape (size, size)
+            The kernel matrix of the training rows (float64, finite).
+        y : ndarray of shape (size,)
+            Their labels, at least two classes.
+
+        Returns
+        -------
+        SVMClassifier
+            :attr:`estimator`, fitted as ``fit(gram, y, check_input=False)`` fits it
+            (without ``support_vectors_``' copy and the per-model counts in ``info_``).
+        """
+        svm = self.estimator
+        svm.classes_, y_index = np.unique(y, return_inverse=True)
+        n_class = svm.classes_.size
+        if n_class < 2:
+            raise ValueError("PrecomputedTrainer needs samples of at least two classes; got 1 class")
+        svm.class_count_ = np.bincount(y_index, minlength=n_class)
+        svm.n_features_in_ = self.size
+        svm.info_ = {"route": "precomputed"}
+        self._values[:, 1:] = gram
+        binary = n_class == 2
+        ova = svm.multiclass == "ova" and not binary
+        svm.multiclass_ = "ova" if ova else "ovo"
+        with _one_openmp_thread():
+            clib.svm_set_print_string_function(SILENT_PRINT)
+            if ova:
+                self._one_vs_rest(svm, y_index, n_class)
+            else:
+                self._one_vs_one(svm, y_index, binary)
+        return svm
+
+    def _train(self, copy: Callable[[Any], Any]) -> Any:
+        """LIBSVM's ``svm_train`` on the problem as it stands; ``copy(model)`` reads the
+        model (a ``svm_model`` struct) before it is freed; returns what ``copy`` returns."""
+        model = clib.svm_train(*self._arguments)
+        try:
+            return copy(model.contents)
+        finally:
+            clib.svm_free_and_destroy_model(ctypes.byref(model))
+
+    def _one_vs_rest(self, svm: SVMClassifier, y_index: np.ndarray, n_class: int) -> None:
+        """As :meth:`SVMClassifier._fit_one_vs_rest` (one binary model per class) and its
+        :meth:`SVMClassifier._store_one_vs_rest`: the support set is the union of the
+        models' support vectors, in index order, each model's coefficients placed at them."""
+        train, free, memmove, byref = clib.svm_train, clib.svm_free_and_destroy_model, ctypes.memmove, ctypes.byref
+        arguments, sv_at, coef_at = self._arguments, self._sv.ctypes.data, self._coef.ctypes.data
+        y_out, sv, coef0 = self._y, self._sv, self._coef[0]
+        targets = np.where(y_index == np.arange(n_class)[:, None], 1.0, -1.0)
+        is_support = np.zeros(self.size, dtype=bool)
+        coef = np.zeros((n_class, self.size))
+        rho = np.empty(n_class)
+        for c in range(n_class):
+            y_out[:] = targets[c]
+            pointer = train(*arguments)
+            model = pointer.contents
+            n_sv = model.l
+            memmove(sv_at, model.sv_indices, 4 * n_sv)
+            memmove(coef_at, model.sv_coef[0], 8 * n_sv)
+            sign = 1.0 if model.label[0] == 1 else -1.0  # LIBSVM's value favours its first label
+            rho[c] = sign * model.rho[0]
+            free(byref(pointer))
+            rows = sv[:n_sv] - 1  # LIBSVM's indices are 1-based
+            is_support[rows] = True
+            coef[c, rows] = sign * coef0[:n_sv]
+        svm.support_ = np.flatnonzero(is_support)
+        # C order, as SVMClassifier stores it: the decision's gemm then takes the same kernel (the same bits)
+        svm.ova_coef_ = np.ascontiguousarray(coef[:, svm.support_])
+        svm.ova_rho_ = rho
+        svm.info_["n_support"] = int(svm.support_.size)
+
+    def _one_vs_one(self, svm: SVMClassifier, y_index: np.ndarray, binary: bool) -> None:
+        """As :meth:`SVMClassifier.fit`'s one-vs-one route (two classes: one model)."""
+        self._y[:] = np.where(y_index == 1, 1.0, -1.0) if binary else y_index
+        coef_at, row_bytes = self._coef.ctypes.data, self._coef.strides[0]
+
+        def read(model: Any) -> tuple[list[int], list[int], list[float], int]:
+            n_class, n_sv = model.nr_class, model.l
+            ctypes.memmove(self._sv.ctypes.data, model.sv_indices, 4 * n_sv)
+            for j in range(n_class - 1):
+                ctypes.memmove(coef_at + j * row_bytes, model.sv_coef[j], 8 * n_sv)
+            return model.label[:n_class], model.nSV[:n_class], model.rho[: n_class * (n_class - 1) // 2], n_sv
+
+        labels, n_support, rho, n_sv = self._train(read)
+        labels = np.asarray(labels)
+        svm.libsvm_class_order_ = (labels == 1).astype(np.intp) if binary else labels.astype(np.intp)
+        svm.n_support_ = np.asarray(n_support, dtype=np.intc)
+        svm.support_ = self._sv[:n_sv].astype(np.intp) - 1
+        svm.dual_coef_ = self._coef[: labels.size - 1, :n_sv].copy()
+        svm.rho_ = np.asarray(rho, dtype=np.float64)
+        svm.info_["n_support"] = int(n_sv)
 
 
 def _platt(f: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:

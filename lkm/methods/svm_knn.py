@@ -24,6 +24,7 @@ shift the diagonal by that eigenvalue; not done here).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any
 
@@ -31,16 +32,23 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
-from lkm.methods.svm import PRECOMPUTED_MAX_BYTES, SVMClassifier
+from lkm.methods.svm import PRECOMPUTED_MAX_BYTES, PrecomputedTrainer, SVMClassifier
 from lkm.numerics.kernels import DistanceCache, check_metric, gaussian_from_sq, sq_dists
 from lkm.numerics.neighbors import k_smallest
-from lkm.numerics.threads import map_row_blocks
+from lkm.numerics.threads import blas_threads, map_row_blocks
 
 #: A local Gram matrix is counted as indefinite when its smallest eigenvalue is below
 #: -INDEFINITE_RTOL times its largest.
 INDEFINITE_RTOL = 1e-10
 #: Distinct neighbour sets per task with ``n_jobs`` (the sets are trained one by one either way).
 LOCAL_SVM_BLOCK = 64
+#: How the local SVMs are trained: ``"trainer"``, LIBSVM called directly on reused buffers
+#: (:class:`~lkm.methods.svm.PrecomputedTrainer`, the Gram matrices gathered several sets at
+#: a time), or ``"estimator"``, one ``SVMClassifier.fit`` per set (the previous route, kept
+#: as the reference of the tests and of ``lkm bench``: the same models, bit for bit).
+LOCAL_TRAINING = "trainer"
+#: Bytes of local Gram matrices gathered at once from the training distances.
+GATHER_BYTES = 2**22
 
 
 def nearest_neighbors(D: np.ndarray, k: int) -> np.ndarray:
@@ -229,9 +237,122 @@ class SVMKNN(LocalKernelClassifier):
         order = np.argsort(inverse, kind="stable")
         bounds = np.searchsorted(inverse[order], np.arange(sets.shape[0] + 1))
 
-        def train_sets(groups: slice) -> int:
-            """Train the local SVMs of the neighbour sets ``groups`` and write their queries'
-            predictions and scores; returns how many of their Gram matrices are indefinite."""
+        if LOCAL_TRAINING == "estimator":
+            train_sets = self._estimator_route(X, D_query, D_train, sets, mixed, order, bounds, pred, scores)
+        else:
+            train_sets = self._trainer_route(X, D_query, D_train, sets, mixed, inverse, order, bounds, scores)
+        # each set's SVM is trained on its own, so the blocks only decide which thread trains
+        # it; the per-set products are small: one BLAS thread (as in every block with n_jobs > 1)
+
+        def one_thread(groups: slice) -> int:
+            with blas_threads(1):
+                return train_sets(groups)
+
+        indefinite = sum(map_row_blocks(one_thread, sets.shape[0], LOCAL_SVM_BLOCK, self.n_jobs))
+        if LOCAL_TRAINING != "estimator" and mixed.size:
+            pred[mixed] = self._local_labels(scores[mixed], y, sets, inverse)
+        self.info_.update({
+            "unanimous_share": float(unanimous.mean()) if n else 0.0,
+            "local_svms": int(sets.shape[0]),
+            "indefinite_grams": indefinite,
+            "train_distances": "whole" if whole else "per_set",
+        })
+        return pred, scores
+
+    def _local_gram(self, idx: np.ndarray, D_train: np.ndarray | None) -> np.ndarray:
+        """The Gram matrix of the training rows ``idx`` (one neighbour set)."""
+        A = self.X_fit_[idx]
+        if self.kernel == "linear":
+            return self._local_kernel(None, A, A)
+        D_loc = D_train[np.ix_(idx, idx)] if D_train is not None else sq_dists(A, A, None, self.metric)
+        return self._local_kernel(D_loc, A, A)
+
+    def _indefinite(self, gram: np.ndarray) -> bool:
+        """Whether a local Gram matrix of a non-Euclidean distance is indefinite."""
+        if self.metric == "euclidean" or self.kernel != "gaussian":
+            return False
+        eig = np.linalg.eigvalsh((gram + gram.T) / 2.0)
+        return bool(eig[0] < -INDEFINITE_RTOL * eig[-1])
+
+    def _trainer_route(self, X: np.ndarray, D_query: np.ndarray, D_train: np.ndarray | None, sets: np.ndarray,
+                       mixed: np.ndarray, inverse: np.ndarray, order: np.ndarray, bounds: np.ndarray,
+                       scores: np.ndarray) -> Callable[[slice], int]:
+        """``train(groups)``: the local SVMs of the neighbour sets ``groups``, trained by a
+        :class:`~lkm.methods.svm.PrecomputedTrainer`, their queries' decision values written
+        into ``scores`` (the labels follow from them, :meth:`_local_labels`); returns how
+        many of their Gram matrices are indefinite.
+
+        The Gaussian kernel values are gathered and exponentiated many sets at a time (all
+        queries' rows at once; the training rows' when the whole training distance matrix
+        is held): the same entries and the same elementwise exp as set by set."""
+        k, y = sets.shape[1], self.y_index_
+        if self.kernel == "gaussian":
+            rows = D_query[mixed[:, None], sets[inverse]]  # each mixed query's row to its own set
+            query_grams = gaussian_from_sq(rows, self.sigma_, out=rows)[order]
+        else:
+            query_grams = None
+
+        def train(groups: slice) -> int:
+            fit = PrecomputedTrainer(k, C=self.C, tol=self.tol, multiclass=self.multiclass).fit
+            indefinite = 0
+            gathered, first = np.empty((0, k, k)), groups.start
+            for g in range(groups.start, groups.stop):
+                idx = sets[g]
+                at = slice(bounds[g], bounds[g + 1])
+                members = mixed[order[at]]
+                if D_train is not None and self.kernel == "gaussian":
+                    if g - first >= gathered.shape[0]:  # the Gram matrices of the next sets
+                        first = g
+                        chunk = sets[g:min(groups.stop, g + max(1, GATHER_BYTES // (8 * k * k)))]
+                        gathered = D_train[chunk[:, :, None], chunk[:, None, :]]
+                        gaussian_from_sq(gathered, self.sigma_, out=gathered)
+                    gram = gathered[g - first]
+                else:
+                    gram = self._local_gram(idx, D_train)
+                indefinite += self._indefinite(gram)
+                svm = fit(gram, y[idx])
+                query_gram = query_grams[at] if query_grams is not None else self._local_kernel(
+                    None, X[members], self.X_fit_[idx])
+                local = svm.decision_function(query_gram, check_input=False)
+                present = svm.classes_
+                if present.size == 2:
+                    local = np.column_stack([-local, local])
+                scores[members] = local.min(axis=1, keepdims=True) - 1.0
+                scores[np.ix_(members, present)] = local
+            return indefinite
+
+        return train
+
+    def _local_labels(self, scores: np.ndarray, y: np.ndarray, sets: np.ndarray, inverse: np.ndarray) -> np.ndarray:
+        """The local SVMs' predictions (class indices) from their decision values ``scores``
+        (the mixed queries' rows; classes absent from a set below every present one), by
+        the local estimator's rule (:meth:`LocalKernelClassifier._break_ties`): the largest
+        value, exact ties to the class more frequent in the neighbour set, then the lower
+        index. One pass over all queries instead of one per set; the same labels."""
+        if not np.isfinite(scores).all():
+            svm = SVMClassifier(C=self.C, tol=self.tol, kernel="precomputed", multiclass=self.multiclass)
+            svm._check_finite(scores)
+        top = scores.max(axis=1, keepdims=True)
+        tied = scores == top
+        choice = np.argmax(scores, axis=1)
+        ties = np.flatnonzero(tied.sum(axis=1) > 1)
+        if ties.size:
+            counts = np.zeros((sets.shape[0], scores.shape[1]))
+            np.add.at(counts, (np.arange(sets.shape[0])[:, None], y[sets]), 1.0)
+            preference = counts[inverse[ties]] * 2.0
+            preference[~tied[ties]] = -np.inf
+            choice[ties] = np.argmax(preference, axis=1)
+        return choice
+
+    def _estimator_route(self, X: np.ndarray, D_query: np.ndarray, D_train: np.ndarray | None, sets: np.ndarray,
+                         mixed: np.ndarray, order: np.ndarray, bounds: np.ndarray, pred: np.ndarray,
+                         scores: np.ndarray) -> Callable[[slice], int]:
+        """``train(groups)`` of :data:`LOCAL_TRAINING` ``= "estimator"``: one
+        ``SVMClassifier.fit`` per neighbour set, as before :class:`~lkm.methods.svm.PrecomputedTrainer`
+        (the reference of the tests and of ``lkm bench``); writes ``pred`` and ``scores``."""
+        X_fit, y = self.X_fit_, self.y_index_
+
+        def train(groups: slice) -> int:
             indefinite = 0
             # one estimator for these local SVMs, trained without re-validating the arrays
             # built here (scikit-learn's checks were three quarters of SVM-KNN's time)
@@ -240,16 +361,10 @@ class SVMKNN(LocalKernelClassifier):
                 idx = sets[g]
                 members = mixed[order[bounds[g]:bounds[g + 1]]]
                 A, Q = X_fit[idx], X[members]
-                if self.kernel == "gaussian":
-                    D_loc = D_train[np.ix_(idx, idx)] if D_train is not None else sq_dists(A, A, None, self.metric)
-                else:
-                    D_loc = None
-                gram = self._local_kernel(D_loc, A, A)
+                gram = self._local_gram(idx, D_train)
                 gram_query = self._local_kernel(
                     D_query[np.ix_(members, idx)] if self.kernel == "gaussian" else None, Q, A)
-                if self.metric != "euclidean" and self.kernel == "gaussian":
-                    eig = np.linalg.eigvalsh((gram + gram.T) / 2.0)
-                    indefinite += bool(eig[0] < -INDEFINITE_RTOL * eig[-1])
+                indefinite += self._indefinite(gram)
                 svm.fit(gram, y[idx], check_input=False)
                 present = svm.classes_
                 local = svm.decision_function(gram_query, check_input=False)
@@ -261,15 +376,7 @@ class SVMKNN(LocalKernelClassifier):
                 scores[np.ix_(members, present)] = local
             return indefinite
 
-        # each set's SVM is trained on its own, so the blocks only decide which thread trains it
-        indefinite = sum(map_row_blocks(train_sets, sets.shape[0], LOCAL_SVM_BLOCK, self.n_jobs))
-        self.info_.update({
-            "unanimous_share": float(unanimous.mean()) if n else 0.0,
-            "local_svms": int(sets.shape[0]),
-            "indefinite_grams": indefinite,
-            "train_distances": "whole" if whole else "per_set",
-        })
-        return pred, scores
+        return train
 
     def decision_function(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
         """Per-class scores of the local SVMs.
