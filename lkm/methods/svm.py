@@ -65,6 +65,7 @@ import numpy as np
 from libsvm.svm import (
     PRINT_STRING_FUN,
     ctypes_print_null,
+    svm_model,
     svm_node,
     svm_parameter,
     svm_problem,
@@ -984,6 +985,23 @@ class SVMClassifier(LocalKernelClassifier):
         return proba
 
 
+#: Each pointer field of LIBSVM's ``svm_model``: its index as a uint64 in the struct's bytes.
+_MODEL_POINTERS = {name: getattr(svm_model, name).offset // 8 for name in ("sv_coef", "rho", "sv_indices", "label")}
+
+
+@functools.lru_cache(maxsize=1)
+def _raw_libsvm() -> tuple[Any, Any]:
+    """LIBSVM's ``svm_train`` and ``svm_free_and_destroy_model`` taking and returning
+    pointers as plain integers: the same functions of the same loaded library, through a
+    second handle so that libsvm-official's prototypes stay as they are (no ctypes object
+    is built per call)."""
+    lib = ctypes.CDLL(clib._name)
+    train, free = lib.svm_train, lib.svm_free_and_destroy_model
+    train.restype, train.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_void_p]
+    free.restype, free.argtypes = None, [ctypes.c_void_p]
+    return train, free
+
+
 class PrecomputedTrainer:
     """Many LIBSVM trainings on small precomputed Gram matrices of one size, with one set
     of options: model for model what ``SVMClassifier(kernel="precomputed", C=C, tol=tol,
@@ -1049,8 +1067,13 @@ class PrecomputedTrainer:
         if err:
             raise ValueError(f"LIBSVM: {err.decode()}")
         self._arguments = (ctypes.pointer(self._problem), ctypes.pointer(self._parameter))
-        self._sv = np.empty(self.size, dtype=np.intc)  # memmove targets of the model's arrays
+        # memmove targets of the models' arrays (a row per one-vs-rest model) and struct
+        self._sv = np.empty((self.size, self.size), dtype=np.intc)
         self._coef = np.empty((self.size, self.size))
+        header = np.zeros(ctypes.sizeof(svm_model), dtype=np.uint8)
+        n_sv_at = svm_model.l.offset
+        self._header = (header, header.ctypes.data, header[n_sv_at:n_sv_at + 4].view(np.intc),
+                        header.view(np.uint64), np.zeros(1, dtype=np.uint64))
 
     def fit(self, gram: np.ndarray, y: np.ndarray) -> SVMClassifier:
         """Train on the ``size`` × ``size`` Gram matrix ``gram`` with labels ``y``.
@@ -1100,41 +1123,55 @@ class PrecomputedTrainer:
     def _one_vs_rest(self, svm: SVMClassifier, y_index: np.ndarray, n_class: int) -> None:
         """As :meth:`SVMClassifier._fit_one_vs_rest` (one binary model per class) and its
         :meth:`SVMClassifier._store_one_vs_rest`: the support set is the union of the
-        models' support vectors, in index order, each model's coefficients placed at them."""
-        train, free, memmove, byref = clib.svm_train, clib.svm_free_and_destroy_model, ctypes.memmove, ctypes.byref
-        arguments, sv_at, coef_at = self._arguments, self._sv.ctypes.data, self._coef.ctypes.data
-        y_out, sv, coef0 = self._y, self._sv, self._coef[0]
+        models' support vectors, in index order, each model's coefficients placed at them.
+
+        Per model only C calls on addresses: the targets and the model's arrays are copied
+        with ``memmove``, its struct read through a byte buffer (:func:`_raw_libsvm`)."""
+        train, free = _raw_libsvm()
+        memmove, size = ctypes.memmove, self.size
         targets = np.where(y_index == np.arange(n_class)[:, None], 1.0, -1.0)
-        is_support = np.zeros(self.size, dtype=bool)
-        coef = np.zeros((n_class, self.size))
-        rho = np.empty(n_class)
+        targets_at, y_at, problem_at, parameter_at = (
+            targets.ctypes.data, self._y.ctypes.data, ctypes.addressof(self._problem), ctypes.addressof(self._parameter))
+        header, header_at, n_sv_of, pointer_of, slot = self._header
+        slot_at = slot.ctypes.data
+        sv_at, coef_at = self._sv.ctypes.data, self._coef.ctypes.data
+        counts, labels, rho = np.empty(n_class, dtype=np.intp), np.empty(n_class, dtype=np.intc), np.empty(n_class)
+        labels_at, rho_at = labels.ctypes.data, rho.ctypes.data
+        sv_field, coef_field, rho_field, label_field = (_MODEL_POINTERS[f] for f in ("sv_indices", "sv_coef", "rho", "label"))
         for c in range(n_class):
-            y_out[:] = targets[c]
-            pointer = train(*arguments)
-            model = pointer.contents
-            n_sv = model.l
-            memmove(sv_at, model.sv_indices, 4 * n_sv)
-            memmove(coef_at, model.sv_coef[0], 8 * n_sv)
-            sign = 1.0 if model.label[0] == 1 else -1.0  # LIBSVM's value favours its first label
-            rho[c] = sign * model.rho[0]
-            free(byref(pointer))
-            rows = sv[:n_sv] - 1  # LIBSVM's indices are 1-based
-            is_support[rows] = True
-            coef[c, rows] = sign * coef0[:n_sv]
+            memmove(y_at, targets_at + 8 * size * c, 8 * size)
+            model = train(problem_at, parameter_at)
+            memmove(header_at, model, header.size)
+            n_sv = int(n_sv_of[0])
+            counts[c] = n_sv
+            memmove(sv_at + 4 * size * c, int(pointer_of[sv_field]), 4 * n_sv)
+            memmove(slot_at, int(pointer_of[coef_field]), 8)  # sv_coef[0]
+            memmove(coef_at + 8 * size * c, int(slot[0]), 8 * n_sv)
+            memmove(rho_at + 8 * c, int(pointer_of[rho_field]), 8)
+            memmove(labels_at + 4 * c, int(pointer_of[label_field]), 4)
+            slot[0] = model
+            free(slot_at)
+        sign = np.where(labels == 1, 1.0, -1.0)  # LIBSVM's value favours its first label
+        valid = np.arange(size) < counts[:, None]
+        rows = self._sv[:n_class][valid] - 1  # LIBSVM's indices are 1-based, model by model
+        is_support = np.zeros(size, dtype=bool)
+        is_support[rows] = True
+        coef = np.zeros((n_class, size))
+        coef[np.repeat(np.arange(n_class), counts), rows] = (sign[:, None] * self._coef[:n_class])[valid]
         svm.support_ = np.flatnonzero(is_support)
         # C order, as SVMClassifier stores it: the decision's gemm then takes the same kernel (the same bits)
         svm.ova_coef_ = np.ascontiguousarray(coef[:, svm.support_])
-        svm.ova_rho_ = rho
+        svm.ova_rho_ = sign * rho
         svm.info_["n_support"] = int(svm.support_.size)
 
     def _one_vs_one(self, svm: SVMClassifier, y_index: np.ndarray, binary: bool) -> None:
         """As :meth:`SVMClassifier.fit`'s one-vs-one route (two classes: one model)."""
         self._y[:] = np.where(y_index == 1, 1.0, -1.0) if binary else y_index
-        coef_at, row_bytes = self._coef.ctypes.data, self._coef.strides[0]
+        coef_at, row_bytes, sv_at = self._coef.ctypes.data, self._coef.strides[0], self._sv.ctypes.data
 
         def read(model: Any) -> tuple[list[int], list[int], list[float], int]:
             n_class, n_sv = model.nr_class, model.l
-            ctypes.memmove(self._sv.ctypes.data, model.sv_indices, 4 * n_sv)
+            ctypes.memmove(sv_at, model.sv_indices, 4 * n_sv)
             for j in range(n_class - 1):
                 ctypes.memmove(coef_at + j * row_bytes, model.sv_coef[j], 8 * n_sv)
             return model.label[:n_class], model.nSV[:n_class], model.rho[: n_class * (n_class - 1) // 2], n_sv
@@ -1143,7 +1180,7 @@ class PrecomputedTrainer:
         labels = np.asarray(labels)
         svm.libsvm_class_order_ = (labels == 1).astype(np.intp) if binary else labels.astype(np.intp)
         svm.n_support_ = np.asarray(n_support, dtype=np.intc)
-        svm.support_ = self._sv[:n_sv].astype(np.intp) - 1
+        svm.support_ = self._sv[0, :n_sv].astype(np.intp) - 1
         svm.dual_coef_ = self._coef[: labels.size - 1, :n_sv].copy()
         svm.rho_ = np.asarray(rho, dtype=np.float64)
         svm.info_["n_support"] = int(n_sv)
