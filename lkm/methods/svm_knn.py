@@ -13,7 +13,13 @@ distance matrix (memoized in a :class:`~lkm.numerics.kernels.DistanceCache` when
 cost is one LIBSVM training per distinct neighbour set. When the sets together need far
 fewer entries than the n × n training distances (small K), each set's distances are
 computed on its own instead (``info_['train_distances']``: ``"whole"`` or ``"per_set"``). The local SVMs are
-:class:`~lkm.methods.svm.SVMClassifier` with ``kernel="precomputed"`` (real LIBSVM).
+the models of :class:`~lkm.methods.svm.SVMClassifier` with ``kernel="precomputed"`` (real
+LIBSVM), trained by :class:`~lkm.methods.svm.PrecomputedTrainer`: LIBSVM's C ``svm_train``
+called on one reused node array, problem and parameter set, its models read with
+``memmove`` (issue 41: the estimator's per-set fit spent most of its time around LIBSVM).
+The kernel values are gathered and exponentiated many sets at a time and the labels taken
+in one pass; the decision values are the per-set estimator loop's bit for bit
+(:data:`LOCAL_TRAINING` ``= "estimator"`` keeps that loop as the reference).
 
 With a distance that is not Euclidean (e.g. tangent), exp(-d²/(2σ²)) need not be positive
 semi-definite. LIBSVM's solver still runs on such a Gram matrix, but the result is not
@@ -66,7 +72,8 @@ class SVMKNN(LocalKernelClassifier):
     with a kernel built on the same distance and let it classify the query (Zhang et al.
     [1]_). Queries with the same neighbour set share one local SVM, so the cost is one
     LIBSVM training per distinct neighbour set; the local SVMs are
-    ``SVMClassifier(kernel="precomputed")`` (real LIBSVM). With a distance that is not
+    ``SVMClassifier(kernel="precomputed")``'s models (real LIBSVM, trained through
+    :class:`~lkm.methods.svm.PrecomputedTrainer`). With a distance that is not
     Euclidean the Gaussian Gram matrix need not be positive semi-definite: LIBSVM's
     solver still runs on it, and ``info_['indefinite_grams']`` counts such local
     matrices (Cevikalp et al. [2]_ shift the diagonal instead; not done here).
@@ -96,10 +103,11 @@ class SVMKNN(LocalKernelClassifier):
         Threads (joblib; None is 1, -1 every core) that train the local SVMs, in
         blocks of neighbour sets that do not depend on ``n_jobs``; each set's SVM is
         trained alone, so the outputs are identical at every value. LIBSVM releases the
-        GIL, but most of a local SVM's time is Python bookkeeping that holds it: on a
-        loaded two-core machine (letter, 6,000 training rows, 1,100 to 1,900 local SVMs)
-        1 and 2 threads took the same time (K = 10: 5.6 s and 5.8 s; K = 50: 11.3 s and
-        11.0 s), so the default stays serial.
+        GIL; with the per-set estimator loop most of a local SVM's time was Python
+        bookkeeping that holds it (letter, 6,000 training rows, loaded two-core machine:
+        1 and 2 threads took the same time). The trainer moved most of it into LIBSVM,
+        but a gain from threads has not been measured on idle cores: the default stays
+        serial.
 
     Attributes
     ----------
