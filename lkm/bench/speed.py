@@ -22,7 +22,9 @@ that they solve the same problem:
     times a batch of calls of each side, alternately, and the median over the repeats is
     reported (at least :data:`SMALL_REPEATS` repeats).
 (f) PRLS(kernel="gaussian", gamma=1e-3) fit+predict (Yang, King, Lyu)
-                               vs KernelRidge(rbf, alpha=1e-3·l)          target <= 1.5
+                               vs KernelRidge(rbf, alpha=1e-3·l)          target <= 1.0
+    (d = 57: the semiparametric route, certified; the description of ours names the
+    route and its certificate, for LapRLS and PLapRLS too)
 (g) LapRLS(gamma_A = gamma_I = 1e-3, 6-NN graph over the training rows)
                                vs KernelRidge(rbf, alpha=1e-3·l)          target <= 4.0
     (the same data term and ridge on the same kernel; LapRLS adds the graph term)
@@ -93,7 +95,7 @@ SIGMA = 5.0
 SIGMA_GRID = np.logspace(-2, 2, 39)
 TARGETS = {
     "lpl_vs_knn": 2.0, "pl_vs_kernel_ridge": 1.2, "svm_vs_svc": 1.1, "pl_sweep_vs_kernel_ridge": 0.5,
-    "svm_small_vs_svc": 1.1, "hknn_vs_knn": 2.0, "prls_vs_kernel_ridge": 1.5, "laprls_vs_kernel_ridge": 4.0,
+    "svm_small_vs_svc": 1.1, "hknn_vs_knn": 2.0, "prls_vs_kernel_ridge": 1.0, "laprls_vs_kernel_ridge": 4.0,
     "plaprls_vs_kernel_ridge": 1.5,
     "svm_small_busy_vs_svc": 1.1, "svm_mnist38_vs_svc": 1.1, "svm_mnist38_busy_vs_svc": 1.1,
     "svm_letter_vs_svc": 1.1, "svm_letter_busy_vs_svc": 1.1,
@@ -295,6 +297,17 @@ def _result(
     }
 
 
+def manifold_route(info: dict[str, Any]) -> str:
+    """The solver route of a PRLS / LapRLS / PLapRLS fit from its ``info_``: the solver,
+    the rank, and for the bracket penalty the semiparametric certificate against its
+    tolerance (:func:`lkm.methods.manifold.semiparametric_certificate`)."""
+    route = f"{info['solver']} (rank {info['rank']})"
+    if info.get("certificate") is not None:
+        verdict = "<=" if info["certificate"] <= info["certificate_tol"] else ">"
+        route += f", certificate {info['certificate']:.2g} {verdict} {info['certificate_tol']:.2g}"
+    return route
+
+
 def pl_fit_flops(info: dict[str, Any], n_features: int, n_outputs: int = 1) -> float:
     """Floating-point operations of :meth:`ProjectionLearning.fit` from its ``info_``
     (one diagonal block), counting only the O(n²p) and O(n³) terms, each at the flops of
@@ -460,24 +473,33 @@ def run_bench(
             model = KernelRidge(kernel="rbf", gamma=gamma, alpha=alpha).fit(X_train, targets)
             return accuracy(classes[(model.predict(X_test) > 0).astype(int)])
 
+        fitted: dict[str, Any] = {}
+
+        def ours_noting(key: str, estimator: Any) -> float:  # keeps the fit's info_ (its solver route)
+            fitted[key] = estimator
+            return ours(estimator)
+
         results.append(_result(
             "prls_vs_kernel_ridge", f"PRLS(kernel='gaussian', sigma={SIGMA}, gamma={MANIFOLD_GAMMA:g})",
             f"KernelRidge(kernel='rbf', gamma={gamma:g}, alpha={ridge:g})",
-            _best_times(lambda: ours(PRLS(kernel="gaussian", sigma=SIGMA, gamma=MANIFOLD_GAMMA)),
+            _best_times(lambda: ours_noting("prls", PRLS(kernel="gaussian", sigma=SIGMA, gamma=MANIFOLD_GAMMA)),
                         lambda: kernel_ridge_at(ridge), repeats),
             TARGETS["prls_vs_kernel_ridge"],
         ))
+        results[-1]["ours"] += f" [{manifold_route(fitted['prls'].info_)}]"
         for key, graph_method in (("laprls", LapRLS), ("plaprls", PLapRLS)):  # the same graph term
             results.append(_result(
                 f"{key}_vs_kernel_ridge",
                 f"{graph_method.__name__}(kernel='gaussian', sigma={SIGMA}, gamma_A={MANIFOLD_GAMMA:g}, "
                 f"gamma_I={MANIFOLD_GAMMA:g}, graph_k=6)",
                 f"KernelRidge(kernel='rbf', gamma={gamma:g}, alpha={ridge:g})",
-                _best_times(lambda m=graph_method: ours(m(kernel="gaussian", sigma=SIGMA, gamma_A=MANIFOLD_GAMMA,
-                                                          gamma_I=MANIFOLD_GAMMA)),
+                _best_times(lambda m=graph_method, k=key: ours_noting(k, m(kernel="gaussian", sigma=SIGMA,
+                                                                          gamma_A=MANIFOLD_GAMMA,
+                                                                          gamma_I=MANIFOLD_GAMMA)),
                             lambda: kernel_ridge_at(ridge), repeats),
                 TARGETS[f"{key}_vs_kernel_ridge"],
             ))
+            results[-1]["ours"] += f" [{manifold_route(fitted[key].info_)}]"
     Xu_train, yu_train, Xu_test, yu_test = usps_split(data_dir, usps_rows)
 
     def usps(estimator: Any) -> float:
