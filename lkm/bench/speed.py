@@ -54,6 +54,15 @@ subsets for a quick run):
     are re-ranked by exact float64 distances (the tie rule), which is timed. hnswlib is
     skipped when not installed (``lkm[fast]``).
 
+(p) SVM-KNN (Zhang et al.; K = 40, C = 100, sigma = 8, one-vs-rest local SVMs) fit+predict
+    on a seeded 500-row draw of letter-recognition and of isolet (the benchmark's cap: the
+    first 400 rows train, the last 100 are the queries, standardized by the training part)
+    vs the same SVMKNN with ``LOCAL_TRAINING = "estimator"``, the per-set
+    ``SVMClassifier.fit`` loop the LIBSVM trainer replaced (same local sets, same LIBSVM
+    solver, bit-identical decision values: "acc" equal)                   target <= 0.33
+    median of ``max(repeats, SVM_KNN_REPEATS)`` alternated calls. Both sides spend the
+    same time inside LIBSVM's solver, which bounds the ratio from below.
+
 With ``large=True`` (``lkm bench --large``; minutes), SVMClassifier fit+predict against
 ``SVC`` with the same C and gamma = 1/(2σ²), target <= 1.1 each, each case idle and again
 "with a busy second core" (a CPU-burner process the bench starts before and stops after
@@ -97,6 +106,7 @@ TARGETS = {
     "lpl_vs_knn": 2.0, "pl_vs_kernel_ridge": 1.2, "svm_vs_svc": 1.1, "pl_sweep_vs_kernel_ridge": 0.5,
     "svm_small_vs_svc": 1.1, "hknn_vs_knn": 2.0, "prls_vs_kernel_ridge": 1.0, "laprls_vs_kernel_ridge": 4.0,
     "plaprls_vs_kernel_ridge": 1.5,
+    "svm_knn_letter_vs_loop": 0.33, "svm_knn_isolet_vs_loop": 0.33,
     "svm_small_busy_vs_svc": 1.1, "svm_mnist38_vs_svc": 1.1, "svm_mnist38_busy_vs_svc": 1.1,
     "svm_letter_vs_svc": 1.1, "svm_letter_busy_vs_svc": 1.1,
     "svm_evenodd20000_vs_svc": 1.1, "svm_evenodd32000_vs_svc": 1.1,
@@ -116,6 +126,10 @@ MANIFOLD_GAMMA = 1e-3
 TARGET_SECONDS = {"tangent_1nn_usps": 300.0}
 #: HKNN's K (and the reference's k) in the USPS comparison.
 HKNN_K = 10
+#: (p): SVM-KNN's setting (the benchmark's grid values K = 40, C = 100, sigma = 8), the rows
+#: drawn from each set, and the least number of alternated repeats.
+SVM_KNN = {"n_neighbors": 40, "C": 100.0, "sigma": 8.0}
+SVM_KNN_ROWS, SVM_KNN_REPEATS = 500, 5
 #: The small-data SVM case: repeats (at least) and fit+predict calls timed per repeat.
 SMALL_REPEATS, SMALL_BATCH = 9, 20
 
@@ -360,7 +374,7 @@ def run_bench(
     tangent: bool = True,
     large: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run the comparisons (a)-(m) ((i) only with ``tangent``, (j)-(l) and (n) only with
+    """Run the comparisons (a)-(m) and (p) ((i) only with ``tangent``, (j)-(l) and (n) only with
     ``large``); one dict per comparison (see the module doc; (g) gives two,
     LapRLS and PLapRLS). ``max_rows`` subsets spambase, ``usps_rows`` USPS.
 
@@ -513,6 +527,7 @@ def run_bench(
                     repeats),
         TARGETS["hknn_vs_knn"],
     ))
+    results += _svm_knn_against_loop(data_dir, repeats)
     if large:
         results += _large_svm(data_dir, repeats)
         Xm_train, Xm_test = mnist_pixels(data_dir)
@@ -525,6 +540,51 @@ def run_bench(
         results.append(_result(
             "tangent_1nn_usps", f"NearestNeighbor(metric='tangent') on {where}, timed once",
             "KNeighborsClassifier(n_neighbors=1) (Euclidean)", times, None, TARGET_SECONDS["tangent_1nn_usps"],
+        ))
+    return results
+
+
+def svm_knn_split(
+    name: str, data_dir: str | Path | None = None, rows: int = SVM_KNN_ROWS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(X_train, y_train, X_test, y_test) of (p): a seeded draw of ``rows`` rows of
+    ``name``, the first 80 % training, standardized by the training part."""
+    from lkm.data import load_dataset
+
+    data = load_dataset(name, data_dir=data_dir)
+    pick = np.random.default_rng(0).choice(len(data.y), rows, replace=False)
+    X, y = np.asarray(data.X, dtype=np.float64)[pick], np.asarray(data.y)[pick]
+    n = rows * 4 // 5
+    mean, std = X[:n].mean(axis=0), X[:n].std(axis=0)
+    std[std == 0] = 1.0
+    return (X[:n] - mean) / std, y[:n], (X[n:] - mean) / std, y[n:]
+
+
+def _svm_knn_against_loop(data_dir: str | Path | None, repeats: int) -> list[dict[str, Any]]:
+    """(p): SVMKNN with its LIBSVM trainer vs the per-set ``SVMClassifier.fit`` loop, on
+    letter-recognition and isolet."""
+    import lkm.methods.svm_knn as svm_knn
+    from lkm.methods import SVMKNN
+
+    def fit_predict(route: str, split: tuple[np.ndarray, ...]) -> float:
+        previous, svm_knn.LOCAL_TRAINING = svm_knn.LOCAL_TRAINING, route
+        try:
+            X_train, y_train, X_test, y_test = split
+            return float(np.mean(SVMKNN(**SVM_KNN).fit(X_train, y_train).predict(X_test) == y_test))
+        finally:
+            svm_knn.LOCAL_TRAINING = previous
+
+    setting = ", ".join(f"{k}={v:g}" for k, v in SVM_KNN.items())
+    results = []
+    for key, name in (("letter", "letter-recognition"), ("isolet", "isolet")):
+        split = svm_knn_split(name, data_dir)
+        where = f"{name} {len(split[1])}/{len(split[3])}"
+        results.append(_result(
+            f"svm_knn_{key}_vs_loop", f"SVMKNN({setting}) on {where}, LIBSVM trainer",
+            "the same, one SVMClassifier.fit per neighbour set (the previous loop)",
+            _median_times(lambda s=split: fit_predict("trainer", s), lambda s=split: fit_predict("estimator", s),
+                          max(repeats, SVM_KNN_REPEATS), 1),
+            TARGETS[f"svm_knn_{key}_vs_loop"],
         ))
     return results
 
