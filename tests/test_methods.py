@@ -326,7 +326,7 @@ def test_bench_runs_on_a_subset(data_dir: Path) -> None:
     assert [r["name"] for r in results] == [
         "lpl_vs_knn", "pl_vs_kernel_ridge", "svm_vs_svc", "pl_sweep_vs_kernel_ridge", "svm_small_vs_svc",
         "prls_vs_kernel_ridge", "laprls_vs_kernel_ridge", "plaprls_vs_kernel_ridge", "annoy_usps_vs_exact",
-        "hnswlib_usps_vs_exact", "hknn_vs_knn",
+        "hnswlib_usps_vs_exact", "hknn_vs_knn", "svm_knn_letter_vs_loop", "svm_knn_isolet_vs_loop",
     ]
     small = results[4]  # SVMClassifier() and SVC() fit the same model on 455 breast-cancer rows
     assert small["ours_accuracy"] == small["reference_accuracy"]
@@ -340,13 +340,17 @@ def test_bench_runs_on_a_subset(data_dir: Path) -> None:
         assert r["ratio"] == pytest.approx(r["ours_seconds"] / r["reference_seconds"])
         assert isinstance(r["passed"], bool) and 0.0 <= r["ours_accuracy"] <= 1.0
         assert r["target"] > 0 and r["target_seconds"] is None
-    hknn = results[-1]
+    by_name = {r["name"]: r for r in results}
+    hknn = by_name["hknn_vs_knn"]
     assert hknn["target"] == 2.0 and "300/300" in hknn["ours"]
     assert hknn["ours_accuracy"] > 0.5 and hknn["reference_accuracy"] > 0.5  # 10 digit classes
     assert "lpl_vs_knn" in format_bench(results) and "hknn_vs_knn" in format_bench(results)
     assert 0 < results[1]["fit_dgemm_fraction"] and "of dgemm" in format_bench(results)
-    hnsw = results[-2]  # recall@10 against the exact lists, and queries/s in the description
+    hnsw = by_name["hnswlib_usps_vs_exact"]  # recall@10 against the exact lists, and queries/s in the description
     assert hnsw["reference_accuracy"] == 1.0 and hnsw["ours_accuracy"] > 0.9 and "queries/s" in hnsw["ours"]
+    for key in ("letter", "isolet"):  # (p): the trainer and the previous loop give the same predictions
+        svm_knn = by_name[f"svm_knn_{key}_vs_loop"]
+        assert svm_knn["ours_accuracy"] == svm_knn["reference_accuracy"] > 0.5 and "400/100" in svm_knn["ours"]
 
 
 def test_bench_absolute_target_row() -> None:
