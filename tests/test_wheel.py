@@ -204,7 +204,8 @@ def test_quickstart_and_help_from_an_empty_folder(installed: Path, tmp_path: Pat
     listed = _run([lkm, "specs", "list"], cwd=work, env=env).stdout
     shipped = {line.split()[0] for line in listed.splitlines() if line.strip()}
     assert set(named) <= shipped, (named, listed)
-    _run([lkm, "run", "quickstart", "--jobs", "2", "--no-progress"], cwd=work, env=env)
+    _, seconds = _timed([lkm, "run", "quickstart", "--jobs", "2", "--no-progress"], cwd=work, env=env)
+    print(f"lkm run quickstart: {seconds:.1f} s")
     assert (work / "results" / "quickstart" / "tables" / "summary.md").is_file()
 
 
@@ -245,8 +246,9 @@ def test_report_of_the_shipped_pack_from_an_empty_folder(installed: Path, tmp_pa
     work, env = _empty(tmp_path, data_dir)
     env = {k: v for k, v in env.items() if k != "LKM_DATA_DIR"}
     env.update(LKM_CACHE_DIR=str(tmp_path / "cache"), LKM_OFFLINE="1", PYTHONWARNINGS="ignore")
-    res = _run([str(installed / "bin" / "lkm"), "report", "--all", "--results", "published", "--out", "rep",
-                "--jobs", "2"], cwd=work, env=env)
+    res, seconds = _timed([str(installed / "bin" / "lkm"), "report", "--all", "--results", "published", "--out", "rep",
+                           "--jobs", "2"], cwd=work, env=env)
+    print(f"lkm report --all --results published --out rep: {seconds:.1f} s")
     out = work / "rep"
     assert (out / "index.html").is_file() and (out / "report.md").is_file()
     assert (out / "runs" / "PACK.json").read_bytes() == (REPO / "docs" / "runs" / "PACK.json").read_bytes()
