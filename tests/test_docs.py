@@ -68,6 +68,8 @@ def tiny_root(tmp_path_factory) -> Path:
     for name in PAPERS:
         (root / "docs" / "reproductions" / f"{name}.md").write_text(f"# {name}\n")
     (root / "docs" / "benchmark.md").write_text("# The benchmark\n")
+    (root / "docs" / "guide").mkdir()
+    (root / "docs" / "guide" / "reproductions.md").write_text("# Reproductions and the benchmark\n")
     spec = root / "tiny.yaml"
     spec.write_text(TINY_SPEC)
     run = root / "results" / "lpl_vs_svm"
