@@ -9,7 +9,7 @@ export LKM_DATA_DIR ?= $(abspath ../shared/datasets)
 LOCK   := requirements.lock
 ENV    := $(if $(LOCKED),install-locked,install)
 
-.PHONY: help install install-locked lock docs docs-figures docs-check demo test lint benchmark benchmark-smoke bench bench-large bench-scaling bench-cluster bench-cli reproduce reproduce-smoke report report-snapshot reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
+.PHONY: help install install-locked lock docs docs-figures docs-check demo test check-shipped lint benchmark benchmark-smoke bench bench-large bench-scaling bench-cluster bench-cli reproduce reproduce-smoke report report-snapshot reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -41,6 +41,9 @@ demo: install  ## run the embedded default (offline data) and write results/quic
 
 test: install  ## run the test suite (uses the dataset mirror in $$LKM_DATA_DIR)
 	$(BIN)/python -m pytest -q -n 2
+
+check-shipped: install  ## re-fit every shipped record a faster solver route touches (PRLS/PLapRLS, SVM-KNN), label for label (~1 h)
+	$(BIN)/python -m pytest -q -n 2 -m shipped_refit --refit-shipped
 
 lint: install  ## static checks
 	$(BIN)/ruff check lkm tests scripts

@@ -12,6 +12,21 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--refit-shipped", action="store_true",
+                     help="also re-fit every shipped record of the runs a solver route touches "
+                          "(the shipped_refit tests; tens of minutes; `make check-shipped`)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--refit-shipped"):
+        return
+    skip = pytest.mark.skip(reason="re-fits every shipped record: `pytest --refit-shipped` (make check-shipped)")
+    for item in items:
+        if "shipped_refit" in item.keywords:
+            item.add_marker(skip)
+
+
 def mirror_dir() -> Path | None:
     """The dataset mirror: $LKM_DATA_DIR, else ../shared/datasets beside the repo."""
     env = os.environ.get("LKM_DATA_DIR")

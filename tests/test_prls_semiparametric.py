@@ -11,18 +11,15 @@ not be stationary, and the shipped PRLS / PLapRLS records are reproduced label f
 
 from __future__ import annotations
 
-import gzip
-import json
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from shipped_records import refit_records
 
 import lkm.methods.manifold as manifold
 from lkm.data import load_dataset
-from lkm.engine.runner import build_plan, run_job
 from lkm.methods.manifold import (
     PRLS,
     PLapRLS,
@@ -32,10 +29,8 @@ from lkm.methods.manifold import (
     solve_semiparametric,
 )
 from lkm.numerics.kernels import heat_from_sq, sq_dists
-from lkm.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
-RUNS = REPO / "docs" / "runs"
 
 
 # ---------------------------------------------------------------- the true objective
@@ -242,57 +237,6 @@ def test_certificate_weights_match_the_bracket() -> None:
 # ---------------------------------------------------------------- the shipped records
 
 
-def _records(run: str) -> list[dict[str, Any]]:
-    with gzip.open(RUNS / run / "records" / "part-snapshot.jsonl.gz", "rt") as fh:
-        return [json.loads(line) for line in fh]
-
-
-def _as_json(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=lambda v: v.item() if hasattr(v, "item") else str(v)))
-
-
-def refit_records(run: str, data_dir: Path, keep: Any) -> tuple[int, list[str]]:
-    """Re-fit the records of ``run`` (docs/runs) whose method's estimator is PRLS or
-    PLapRLS and for which ``keep(record)`` holds, through the runner (:func:`run_job`,
-    the run's own tasks); return how many and the differences (accuracy, the unlabeled
-    accuracy, the misclassified rows with their labels, the tuned setting)."""
-    spec = load_spec(RUNS / run / "spec.yaml")
-    wanted = {r["task_id"]: r for r in _records(run)
-              if r.get("estimator") in ("prls", "plaprls") and r.get("status") == "ok" and keep(r)}
-    methods = [m for m in spec.methods if m.estimator in ("prls", "plaprls")]
-    datasets = {r["dataset"] for r in wanted.values()}
-    spec = spec.model_copy(update={"datasets": [d for d in spec.datasets if d.id in datasets], "methods": methods})
-    plan = build_plan(spec, data_dir=data_dir)
-    groups: dict[tuple[str, str, str], list[Any]] = defaultdict(list)
-    for task in plan.tasks:
-        if task.id in wanted:
-            groups[(task.dataset, task.split.id, task.method)].append(task)
-    found: list[dict[str, Any]] = []
-    for (dataset, _, _), tasks in groups.items():
-        data = plan.datasets[dataset]
-        run_job(found.append, data.X, data.y, tasks, spec.preprocessing, spec.score_train)
-    assert len(found) == len(wanted), f"{run}: {len(found)} of {len(wanted)} records re-fitted"
-    differences = []
-    for new in found:
-        old = wanted[new["task_id"]]
-        for key in ("status", "accuracy", "unlabeled_accuracy", "errors"):
-            if _as_json(new.get(key)) != old.get(key):
-                differences.append(f"{run} {old['dataset']} {old['split']} {old['method']}: {key}")
-        tuned = new.get("info", {}).get("tuned_params")
-        if tuned is not None and _as_json(tuned) != _old_info(old).get("tuned_params"):
-            differences.append(f"{run} {old['dataset']} {old['split']} {old['method']}: tuned_params")
-    return len(found), differences
-
-
-def _old_info(record: dict[str, Any]) -> dict[str, Any]:
-    info = record.get("info")
-    if isinstance(info, str):
-        import ast
-
-        return ast.literal_eval(info)
-    return info or {}
-
-
 #: The default test run's subset: both routes, tuned and untuned, with and without a graph.
 REPRESENTATIVE = [
     ("cross_paper", lambda r: r["dataset"] == "sonar" and r["split"] == "r0f0"),  # tuned, d = 60: the route
@@ -305,7 +249,7 @@ REPRESENTATIVE = [
 def test_shipped_records_are_reproduced(data_dir: Path, run: str, keep: Any) -> None:
     """A representative subset of the shipped PRLS / PLapRLS records (docs/runs): the
     same accuracy, unlabeled accuracy, misclassified rows and labels, tuned setting."""
-    count, differences = refit_records(run, data_dir, keep)
+    count, differences = refit_records(run, data_dir, ("prls", "plaprls"), keep, ("status", "accuracy", "unlabeled_accuracy", "errors"), ("tuned_params",))
     assert count > 0 and differences == []
 
 
@@ -313,9 +257,9 @@ PRLS_RUNS = ["prls_letter", "prls_letter.binary_graph", "prls_letter.normalized_
              "prls_isolet", "cross_paper"]
 
 
-@pytest.mark.slow
+@pytest.mark.shipped_refit
 @pytest.mark.parametrize("run", PRLS_RUNS)
 def test_every_shipped_record_is_reproduced(data_dir: Path, run: str) -> None:
     """Every shipped PRLS / PLapRLS record of ``run`` (docs/runs), label for label."""
-    count, differences = refit_records(run, data_dir, lambda r: True)
+    count, differences = refit_records(run, data_dir, ("prls", "plaprls"), lambda r: True, ("status", "accuracy", "unlabeled_accuracy", "errors"), ("tuned_params",))
     assert count > 0 and differences == []

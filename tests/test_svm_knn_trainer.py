@@ -11,24 +11,18 @@ distances); and the shipped SVM-KNN records (docs/runs) re-fitted through the ru
 
 from __future__ import annotations
 
-import gzip
-import json
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from shipped_records import refit_records
 
 import lkm.methods.svm_knn as svm_knn
 from lkm.data import load_dataset
-from lkm.engine.runner import build_plan, run_job
 from lkm.methods import SVMKNN, SVMClassifier
 from lkm.methods.svm import PrecomputedTrainer
 from lkm.numerics.kernels import DistanceCache, gaussian_kernel
-from lkm.spec import load_spec
-
-RUNS = Path(__file__).resolve().parents[1] / "docs" / "runs"
 
 MODEL_ATTRIBUTES = {
     "ova": ("classes_", "class_count_", "multiclass_", "support_", "ova_coef_", "ova_rho_"),
@@ -134,48 +128,6 @@ def test_routes_identical_with_tangent_distances(data_dir: Path, monkeypatch: py
 # ---------------------------------------------------------------- the shipped records
 
 
-def _records(run: str) -> list[dict[str, Any]]:
-    with gzip.open(RUNS / run / "records" / "part-snapshot.jsonl.gz", "rt") as fh:
-        return [json.loads(line) for line in fh]
-
-
-def _as_json(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=lambda v: v.item() if hasattr(v, "item") else str(v)))
-
-
-def refit_records(run: str, data_dir: Path, keep: Any) -> tuple[int, list[str]]:
-    """Re-fit the SVM-KNN records of ``run`` (docs/runs) for which ``keep(record)`` holds,
-    through the runner (the run's own tasks); return how many and the differences
-    (accuracy, misclassified rows with their labels, tuned setting, local SVM count)."""
-    spec = load_spec(RUNS / run / "spec.yaml")
-    wanted = {r["task_id"]: r for r in _records(run)
-              if r.get("estimator") == "svm_knn" and r.get("status") == "ok" and keep(r)}
-    datasets = {r["dataset"] for r in wanted.values()}
-    spec = spec.model_copy(update={"datasets": [d for d in spec.datasets if d.id in datasets],
-                                   "methods": [m for m in spec.methods if m.estimator == "svm_knn"]})
-    plan = build_plan(spec, data_dir=data_dir)
-    groups: dict[tuple[str, str, str], list[Any]] = defaultdict(list)
-    for task in plan.tasks:
-        if task.id in wanted:
-            groups[(task.dataset, task.split.id, task.method)].append(task)
-    found: list[dict[str, Any]] = []
-    for (dataset, _, _), tasks in groups.items():
-        data = plan.datasets[dataset]
-        run_job(found.append, data.X, data.y, tasks, spec.preprocessing, spec.score_train)
-    assert len(found) == len(wanted), f"{run}: {len(found)} of {len(wanted)} records re-fitted"
-    differences = []
-    for new in found:
-        old = wanted[new["task_id"]]
-        where = f"{run} {old['dataset']} {old['split']} {old['method']}"
-        for key in ("status", "accuracy", "errors"):
-            if _as_json(new.get(key)) != old.get(key):
-                differences.append(f"{where}: {key}")
-        for key in ("tuned_params", "local_svms", "unanimous_share"):
-            if _as_json(new.get("info", {}).get(key)) != old.get("info", {}).get(key):
-                differences.append(f"{where}: {key}")
-    return len(found), differences
-
-
 #: The default run's subset: the benchmark's letter and isolet folds (tuned over the
 #: 20-point grid) and the untuned image-segmentation records (K = 75, 2,079 training rows).
 REPRESENTATIVE = [
@@ -186,14 +138,14 @@ REPRESENTATIVE = [
 
 @pytest.mark.parametrize(("run", "keep"), REPRESENTATIVE, ids=[r for r, _ in REPRESENTATIVE])
 def test_shipped_records_are_reproduced(data_dir: Path, run: str, keep: Any) -> None:
-    count, differences = refit_records(run, data_dir, keep)
+    count, differences = refit_records(run, data_dir, ("svm_knn",), keep, ("status", "accuracy", "errors"), ("tuned_params", "local_svms", "unanimous_share"))
     assert count > 0 and differences == []
 
 
-@pytest.mark.slow
+@pytest.mark.shipped_refit
 @pytest.mark.parametrize("run", ["cross_paper", "cevikalp_segmentation", "cevikalp_segmentation-perturbed",
                                  "cevikalp_usps"])
 def test_every_shipped_record_is_reproduced(data_dir: Path, run: str) -> None:
     """Every shipped SVM-KNN record of ``run`` (docs/runs), label for label."""
-    count, differences = refit_records(run, data_dir, lambda r: True)
+    count, differences = refit_records(run, data_dir, ("svm_knn",), lambda r: True, ("status", "accuracy", "errors"), ("tuned_params", "local_svms", "unanimous_share"))
     assert count > 0 and differences == []
