@@ -68,6 +68,20 @@ QUERY_BLOCK_BYTES = 32 * 2**20
 #: from order ~15,400 (measured), so this leaves a margin.
 SINGLE_THREAD_FACTOR_ORDER = 8192
 
+
+def factor_threads(n: int) -> int | None:
+    """BLAS threads for a factorization of order ``n`` (dpotrf, dpstrf): ``None`` keeps the
+    caller's count, i.e. every core when the process owns them and the worker's cap under
+    ``--jobs`` (each job runs under ``max(1, cores // jobs)`` threads,
+    :func:`lkm.engine.workers.call_capped`; LPL's thread pool caps at one,
+    :func:`lkm.numerics.threads.map_row_blocks`). One thread below
+    :data:`~lkm.numerics.threads.SMALL_BLAS_FLOPS` (a hand-off costs more than the second
+    core saves, and the many small blocks of a small sigma stay cheap when the other core
+    is busy) and from :data:`SINGLE_THREAD_FACTOR_ORDER` on (OpenBLAS's threaded syrk,
+    which both factorizations call, crashes there)."""
+    return 1 if n >= SINGLE_THREAD_FACTOR_ORDER or n**3 / 3.0 < SMALL_BLAS_FLOPS else None
+
+
 #: :func:`clear_inverse_solve` takes G as nonsingular when its estimated smallest
 #: eigenvalue is at least this many times the pseudo-inverse cutoff.
 CLEAR_INVERSE_MARGIN = 10.0
@@ -137,10 +151,7 @@ def psd_pinv_solve(
     if not (overwrite_g and A.flags.f_contiguous and A.dtype == np.float64):
         A = np.array(A, dtype=np.float64, order="F")
     cutoff = rcond * (largest_eigenvalue(A) if lam_max is None else lam_max)
-    # One BLAS thread: dpstrf is memory-bound (pivot swaps and a gemv per column), so a
-    # second thread costs more than it gains (measured), and the threaded syrk it calls
-    # is the one that crashes at large orders (:data:`SINGLE_THREAD_FACTOR_ORDER`).
-    with blas_threads(1):
+    with blas_threads(factor_threads(n)):
         U, piv, rank, info = lapack.dpstrf(A, tol=cutoff, lower=0, overwrite_a=1)
     if info < 0:
         raise np.linalg.LinAlgError(f"dpstrf: illegal argument {-info}")
@@ -224,8 +235,7 @@ def clear_inverse_solve(
     # One BLAS thread for small orders (a second one costs more than it saves when the
     # other core is busy: measured 10-40x slower at n = 1000 on a loaded machine) and
     # from SINGLE_THREAD_FACTOR_ORDER on (the crash); the result is G⁻¹Y either way.
-    one_thread = n >= SINGLE_THREAD_FACTOR_ORDER or n**3 / 3.0 < SMALL_BLAS_FLOPS
-    with blas_threads(1 if one_thread else None):
+    with blas_threads(factor_threads(n)):
         factor, info = lapack.dpotrf(G, lower=0, clean=0, overwrite_a=0)
     if info != 0:
         return None
