@@ -9,7 +9,7 @@ export LKM_DATA_DIR ?= $(abspath ../shared/datasets)
 LOCK   := requirements.lock
 ENV    := $(if $(LOCKED),install-locked,install)
 
-.PHONY: help install install-locked lock docs docs-figures docs-check demo test check-shipped lint benchmark benchmark-smoke bench bench-large bench-scaling bench-cluster bench-cli reproduce reproduce-smoke report report-snapshot reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
+.PHONY: help install install-locked lock docs docs-figures docs-check demo test check-shipped lint benchmark benchmark-smoke bench bench-large bench-scaling bench-cost bench-cluster bench-cli reproduce reproduce-smoke report report-snapshot reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -57,6 +57,9 @@ bench-large: install  ## SVM vs SVC at scale (MNIST 3-vs-8, letter, breast cance
 
 bench-scaling: install  ## time and memory against n (PL, KernelRidge, LPL, SVM, SVM on intelex, NPPS+SVM, SVC on MNIST and letter; ~1 h): table, slopes, ratios, figure
 	$(LKM) bench --scaling --out results/bench_scaling.json --figure docs/figures/speed/scaling.png
+
+bench-cost: install  ## the benchmark's CPU seconds per method and outer fold at 500, 1,000, 2,000 and 5,000 rows (letter, mnist, isolet, spambase; ~50 min): tables, whole-benchmark CPU-hours per cap
+	$(LKM) bench --cost --jobs 2 --budget-minutes 48 --out results/bench_cost.json
 
 bench-cluster: install  ## the dask cluster engine (local:2) against --jobs 1 and 2 on a 540-fit sweep: speed-up, overhead per fit (minutes)
 	$(LKM) bench --cluster local:2 --out results/bench_cluster.json

@@ -69,14 +69,28 @@ def bench(
     methods: Annotated[str | None, typer.Option(
         "--methods", help="--scaling: comma-separated methods (svc, svm, svm_intelex, npps_svm, pl, "
         "lpl_exact, lpl_annoy, kernel_ridge); default all.")] = None,
-    max_seconds: Annotated[float, typer.Option(
-        min=1, help="--scaling: seconds one cell may take; a method stops growing past it.")] = 300.0,
+    max_seconds: Annotated[float | None, typer.Option(
+        min=1, help="--scaling: seconds one cell may take (default 300); a method stops growing past it. --cost: CPU "
+        "seconds (default there 60).", show_default=False)] = None,
     max_n: Annotated[int | None, typer.Option(min=2, help="--scaling: cap every training pool (a quick run).")] = None,
     sizes: Annotated[str | None, typer.Option(
         help="--scaling: comma-separated training sizes to try (each problem's pool size is always "
         "tried last), e.g. 20000,32000 with --problems mnist-even-odd for the 60,000-image row; "
         "default 500,1000,2000,4000,8000,16000,20000,32000,60000.")] = None,
     figure: Annotated[Path | None, typer.Option(help="--scaling: also draw the log-log figure here (PNG).")] = None,
+    cost: Annotated[bool, typer.Option(
+        "--cost",
+        help="Instead: CPU seconds of ONE outer fold of the cross-paper benchmark per method (its spec's "
+        "tuning grid under the inner CV, the refit, the test prediction) with the set drawn to 500, "
+        "1,000, 2,000 and 5,000 rows, each cell in a fresh one-thread process; cells past --max-seconds "
+        "are extrapolated and marked; prints a table per set and the whole benchmark's CPU-hours per cap "
+        "(see `make bench-cost`).")] = False,
+    datasets: Annotated[str | None, typer.Option(
+        "--datasets", help="--cost: comma-separated benchmark sets; default letter-recognition, mnist, "
+        "isolet, spambase.")] = None,
+    jobs: Annotated[int, typer.Option(min=1, help="--cost: cells run side by side (one thread each).")] = 1,
+    budget_minutes: Annotated[float | None, typer.Option(
+        min=0, help="--cost: no new cell starts after this many minutes; the rest are extrapolated.")] = None,
     cluster: Annotated[str | None, typer.Option(
         "--cluster", metavar="ADDRESS",
         help="Instead: a sweep of 540 fits run locally with --jobs 1 and on the dask cluster ADDRESS "
@@ -90,12 +104,17 @@ def bench(
     with --large, SVM against SVC at scale, idle and with a busy second core.
 
     With --scaling: how time and memory grow with n instead (see `make bench-scaling`).
+    With --cost: the benchmark's cost per method and outer fold at 500 to 5,000 rows (`make bench-cost`).
     With --cluster local:2: the dask cluster engine against local workers (`make bench-cluster`).
 
     Ratios (ours / reference) carry across machines; seconds do not.
     """
     if scaling:
-        _bench_scaling(data_dir, problems, methods, max_seconds, max_n, figure, out, sizes)
+        _bench_scaling(data_dir, problems, methods, 300.0 if max_seconds is None else max_seconds, max_n, figure,
+                       out, sizes)
+        return
+    if cost:
+        _bench_cost(data_dir, datasets, methods, sizes, max_seconds, jobs, budget_minutes, out)
         return
     if cluster:
         _bench_cluster(data_dir, cluster, out)
@@ -127,6 +146,55 @@ def _bench_cluster(data_dir, address: str, out: Path | None) -> None:
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=2, default=str) + "\n")
+
+
+def _bench_cost(data_dir, datasets, methods, sizes, max_seconds, jobs, budget_minutes, out) -> None:
+    """``lkm bench --cost``: one line per cell as it finishes, then the tables."""
+    from lkm.bench.cost import DATASETS, MAX_SECONDS, SIZES, cost_report, costliest_first, run_cost
+
+    def listed(text: str | None) -> list[str] | None:
+        return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+    def show(cell: dict) -> None:
+        what = (f"{cell['cpu_seconds']:.1f} CPU s, {cell['wall_seconds']:.1f} wall s, {cell.get('fits')} fits"
+                if cell.get("measured") else
+                f"{cell['status']}: {cell.get('message', '')}"
+                + (f"; extrapolated {cell['cpu_seconds']:.0f} CPU s" if cell.get("extrapolated") else ""))
+        console.print(f"[cost] {cell['dataset']} {cell['method']} n = {cell['n']:,}: {what}", markup=False)
+
+    from lkm.api import published_folder
+
+    records = published_folder() / "cross_paper" / "records"
+    progress = out.with_suffix(".cells.jsonl") if out else None
+    if progress:
+        progress.parent.mkdir(parents=True, exist_ok=True)
+        progress.write_text("")
+
+    def keep(cell: dict) -> None:
+        show(cell)
+        if progress:
+            with progress.open("a") as fh:
+                fh.write(json.dumps(cell, default=str) + "\n")
+
+    try:
+        chosen_sizes = [int(t) for t in listed(sizes) or SIZES]
+        use_data_dir(data_dir)
+        chosen = listed(methods)
+        if chosen is None:  # the costliest first, so that a spent budget leaves cheap cells
+            chosen = costliest_first(records)
+        cells = run_cost(listed(datasets) or DATASETS, chosen, chosen_sizes,
+                         max_seconds=MAX_SECONDS if max_seconds is None else max_seconds,
+                         jobs=jobs, budget_seconds=None if budget_minutes is None else 60 * budget_minutes,
+                         data_dir=os.environ.get("LKM_DATA_DIR"), on_cell=keep)
+        text, hours = cost_report(cells, records)
+    except ValueError as exc:
+        raise exit_error(LkmError(str(exc))) from None
+    except LkmError as exc:
+        raise exit_error(exc) from None
+    console.print(text, markup=False, highlight=False)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"cells": cells, "hours": hours}, indent=2, default=str) + "\n")
 
 
 def _bench_scaling(data_dir, problems, methods, max_seconds, max_n, figure, out, sizes=None) -> None:

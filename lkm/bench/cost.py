@@ -1,0 +1,583 @@
+"""``lkm bench --cost``: what one outer fold of the cross-paper benchmark costs per method
+at larger caps (issue 41, point 6; the table issue 42 picks its row cap from).
+
+The benchmark (spec ``cross_paper``) subsamples every data set to 500 rows, splits it by
+stratified 5-fold CV and tunes each method by an inner stratified 3-fold CV over its
+``tune:`` grid on the training part, then refits and predicts the held-out fold. Here a
+*cell* is (data set, cap n, method): the data set drawn to n rows exactly as the
+benchmark would with ``subsample: n`` (:func:`lkm.data.subsample_rows`, seed 0), the
+spec's outer fold 0 (training part 4n/5), and the method's whole protocol run once by
+the engine's own job function (:func:`lkm.engine.runner.run_job`: the grid search over
+the spec's grid and inner CV, the refit, the test prediction and the decision values the
+record keeps). Nothing is copied from the spec: the grid, the inner CV, the fixed
+parameters, the preprocessing and the outer protocol are read from ``cross_paper.yaml``
+through :func:`lkm.spec.load_spec`; each cell reports the number of fits the search
+made (settings × inner folds + the refit).
+
+The cells of one (data set, method) run in one fresh Python process (one per chain, as
+the benchmark's long-lived workers; interpreter start-up, imports and drawing the data
+stay outside the clock) with one BLAS/OpenMP thread (as the benchmark's workers run
+under ``--jobs 2`` on 2 cores) and the persisted distance store off
+(``LKM_DISTANCE_CACHE=off``: distances are computed, not read back). Each cell reports
+CPU seconds (:func:`time.process_time` of the child: all its threads) and wall seconds
+of the job, and the peak resident memory during it (reset per cell).
+
+Per (data set, method) the caps are tried in increasing order. The ceiling is in CPU
+seconds (``max_seconds``; other processes on the machine inflate wall time more): a cap
+is not tried when its CPU seconds, extrapolated from the cells done at the log-log slope
+of the last two (at least 1), exceed the ceiling (with a single cell done: three
+ceilings, at :data:`DEFAULT_SLOPE`, so that the slope gets its second point); a cell
+that measures above it is kept and ends the chain; a cell still running after
+:data:`WALL_FACTOR` × :data:`ONE_POINT_SLACK` ceilings of wall is killed. Caps not measured get CPU and wall
+seconds extrapolated from the largest cell measured at that slope and are marked
+``extrapolated`` (a killed cell's estimate is at least the ceiling). A set smaller
+than a cap is used whole (``rows_used``).
+
+:func:`benchmark_hours` turns the table into the whole benchmark's CPU-hours at a cap:
+26 sets × 5 folds × 19 methods, every set at min(cap, its size). Measured sets use their
+own per-fold cost × 5 (log-log interpolated between the caps measured); the others
+scale their recorded cost in the shipped benchmark run (500 rows, the sum of
+fit + predict seconds over its 5 folds) by the method's median growth factor over the
+measured sets.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+#: The benchmark spec measured.
+SPEC = "cross_paper"
+#: Data sets measured, in this order (the large ones that set the cost).
+DATASETS = ("letter-recognition", "mnist", "isolet", "spambase")
+#: Caps tried per (set, method): 1,000 is tried to give the slope a second point.
+SIZES = (500, 1000, 2000, 5000)
+#: Caps shown in the table and summed into CPU-hours.
+CAPS = (500, 2000, 5000)
+#: Outer fold timed (of the spec's protocol).
+FOLD = 0
+#: CPU seconds one cell may take: a larger size is not tried when predicted above it.
+MAX_SECONDS = 60.0
+#: With one measured cell, the next is tried unless predicted above this many ceilings.
+ONE_POINT_SLACK = 3.0
+#: A cell is killed after this many times ``ONE_POINT_SLACK × max_seconds`` of wall
+#: (other processes on the machine slow wall time several-fold).
+WALL_FACTOR = 5.0
+#: Slope assumed when a method has one measured cell only.
+DEFAULT_SLOPE = 2.0
+#: Cap of the shipped benchmark run (its records' costs are at this size).
+SHIPPED_CAP = 500
+
+
+def benchmark_spec(spec: str | Path = SPEC) -> Any:
+    """The benchmark's :class:`~lkm.spec.Spec`: a shipped spec's name or a YAML path."""
+    from lkm.spec import load_spec
+    from lkm.spec.outputs import load_plugins
+
+    path = Path(spec)
+    if not path.exists():
+        shipped: dict[str, Path] = {}
+        for module in load_plugins().values():  # the shipped specs, as `extends:` finds them
+            packaged = getattr(module, "packaged_specs", None)
+            if callable(packaged):
+                shipped.update(packaged())
+        if str(spec) not in shipped:
+            raise ValueError(f"{spec}: not a spec file nor a shipped spec")
+        path = shipped[str(spec)]
+    return load_spec(path)
+
+
+def reset_peak_memory() -> bool:
+    """Return freed heap to the system and reset this process's resident-memory
+    high-water mark (Linux ≥ 4.0; as :mod:`lkm.bench.scaling` does per cell)."""
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim(0)
+    except (OSError, AttributeError, TypeError):
+        pass
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def _status_bytes(field: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def draw(spec: Any, dataset: str, n: int, data_dir: str | None = None, loaded: dict | None = None) -> Any:
+    """``dataset`` as the benchmark would draw it with ``subsample: n`` (its spec entry
+    with the cap changed; the whole set when it has at most ``n`` rows). ``loaded``: whole
+    sets already read (:meth:`lkm.spec.schema.DatasetSpec.load`)."""
+    ds_spec = next((d for d in spec.datasets if d.id == dataset or d.name == dataset), None)
+    if ds_spec is None:
+        raise ValueError(f"{dataset}: no such data set in {spec.name}")
+    return ds_spec.model_copy(update={"subsample": int(n)}).load(data_dir, loaded)
+
+
+def run_cell(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOLD,
+             data_dir: str | None = None, data_path: str | None = None) -> dict[str, Any]:
+    """One outer fold of ``method``'s benchmark protocol on ``dataset`` drawn to ``n`` rows,
+    in this process (run it in a fresh one: see the module doc). ``data_path``: the drawn
+    set pickled by :func:`draw` (the parent draws each (set, n) once)."""
+
+    from threadpoolctl import threadpool_limits
+
+    from lkm.engine.runner import Task, run_job
+    from lkm.spec.seeds import with_seed
+
+    spec = benchmark_spec(spec_ref)
+    m = next((m for m in spec.methods if m.name == method), None)
+    if m is None:
+        raise ValueError(f"{method}: no such method in {spec.name}")
+    if m.tune is None:
+        raise ValueError(f"{method}: not tuned in {spec.name}")
+    ds_spec = next((d for d in spec.datasets if d.id == dataset or d.name == dataset), None)
+    if ds_spec is None:
+        raise ValueError(f"{dataset}: no such data set in {spec.name}")
+    if data_path is not None:
+        with open(data_path, "rb") as fh:
+            data = pickle.load(fh)
+    else:
+        data = draw(spec, dataset, n, data_dir)
+    split = spec.protocol_for(ds_spec.id).splits(data)[fold]
+    (params,) = [with_seed(m, p, spec) for p in spec.method_grid(m)]
+    tune = m.tune.model_dump(exclude_none=True)
+    task = Task("cost", ds_spec.id, split, m.name, m.estimator, params, tune)
+    reset = reset_peak_memory()
+    with threadpool_limits(limits=1):
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        result = run_job(lambda record: None, data.X, data.y, [task], spec.preprocessing)
+        cpu1, t1 = time.process_time(), time.perf_counter()
+    record = result.records[0]
+    info = record.get("info", {})
+    out: dict[str, Any] = {
+        "status": "ok" if record["status"] == "ok" else "error",
+        "cpu_seconds": cpu1 - cpu0, "wall_seconds": t1 - t0,
+        "rows": int(len(data.y)), "n_train": int(record.get("n_train", len(split.train))),
+        "n_features": int(data.X.shape[1]), "n_classes": int(len(set(data.y.tolist()))),
+        "grid_size": info.get("grid_size"), "cv_folds": info.get("cv_folds"),
+        "spec_grid_size": int(m.tune.size), "spec_cv_folds": int(m.tune.cv),
+        "peak_bytes": _status_bytes("VmHWM") if reset else None,
+    }
+    if out["grid_size"] is not None and out["cv_folds"] is not None:
+        out["fits"] = int(out["grid_size"]) * int(out["cv_folds"]) + 1
+    if record["status"] == "ok":
+        out.update(accuracy=record["accuracy"], tuned_params=info.get("tuned_params"),
+                   failed_settings=int(info.get("failed_settings", 0)))
+    else:
+        out["message"] = str(record.get("error", record["status"]))[:300]
+    return out
+
+
+def child_env() -> dict[str, str]:
+    """The child's environment: one BLAS/OpenMP thread, no persisted distances."""
+    from lkm.engine.workers import THREAD_VARS
+
+    env = dict(os.environ)
+    env.update({var: "1" for var in THREAD_VARS})
+    env.update(OMP_WAIT_POLICY="PASSIVE", LKM_DISTANCE_CACHE="off")
+    return env
+
+
+class CellWorker:
+    """A fresh interpreter running the cells of one (data set, method) on request: the
+    parent writes ``n path`` on its stdin, it answers one JSON line (:func:`run_cell`).
+    One process per (set, method), as the benchmark's long-lived workers, keeps interpreter
+    start-up and imports (seconds under load) out of every cell; a crash, a memory error
+    or a cell past the ceiling ends that chain only. The peak memory is reset per cell."""
+
+    def __init__(self, spec_ref: str, dataset: str, method: str, fold: int = FOLD) -> None:
+        cmd = [sys.executable, "-m", "lkm.bench.cost", spec_ref, dataset, method, str(fold)]
+        self.process = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True, bufsize=1, env=child_env())
+
+    def run(self, n: int, data_path: str, max_seconds: float) -> dict[str, Any]:
+        """One cell, killed past :data:`WALL_FACTOR` × :data:`ONE_POINT_SLACK` ×
+        ``max_seconds`` of wall plus a reading allowance; failures become a status, never
+        an exception."""
+        import selectors
+
+        proc = self.process
+        try:
+            proc.stdin.write(f"{n} {data_path}\n")
+            proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            return self._failure()
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            limit = WALL_FACTOR * ONE_POINT_SLACK * max_seconds + 60.0
+            if not sel.select(timeout=limit):
+                self.close()
+                return {"status": "timeout", "message": f"killed after {limit:g} s wall"}
+        line = proc.stdout.readline()
+        if not line.startswith("{"):
+            return self._failure()
+        cell = json.loads(line)
+        if cell.get("status") == "ok" and cell["cpu_seconds"] > max_seconds:
+            cell["over_ceiling"] = True  # measured, but no larger size is tried
+        return cell
+
+    def _failure(self) -> dict[str, Any]:
+        proc = self.process
+        proc.kill()
+        _, err = proc.communicate()
+        tail = (err.strip().splitlines() or [""])[-1][:300]
+        if proc.returncode < 0:
+            return {"status": "crashed", "message": f"killed by signal {-proc.returncode}" + (f": {tail}" if tail else "")}
+        return {"status": "error", "message": tail or f"exit code {proc.returncode}"}
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.communicate()
+
+
+def slope_of(ns: Sequence[int], seconds: Sequence[float]) -> float | None:
+    """Log-log slope between the last two cells (at least 1); None with fewer than two."""
+    if len(ns) < 2 or min(seconds[-2:]) <= 0 or ns[-1] == ns[-2]:
+        return None
+    return max(1.0, math.log(seconds[-1] / seconds[-2]) / math.log(ns[-1] / ns[-2]))
+
+
+def extrapolate(ns: Sequence[int], seconds: Sequence[float], n: int) -> tuple[float, float]:
+    """(seconds at ``n``, slope used): from the largest cell at the last two cells' slope
+    (:data:`DEFAULT_SLOPE` with one cell)."""
+    slope = slope_of(ns, seconds)
+    slope = DEFAULT_SLOPE if slope is None else slope
+    return seconds[-1] * (n / ns[-1]) ** slope, slope
+
+
+def _chain(spec_ref: str, dataset: str, method: str, sizes: Sequence[int], max_seconds: float,
+           fold: int, data_of: Callable[[int], str], full_rows: int | None, deadline: float | None,
+           on_cell: Callable[[dict[str, Any]], None] | None) -> list[dict[str, Any]]:
+    """The cells of one (data set, method), in increasing n."""
+    worker = CellWorker(spec_ref, dataset, method, fold)
+    try:
+        return _grow(worker, dataset, method, sizes, max_seconds, data_of, full_rows, deadline, on_cell)
+    finally:
+        worker.close()
+
+
+def _grow(worker: CellWorker, dataset: str, method: str, sizes: Sequence[int], max_seconds: float,
+          data_of: Callable[[int], str], full_rows: int | None, deadline: float | None,
+          on_cell: Callable[[dict[str, Any]], None] | None) -> list[dict[str, Any]]:
+    cells: list[dict[str, Any]] = []
+    done_n: list[int] = []
+    done_cpu: list[float] = []
+    done_wall: list[float] = []
+    stop: str | None = None
+    for n in sizes:
+        if full_rows is not None and n > full_rows:
+            n_eff = full_rows  # a set smaller than the cap is used whole
+            if done_n and done_n[-1] == n_eff:
+                prev = dict(cells[-1], n=n)
+                cells.append(prev)
+                if on_cell:
+                    on_cell(prev)
+                continue
+        else:
+            n_eff = n
+        cell: dict[str, Any] = {"dataset": dataset, "method": method, "n": n, "rows_used": n_eff}
+        if stop is None and done_n:
+            predicted, _ = extrapolate(done_n, done_cpu, n_eff)
+            # one point gives no slope: the second size is tried unless far above the ceiling
+            if predicted > max_seconds * (1 if len(done_n) > 1 else ONE_POINT_SLACK):
+                stop = f"predicted {predicted:.0f} CPU s > ceiling {max_seconds:g} s"
+        if stop is None and deadline is not None and time.time() > deadline:
+            stop = "wall budget spent"
+        if stop is None:
+            cell.update(worker.run(n_eff, data_of(n_eff), max_seconds))
+            if cell["status"] == "ok":
+                cell["measured"] = True
+                done_n.append(n_eff)
+                done_cpu.append(cell["cpu_seconds"])
+                done_wall.append(cell["wall_seconds"])
+                if cell.get("over_ceiling"):
+                    stop = f"n = {n_eff:,} took {cell['cpu_seconds']:.0f} CPU s > ceiling"
+            else:
+                stop = f"{cell['status']} at n = {n_eff:,}"
+                if cell["status"] != "timeout":
+                    cell["measured"] = False
+                    cells.append(cell)
+                    if on_cell:
+                        on_cell(cell)
+                    continue
+        if cell.get("measured") is not True:
+            cell["measured"] = False
+            cell.setdefault("status", "skipped")
+            cell.setdefault("message", stop)
+            if done_n:
+                cpu, slope = extrapolate(done_n, done_cpu, n_eff)
+                wall, _ = extrapolate(done_n, done_wall, n_eff)
+                if cell["status"] == "timeout":
+                    wall = max(wall, WALL_FACTOR * ONE_POINT_SLACK * max_seconds)
+                    cpu = max(cpu, max_seconds)
+                cell.update(extrapolated=True, cpu_seconds=cpu, wall_seconds=wall, slope=slope,
+                            from_n=done_n[-1], default_slope=len(done_n) < 2)
+        cells.append(cell)
+        if on_cell:
+            on_cell(cell)
+    return cells
+
+
+def run_cost(
+    datasets: Sequence[str] = DATASETS,
+    methods: Sequence[str] | None = None,
+    sizes: Sequence[int] = SIZES,
+    max_seconds: float = MAX_SECONDS,
+    spec: str = SPEC,
+    fold: int = FOLD,
+    jobs: int = 1,
+    budget_seconds: float | None = None,
+    data_dir: str | None = None,
+    on_cell: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Every cell (see the module doc), one dict each: dataset, method, n (the cap),
+    rows_used, status ("ok", "timeout", "skipped", "error", "crashed"), measured,
+    cpu_seconds, wall_seconds (measured or, with ``extrapolated``, estimated), and for
+    measured cells fits, grid_size, cv_folds, n_train, peak_bytes, accuracy.
+    ``jobs`` (data set, method) chains run side by side, method by method in the order of
+    ``methods`` (each on every set); past ``budget_seconds`` of wall no new cell starts
+    (the rest are extrapolated). Cells come back grouped by set, then method."""
+    from lkm.data.registry import load_registry
+
+    the_spec = benchmark_spec(spec)
+    known = [m.name for m in the_spec.methods]
+    methods = list(methods) if methods else known
+    unknown = [m for m in methods if m not in known]
+    if unknown:
+        raise ValueError(f"unknown method(s) {', '.join(unknown)}; {spec} has {', '.join(known)}")
+    ids = {d.id for d in the_spec.datasets} | {d.name for d in the_spec.datasets}
+    missing = [d for d in datasets if d not in ids]
+    if missing:
+        raise ValueError(f"unknown data set(s) {', '.join(missing)} for {spec}")
+    registry = load_registry()
+    sizes = sorted(set(int(s) for s in sizes))
+    deadline = None if budget_seconds is None else time.time() + budget_seconds
+    # method-major: each method's chains on every set side by side, in the order given
+    # (the CLI puts the costliest first), so that a spent budget leaves the cheap cells
+    chains = [(d, m) for m in methods for d in datasets]
+    rows_of = {d: (registry[d].n_samples if d in registry else None) for d in datasets}
+
+    with tempfile.TemporaryDirectory(prefix="lkm-cost-") as tmp:
+        drawn: dict[tuple[str, int], str] = {}
+        for d in datasets:  # every (set, size) drawn once, up front, the whole set read once
+            loaded: dict = {}
+            for n in sizes:
+                n_eff = min(n, rows_of[d]) if rows_of[d] else n
+                if (d, n_eff) not in drawn:
+                    path = Path(tmp) / f"{d}-{n_eff}.pkl"
+                    with open(path, "wb") as fh:
+                        pickle.dump(draw(the_spec, d, n_eff, data_dir, loaded), fh)
+                    drawn[d, n_eff] = str(path)
+            del loaded
+
+        def one(key: tuple[str, str]) -> list[dict[str, Any]]:
+            d, m = key
+            return _chain(spec, d, m, sizes, max_seconds, fold, lambda n: drawn[d, n], rows_of[d], deadline,
+                          on_cell)
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            out = [cell for cells in pool.map(one, chains) for cell in cells]
+    order = {key: i for i, key in enumerate((d, m) for d in datasets for m in methods)}
+    return sorted(out, key=lambda c: order[c["dataset"], c["method"]])  # stable: n stays increasing
+
+
+# -- tables ----------------------------------------------------------------------------
+def _num(seconds: float) -> str:
+    return f"{seconds:,.0f}" if seconds >= 10 else f"{seconds:.1f}" if seconds >= 1 else f"{seconds:.2f}"
+
+
+def _seconds_text(cell: dict[str, Any] | None) -> str:
+    if cell is None:
+        return ""
+    if cell.get("cpu_seconds") is None:
+        return cell["status"]
+    text = _num(cell["cpu_seconds"])
+    if cell.get("rows_used", cell["n"]) < cell["n"]:
+        text += f" ({cell['rows_used']:,} rows: the whole set)"
+    if cell.get("extrapolated"):
+        text += f" (extrapolated{', timeout' if cell['status'] == 'timeout' else ''}, slope {cell['slope']:.1f})"
+    return text
+
+
+def cost_markdown(cells: Sequence[dict[str, Any]]) -> str:
+    """A Markdown table per data set: method × cap (every size tried), CPU seconds of one
+    outer fold, extrapolated cells marked; the fits per fold; the wall seconds of the
+    largest cell measured; and the set's total per cap with the three most expensive methods."""
+    lines: list[str] = []
+    for d in dict.fromkeys(c["dataset"] for c in cells):
+        rows = [c for c in cells if c["dataset"] == d]
+        shown = sorted({c["n"] for c in rows})
+        meta = next((c for c in rows if c.get("measured")), {})
+        lines += [f"**{d}** ({meta.get('n_features', '?')} features, {meta.get('n_classes', '?')} classes): "
+                  "CPU seconds of one outer fold (tuning grid × inner CV + refit + test prediction), "
+                  "one BLAS thread", ""]
+        lines.append("| method | fits | " + " | ".join(f"n = {n:,}" for n in shown) + " | wall s (largest measured) |")
+        lines.append("|---" * (len(shown) + 3) + "|")
+        totals = dict.fromkeys(shown, 0.0)
+        per_method: dict[int, list[tuple[float, str]]] = {n: [] for n in shown}
+        for m in dict.fromkeys(c["method"] for c in rows):
+            by_n = {c["n"]: c for c in rows if c["method"] == m}
+            fits = next((c.get("fits") for c in by_n.values() if c.get("fits")), None)
+            measured = [c for c in by_n.values() if c.get("measured")]
+            wall = (f"{measured[-1]['wall_seconds']:,.1f} (n = {measured[-1]['n']:,})" if measured else "–")
+            lines.append(f"| {m} | {fits or '?'} | " + " | ".join(_seconds_text(by_n.get(n)) for n in shown)
+                         + f" | {wall} |")
+            for n in shown:
+                c = by_n.get(n)
+                if c is not None and c.get("cpu_seconds") is not None:
+                    totals[n] += c["cpu_seconds"]
+                    per_method[n].append((c["cpu_seconds"], m))
+        lines.append("| **all methods** | | " + " | ".join(f"**{_num(totals[n])}**" for n in shown) + " | |")
+        lines.append("")
+        for n in shown:
+            top = sorted(per_method[n], reverse=True)[:3]
+            if top and totals[n] > 0:
+                share = ", ".join(f"{m} {s / totals[n]:.0%}" for s, m in top)
+                lines.append(f"- n = {n:,}: the fold costs {totals[n] / 3600:.2f} CPU-hours; largest: {share}")
+        notes = [f"{c['method']} at n = {c['n']:,}: {c['status']} ({c.get('message', '')})"
+                 for c in rows if c["status"] in ("error", "crashed")]
+        lines += [f"- {note}" for note in notes]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def shipped_costs(records_path: str | Path) -> dict[tuple[str, str], float]:
+    """Seconds (fit + predict, summed over the outer folds) per (data set, method) in a
+    benchmark run's records (a ``.jsonl`` or ``.jsonl.gz`` file or a folder of them: the
+    CLI passes the published benchmark run's, ``lkm.api.published_folder() / "cross_paper"``)."""
+    import gzip
+
+    path = Path(records_path)
+    files = sorted(path.glob("*.jsonl*")) if path.is_dir() else [path]
+    out: dict[tuple[str, str], float] = {}
+    for f in files:
+        opener = gzip.open if f.suffix == ".gz" else open
+        with opener(f, "rt") as fh:
+            for line in fh:
+                r = json.loads(line)
+                if r.get("status") == "ok" and "fit_seconds" in r:
+                    key = (r["dataset"], r["method"])
+                    out[key] = out.get(key, 0.0) + r["fit_seconds"] + r["predict_seconds"]
+    return out
+
+
+def costliest_first(records_path: str | Path) -> list[str]:
+    """The methods of a benchmark run, by their total seconds in its records, largest first."""
+    total: dict[str, float] = {}
+    for (_, m), seconds in shipped_costs(records_path).items():
+        total[m] = total.get(m, 0.0) + seconds
+    return sorted(total, key=lambda m: -total[m])
+
+
+def _at(cells: dict[int, float], n: int) -> float:
+    """Log-log interpolation of per-fold seconds at ``n`` over the sizes given (beyond
+    them, the nearest two sizes' slope, at least 1)."""
+    ns = sorted(cells)
+    if n in cells:
+        return cells[n]
+    if len(ns) == 1:
+        return cells[ns[0]] * (n / ns[0]) ** DEFAULT_SLOPE
+    if n > ns[-1] or n < ns[0]:
+        a, b = (ns[-2], ns[-1]) if n > ns[-1] else (ns[0], ns[1])
+        slope = max(1.0, math.log(cells[b] / cells[a]) / math.log(b / a))
+        return cells[b] * (n / b) ** slope if n > b else cells[a] * (n / a) ** slope
+    lo = max(k for k in ns if k < n)
+    hi = min(k for k in ns if k > n)
+    t = math.log(n / lo) / math.log(hi / lo)
+    return math.exp(math.log(cells[lo]) + t * (math.log(cells[hi]) - math.log(cells[lo])))
+
+
+def benchmark_hours(cells: Sequence[dict[str, Any]], shipped: dict[tuple[str, str], float],
+                    rows: dict[str, int], caps: Sequence[int] = CAPS, folds: int = 5) -> dict[str, Any]:
+    """The whole benchmark's CPU-hours at each cap (see the module doc): ``total`` per cap,
+    ``by_method`` per cap, and ``measured_sets``. ``shipped`` from :func:`shipped_costs`,
+    ``rows`` the full size of every benchmark set."""
+    fold_cost: dict[tuple[str, str], dict[int, float]] = {}
+    for c in cells:
+        if c.get("cpu_seconds") is not None:
+            fold_cost.setdefault((c["dataset"], c["method"]), {})[c["rows_used"]] = c["cpu_seconds"]
+    measured_sets = sorted({d for d, _ in fold_cost})
+    methods = sorted({m for _, m in shipped})
+    totals: dict[int, float] = {}
+    by_method: dict[int, dict[str, float]] = {}
+    for cap in caps:
+        by_method[cap] = dict.fromkeys(methods, 0.0)
+        for (d, m), seconds in shipped.items():
+            n = min(cap, rows.get(d, SHIPPED_CAP))
+            if (d, m) in fold_cost:
+                cost = folds * _at(fold_cost[d, m], n)
+            elif n <= SHIPPED_CAP:
+                cost = seconds
+            else:
+                factors = [_at(v, n) / _at(v, SHIPPED_CAP) for (dd, mm), v in fold_cost.items() if mm == m]
+                factor = sorted(factors)[len(factors) // 2] if factors else (n / SHIPPED_CAP) ** DEFAULT_SLOPE
+                cost = seconds * factor
+            by_method[cap][m] += cost / 3600
+        totals[cap] = sum(by_method[cap].values())
+    return {"total": totals, "by_method": by_method, "measured_sets": measured_sets}
+
+
+def hours_markdown(hours: dict[str, Any], top: int = 6) -> str:
+    """The CPU-hours per cap and the methods that dominate them."""
+    caps = list(hours["total"])
+    lines = ["| cap | CPU-hours (26 sets × 5 folds × 19 methods) | wall on 2 cores, perfectly packed | "
+             f"largest {top} methods (CPU-hours) |", "|---|---|---|---|"]
+    for cap in caps:
+        ranked = sorted(hours["by_method"][cap].items(), key=lambda kv: -kv[1])[:top]
+        lines.append(f"| {cap:,} | {hours['total'][cap]:,.1f} | {hours['total'][cap] / 2:,.1f} h | "
+                     + ", ".join(f"{m} {h:,.1f}" for m, h in ranked) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # a worker (CellWorker): SPEC DATASET METHOD FOLD; reads "N DRAWN_SET_PICKLE" lines
+    spec_ref, dataset, method, fold = sys.argv[1:5]
+    for request in sys.stdin:
+        n, data_path = request.split(maxsplit=1)
+        print(json.dumps(run_cell(spec_ref, dataset, method, int(n), int(fold), data_path=data_path.strip()),
+                         default=str), flush=True)
+
+
+def full_rows(spec: Any) -> dict[str, int]:
+    """Rows of every data set of ``spec`` at full size (the registry's count)."""
+    from lkm.data.registry import load_registry
+
+    registry = load_registry()
+    out = {}
+    for d in spec.datasets:
+        info = registry.get(d.name)
+        if info is not None and info.n_samples:
+            out[d.id] = int(info.n_samples)
+    return out
+
+
+def cost_report(cells: Sequence[dict[str, Any]], records: str | Path, spec: str = SPEC,
+                caps: Sequence[int] = CAPS) -> tuple[str, dict[str, Any]]:
+    """The Markdown of :func:`cost_markdown` and :func:`hours_markdown`, and the hours
+    (``records``: the shipped benchmark run's, see :func:`shipped_costs`)."""
+    hours = benchmark_hours(cells, shipped_costs(records), full_rows(benchmark_spec(spec)), caps)
+    text = cost_markdown(cells) + "\n" + hours_markdown(hours) + "\n"
+    return text, hours
