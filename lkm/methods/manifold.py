@@ -92,6 +92,7 @@ from lkm.numerics.kernels import (
     DistanceCache,
     exponent_scale,
     heat_from_sq,
+    heat_gram,
     mirror_lower_triangle,
     polynomial_kernel,
     sq_dists,
@@ -1201,7 +1202,9 @@ def manifold_gram(kernel: dict[str, Any], A: np.ndarray, B: np.ndarray, cache: D
     """
     if kernel["kernel"] == "poly":
         return poly_gram(A, B, kernel["degree"], kernel["coef0"])
-    return heat_from_sq(sq_dists(A, B, cache) if D is None else D, kernel["t"])
+    if D is not None:
+        return heat_from_sq(D, kernel["t"])
+    return heat_gram(A, B, kernel["t"], cache, normalized=False)  # built in one buffer without a cache
 
 
 class _ManifoldFit:

@@ -13,6 +13,7 @@ import os
 import re
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import numpy as np
 
 from lkm.errors import InsufficientMemory, LkmError, NumericalError
 from lkm.files import exclusive_lock
+from lkm.numerics.threads import _blas_pools, blas_threads
 
 SquaredDistanceFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -195,7 +197,7 @@ def squared_euclidean(A: np.ndarray, B: np.ndarray | None = None, *, block_rows:
             block *= -2.0
             block += a2[r, None]
             block += b2[None, cols]
-            np.maximum(block, 0.0, out=block)
+            _clip_negative(block)
     if same:
         np.fill_diagonal(D, 0.0)
     return D
@@ -399,7 +401,9 @@ def gaussian_from_sq(D: np.ndarray, sigma: float, out: np.ndarray | None = None)
     """Gaussian kernel ``exp(-d² / (2 sigma²))`` from squared distances (Tsuji et al., Sec. 9).
 
     Values below exp(-708) ≈ 3.3e-308 are returned as 0 (see :data:`EXP_FLUSH_BELOW`);
-    ``out`` may be ``D`` itself.
+    ``out`` may be ``D`` itself. Callers that do not need the distances afterwards build
+    the kernel in one pass instead (:func:`gaussian_kernel`, :func:`gaussian_gram`
+    without a cache: the same values, bit for bit).
     """
     D = np.asarray(D)
     scale = exponent_scale(2.0 * sigma, sigma)
@@ -409,19 +413,169 @@ def gaussian_from_sq(D: np.ndarray, sigma: float, out: np.ndarray | None = None)
     if out is None:
         out = np.empty(D.shape, dtype=D.dtype if D.dtype.kind == "f" else np.float64)
     for rows in _row_blocks(D):
-        x = times_scale(D[rows], scale, negate=True, out=out[rows])
-        lowest = x.min() if x.size else 0.0
-        if lowest < EXP_FLUSH_BELOW:
-            if lowest == -np.inf:  # tiny sigma: -inf·0 below would be NaN
-                np.maximum(x, EXP_FLUSH_BELOW - 1.0, out=x)
-            # Branch-free masking: flushed entries go through exp(0) and are zeroed after.
-            keep = (x >= EXP_FLUSH_BELOW).astype(x.dtype)
-            x *= keep
-            np.exp(x, out=x)
-            x *= keep
-        else:
-            np.exp(x, out=x)
+        _exp_in_place(times_scale(D[rows], scale, negate=True, out=out[rows]), True)
     return out
+
+
+def _exp_in_place(x: np.ndarray, flush: bool) -> np.ndarray:
+    """``exp(x)`` into ``x``; with ``flush``, entries below :data:`EXP_FLUSH_BELOW` become 0."""
+    lowest = x.min() if flush and x.size else 0.0
+    if lowest < EXP_FLUSH_BELOW:
+        if lowest == -np.inf:  # tiny sigma: -inf·0 below would be NaN
+            np.maximum(x, EXP_FLUSH_BELOW - 1.0, out=x)
+        # Branch-free masking: flushed entries go through exp(0) and are zeroed after.
+        keep = (x >= EXP_FLUSH_BELOW).astype(x.dtype)
+        x *= keep
+        np.exp(x, out=x)
+        x *= keep
+    else:
+        np.exp(x, out=x)
+    return x
+
+
+#: Rows per block of the fused kernel builder (:func:`exp_distance_gram`): a multiple of
+#: OpenBLAS's row unrolling, so a row's products do not depend on where a block starts,
+#: and small enough that the lower triangle (with ``B`` = ``A``) saves most of the work.
+GRAM_BLOCK_ROWS = 256
+#: Threads the fused kernel builder uses at most (one BLAS thread each).
+GRAM_MAX_WORKERS = 4
+_GRAM_POOL: ThreadPoolExecutor | None = None
+
+
+def _gram_workers() -> int:
+    """Threads for the fused builder: the caller's BLAS thread count (threadpoolctl's
+    limit, so ``threadpool_limits(1)`` means one; the least over the loaded BLAS
+    libraries, as a limit set before scipy's was loaded leaves that one at its
+    default), at most the usable cores."""
+    try:
+        allowed = min(c.num_threads for c in _blas_pools().lib_controllers)
+    except (ValueError, AttributeError):  # no BLAS found: one thread
+        allowed = 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(allowed, cpus, GRAM_MAX_WORKERS))
+
+
+def _gram_pool() -> ThreadPoolExecutor:
+    global _GRAM_POOL
+    if _GRAM_POOL is None:
+        _GRAM_POOL = ThreadPoolExecutor(max_workers=GRAM_MAX_WORKERS, thread_name_prefix="lkm-gram")
+    return _GRAM_POOL
+
+
+def exp_distance_gram(
+    A: np.ndarray,
+    B: np.ndarray | None,
+    scale: Scale,
+    *,
+    flush: bool,
+    factor: float | None = None,
+    block_rows: int = GRAM_BLOCK_ROWS,
+) -> np.ndarray:
+    """``factor·exp(-scale·||a_i - b_j||²)`` built in one output buffer (the fused path).
+
+    Blocks of ``block_rows`` rows of ``A`` against ``B`` (with ``B`` None or ``A`` only
+    the lower triangle, each block row then mirrored into the upper one: exactly
+    symmetric, a zero distance on the diagonal, half the products and exponentials);
+    each block's product ``a·b`` is one gemm into the output, and each cache-sized part
+    of it is turned into kernel values while still warm: ``-2ab + |a|² + |b|²`` clipped
+    at 0, times ``-scale``, exponentiated (with ``flush``, entries whose exponent is
+    below :data:`EXP_FLUSH_BELOW` are 0, as :func:`gaussian_from_sq`; without it, as
+    :func:`heat_from_sq`), times ``factor``. No n × n distance matrix, no second pass.
+
+    Values: each entry goes through the floating-point operations of
+    ``gaussian_from_sq(squared_euclidean(A, B), ·)`` (resp. ``heat_from_sq`` times the
+    constant) in the same order; only the products ``a·b`` may differ, because gemm's
+    bits depend on how its output is split into blocks and threads (as the two-pass
+    route's already do between one and two BLAS threads). Here every block's gemm runs
+    on one BLAS thread and the blocks do not depend on the thread count, so the values
+    do not either. Against the two-pass route on one BLAS thread most entries are
+    bit-identical (all of them in most shapes measured) and the rest within gemm's
+    round-off: |Δ(a·b)| ≤ γ_p |a||b| moves d² by at most ~(2p + 8)·u·(|a|² + |b|²) and
+    an entry K by at most ``scale·K`` times that (≤ 1e-13 relative on the standardized
+    benchmark sets; tested with that bound). The kernel's properties are kept exactly:
+    symmetry and a unit (Gaussian) diagonal with ``B`` = ``A``, no entry above ``factor``,
+    flushed entries exactly 0. The blocks run on up to the caller's number of BLAS
+    threads (:func:`_gram_workers`).
+    """
+    A = np.asarray(A, dtype=np.float64)
+    same = B is None or B is A
+    B = A if same else np.asarray(B, dtype=np.float64)
+    m, n = A.shape[0], B.shape[0]
+    check_memory(8 * m * n, f"kernel matrix of {m:,} x {n:,} rows")
+    a2 = np.einsum("ij,ij->i", A, A)
+    b2 = a2 if same else np.einsum("ij,ij->i", B, B)
+    K = np.empty((m, n))
+    step = max(1, int(block_rows))
+    # (|a| + max|b|)² bounds every d² in a's row: where its exponent cannot reach the
+    # flush threshold, the search for entries to flush (a pass) is skipped
+    reach = np.square(np.sqrt(a2) + np.sqrt(b2.max(initial=0.0)))
+
+    def block(i: int) -> None:
+        rows = slice(i, min(i + step, m))
+        cols = slice(0, rows.stop) if same else slice(0, n)
+        # numpy sends M @ M.T (same buffer, square output) to syrk: the first diagonal
+        # block multiplies by a copy
+        right = B[cols] if not (same and i == 0) else B[cols].copy()
+        np.matmul(A[rows], right.T, out=K[rows, cols])
+        sub = max(1, _BLOCK_BYTES // max(1, 8 * cols.stop))  # elementwise passes in cache
+        for start in range(rows.start, rows.stop, sub):
+            r = slice(start, min(start + sub, rows.stop))
+            part = K[r, cols]
+            part *= -2.0
+            part += a2[r, None]
+            part += b2[None, cols]
+            _clip_negative(part)
+            if same:  # as squared_euclidean's zero diagonal
+                on = np.arange(r.start, r.stop)
+                part[on - r.start, on] = 0.0
+            times_scale(part, scale, negate=True, out=part)
+            _exp_in_place(part, flush and not (isinstance(scale, float) and
+                                                scale * reach[r].max() < EXP_FLUSH_SAFE))
+            if factor is not None:
+                part *= factor
+        if same:
+            mirror_lower_triangle(K[rows, rows])
+            K[:i, rows] = K[rows, :i].T
+
+    starts = range(0, m, step)
+    workers = min(_gram_workers(), len(starts)) if m * n >= GRAM_PARALLEL_ENTRIES else 1
+    with blas_threads(1):
+        if workers <= 1:
+            for i in starts:
+                block(i)
+        else:  # `workers` threads take the blocks in turn, the largest (a triangle's last) first
+            todo = iter(starts[::-1] if same else starts)
+            lock = threading.Lock()
+
+            def worker() -> None:
+                while True:
+                    with lock:
+                        i = next(todo, None)
+                    if i is None:
+                        return
+                    block(i)
+
+            for done in [_gram_pool().submit(worker) for _ in range(workers)]:
+                done.result()
+    return K
+
+
+#: A bound on an exponent's magnitude this far below -EXP_FLUSH_BELOW leaves room for the
+#: round-off of the distance and the product (relative 1e-12 would do; 1e-3 is plenty).
+EXP_FLUSH_SAFE = -EXP_FLUSH_BELOW * (1.0 - 1e-3)
+
+
+def _clip_negative(x: np.ndarray) -> None:
+    """``np.maximum(x, 0.0, out=x)`` for a C-contiguous-rowed float64 array (negative
+    values and -0.0 become +0.0, the rest keep their bits) as an integer maximum on the
+    bits: a float64 with the sign bit set is a negative int64. Twice as fast as the
+    float maximum, which checks for NaN (the kernel's inputs are finite)."""
+    bits = x.view(np.int64)
+    np.maximum(bits, 0, out=bits)
+
+
+#: Kernel matrices with fewer entries are built on one thread (a thread hand-off costs more).
+GRAM_PARALLEL_ENTRIES = 2**16
 
 
 def exp_rows_scaled(D: np.ndarray, scale: Scale) -> tuple[np.ndarray, np.ndarray]:
@@ -464,8 +618,9 @@ def heat_from_sq(D: np.ndarray, t: float) -> np.ndarray:
 
 
 def gaussian_kernel(A: np.ndarray, B: np.ndarray | None = None, *, sigma: float = 1.0) -> np.ndarray:
-    """Gaussian kernel matrix between the rows of ``A`` and ``B``."""
-    return gaussian_from_sq(squared_euclidean(A, B), sigma)
+    """Gaussian kernel matrix between the rows of ``A`` and ``B``, built in one buffer
+    (:func:`exp_distance_gram`; the values of ``gaussian_from_sq(squared_euclidean(A, B))``)."""
+    return exp_distance_gram(A, B, exponent_scale(2.0 * sigma, sigma), flush=True)
 
 
 def heat_kernel(
@@ -476,10 +631,8 @@ def heat_kernel(
     Raises ``FloatingPointError`` when that constant underflows to zero (hundreds of
     dimensions), instead of silently returning an all-zero kernel.
     """
-    K = heat_from_sq(squared_euclidean(A, B), t)
-    if normalized:
-        K *= heat_constant(np.asarray(A).shape[1], t)
-    return K
+    c = heat_constant(np.asarray(A).shape[1], t) if normalized else None
+    return exp_distance_gram(A, B, exponent_scale(4.0 * t), flush=False, factor=c)
 
 
 def heat_constant(d: int, t: float) -> float:
@@ -514,8 +667,13 @@ def heat_gram(
 ) -> np.ndarray:
     """Heat kernel matrix ``K_t(A, B) = (4 pi t)^(-d/2) exp(-||a - b||² / 4t)`` as a new
     array (without the constant when ``normalized`` is False); distances come from
-    ``cache`` if given, which is left unmodified."""
+    ``cache`` if given, which is left unmodified. Without a cache (and for a distance
+    that is not persisted) the matrix is built in one buffer (:func:`exp_distance_gram`,
+    the same values)."""
     c = heat_constant(np.asarray(A).shape[1], t) if normalized else 1.0
+    if cache is None:
+        return exp_distance_gram(A, None if A is B else B, exponent_scale(4.0 * t), flush=False,
+                                 factor=c if normalized else None)
     K = heat_from_sq(sq_dists(A, B, cache), t)
     if normalized:
         K *= c
@@ -588,6 +746,9 @@ def sq_dists(
 def gaussian_gram(
     A: np.ndarray, B: np.ndarray, sigma: float, cache: DistanceCache | None = None
 ) -> np.ndarray:
-    """Gaussian kernel matrix ``K(A, B)`` as a new array; distances come from ``cache`` if given."""
-    D = sq_dists(A, B, cache)
-    return gaussian_from_sq(D, sigma, out=None if cache is not None else D)
+    """Gaussian kernel matrix ``K(A, B)`` as a new array; distances come from ``cache`` if
+    given (left unmodified), else the matrix is built in one buffer
+    (:func:`exp_distance_gram`, the same values)."""
+    if cache is None:
+        return gaussian_kernel(A, None if A is B else B, sigma=sigma)
+    return gaussian_from_sq(sq_dists(A, B, cache), sigma)
