@@ -43,7 +43,14 @@ from lkm.methods.base import (
 )
 from lkm.methods.svm import SVMClassifier
 from lkm.numerics.kernels import DistanceCache
-from lkm.numerics.neighbors import NEIGHBOR_BACKENDS, make_neighbors, pair_sq_dists, upper_kth
+from lkm.numerics.neighbors import (
+    APPROXIMATE,
+    NEIGHBOR_BACKENDS,
+    make_neighbors,
+    pair_sq_dists,
+    resolve_backend,
+    upper_kth,
+)
 from lkm.numerics.threads import map_row_blocks
 
 #: The text ``NPPSSVM.info_['fallback']`` holds when the SVM was trained on every pattern.
@@ -232,6 +239,7 @@ def _make_search(neighbors: str, X: np.ndarray, n_trees: int, search_k: int, ran
     """``search(rows, n) -> (m, n)`` neighbour indices of ``X[rows]`` (self included):
     exact with the tie rule (:func:`tie_ruled_neighbors`, chunks of rows on ``n_jobs``
     threads) or annoy's or hnswlib's candidates ranked by distance (then index)."""
+    neighbors = resolve_backend(neighbors)  # "approximate": hnswlib where installed, else annoy
     if neighbors == "exact":
         index = _TieRuledIndex(np.asarray(X, dtype=np.float64))
         return lambda rows, n: index.query(rows, n, n_jobs)
@@ -368,6 +376,8 @@ def _selection_info(result: dict[str, Any], n: int, k_requested: int, method: st
         "method": method,
         "neighbors": neighbors,
     }
+    if neighbors == APPROXIMATE:  # which index ran
+        info["neighbors_backend"] = resolve_backend(neighbors)
     if result["k_clipped"]:
         info["note"] = (
             f"NPPS: k={k_requested} > {n - 1} other training patterns; "
@@ -409,9 +419,11 @@ class NPPS(BaseEstimator):
     initial_fraction : float, default=0.1
         Share of patterns drawn at random as fast NPPS's first evaluation set (1 makes
         fast NPPS naive, Sec. 4).
-    neighbors : {"exact", "annoy", "hnswlib"}, default="exact"
+    neighbors : {"exact", "annoy", "hnswlib", "approximate"}, default="exact"
         Exact neighbour lists (by squared distance, equal distances by the lower
-        training index), or annoy's or hnswlib's approximate candidates (``lkm[fast]``).
+        training index), or annoy's or hnswlib's approximate candidates (``lkm[fast]``);
+        ``"approximate"`` is hnswlib where installed, else annoy (``info_["neighbors_backend"]``
+        says which ran).
     n_trees : int, default=10
         annoy: trees of the forest.
     search_k : int, default=-1
@@ -578,9 +590,11 @@ class NPPSSVM(LocalKernelClassifier):
     initial_fraction : float, default=0.1
         Share of patterns drawn at random as fast NPPS's first evaluation set (1 makes
         fast NPPS naive, Sec. 4).
-    neighbors : {"exact", "annoy", "hnswlib"}, default="exact"
+    neighbors : {"exact", "annoy", "hnswlib", "approximate"}, default="exact"
         Exact neighbour lists (by squared distance, equal distances by the lower
-        training index), or annoy's or hnswlib's approximate candidates (``lkm[fast]``).
+        training index), or annoy's or hnswlib's approximate candidates (``lkm[fast]``);
+        ``"approximate"`` is hnswlib where installed, else annoy (``info_["neighbors_backend"]``
+        says which ran).
     n_trees : int, default=10
         annoy: trees of the forest.
     search_k : int, default=-1
@@ -652,8 +666,9 @@ class NPPSSVM(LocalKernelClassifier):
     )
 
     #: The annoy and hnswlib settings are read only with those neighbours.
-    conditional_params = {"n_trees": ("neighbors", ("annoy",)), "search_k": ("neighbors", ("annoy",)),
-                          "ef": ("neighbors", ("hnswlib",))}
+    conditional_params = {"n_trees": ("neighbors", ("annoy", APPROXIMATE)),
+                          "search_k": ("neighbors", ("annoy", APPROXIMATE)),
+                          "ef": ("neighbors", ("hnswlib", APPROXIMATE))}
     _parameter_constraints: dict = {
         **_NPPS_CONSTRAINTS,
         "C": [Interval(Real, 0, None, closed="neither")],

@@ -12,6 +12,10 @@ Backends:
   and are ranked by exact squared distances recomputed in float64.
 * ``"hnswlib"`` -- hnswlib's hierarchical navigable small-world graphs (optional extra
   ``lkm[fast]``); candidates ranked as annoy's.
+* ``"approximate"`` -- hnswlib where it is installed, else annoy (:func:`resolve_backend`;
+  the fitted backend's ``name`` says which one ran). Specs that name annoy keep annoy
+  (Tsuji et al.'s experiment); hnswlib answered 5.4× more queries per second than annoy
+  at recall 0.997 against 0.746 on MNIST (issue 41).
 
 Every backend returns ``(sq_dist, idx)`` of shape ``(m, k)`` sorted by ascending
 distance, ties broken by the lower training index.
@@ -19,8 +23,11 @@ distance, ties broken by the lower training index.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -518,12 +525,47 @@ def _check_query(X: np.ndarray, Q: np.ndarray | None, k: int, exclude_self: bool
     return np.asarray(Q, dtype=np.float64)
 
 
-#: Neighbour backends by the name a spec uses.
-NEIGHBOR_BACKENDS: dict[str, type] = {"exact": ExactNeighbors, "annoy": AnnoyNeighbors, "hnswlib": HnswNeighbors}
+#: The backend name for "an approximate index, the best installed": hnswlib where it
+#: imports, else annoy (:func:`resolve_backend`).
+APPROXIMATE = "approximate"
+
+
+@functools.lru_cache(maxsize=1)
+def hnswlib_available() -> bool:
+    """Whether hnswlib imports (the optional extra ``lkm[fast]``); looked up once."""
+    try:
+        _import_hnswlib()
+    except ImportError:
+        return False
+    return True
+
+
+def resolve_backend(kind: str) -> str:
+    """The backend a name stands for: ``"approximate"`` is ``"hnswlib"`` where hnswlib is
+    installed, else ``"annoy"``; every other name is itself."""
+    if kind != APPROXIMATE:
+        return kind
+    return "hnswlib" if hnswlib_available() else "annoy"
+
+
+def _approximate(**params: Any) -> AnnoyNeighbors | HnswNeighbors:
+    """The :data:`APPROXIMATE` backend: hnswlib's or annoy's, given the parameters of
+    both; those of the other one are dropped (e.g. ``n_trees`` when hnswlib runs)."""
+    cls = NEIGHBOR_BACKENDS[resolve_backend(APPROXIMATE)]
+    accepted = inspect.signature(cls).parameters
+    return cls(**{key: value for key, value in params.items() if key in accepted})
+
+
+#: Neighbour backends by the name a spec uses (constructors: ``"approximate"`` returns
+#: the hnswlib or annoy backend, whose ``name`` is the one that runs).
+NEIGHBOR_BACKENDS: dict[str, Callable[..., Any]] = {
+    "exact": ExactNeighbors, "annoy": AnnoyNeighbors, "hnswlib": HnswNeighbors, APPROXIMATE: _approximate,
+}
 
 
 def make_neighbors(kind: str, **params: Any) -> ExactNeighbors | AnnoyNeighbors | HnswNeighbors:
-    """Instantiate the backend ``kind`` ("exact", "annoy" or "hnswlib") with its parameters."""
+    """Instantiate the backend ``kind`` ("exact", "annoy", "hnswlib" or "approximate")
+    with its parameters; for "approximate" those of the backend not chosen are ignored."""
     if kind not in NEIGHBOR_BACKENDS:
         raise ValueError(f"unknown neighbour backend '{kind}'" + did_you_mean(kind, NEIGHBOR_BACKENDS))
     return NEIGHBOR_BACKENDS[kind](**params)
