@@ -51,67 +51,75 @@ def test_table_structure(tiny):
 
 
 class FakeWorker:
-    """Stands in for :class:`cost.CellWorker`: CPU seconds = a · n^slope, or a timeout."""
+    """Stands in for :class:`cost.CellWorker`: a whole fold costs a · n^slope CPU seconds
+    (killed above the kill limit); a sample estimates 0.8 of it and costs a tenth."""
 
-    def __init__(self, a: float, slope: float, timeout_at: int | None = None) -> None:
-        self.a, self.slope, self.timeout_at = a, slope, timeout_at
-        self.asked: list[int] = []
+    def __init__(self, a: float, slope: float) -> None:
+        self.a, self.slope = a, slope
+        self.asked: list[tuple[int, str]] = []
 
-    def run(self, n: int, data_path: str, max_seconds: float) -> dict:
-        self.asked.append(n)
-        if self.timeout_at is not None and n >= self.timeout_at:
-            return {"status": "timeout", "message": "killed"}
+    def __call__(self) -> FakeWorker:
+        return self
+
+    def run(self, n: int, data_path: str, kill_cpu: float, mode: str = "full") -> dict:
+        self.asked.append((n, mode))
         seconds = self.a * n**self.slope
-        return {"status": "ok", "cpu_seconds": seconds, "wall_seconds": 2 * seconds, "fits": 7,
-                "over_ceiling": seconds > max_seconds}
+        if mode == "full":
+            if seconds > kill_cpu:
+                return {"status": "timeout", "mode": mode, "message": "killed"}
+            return {"status": "ok", "mode": mode, "cpu_seconds": seconds, "wall_seconds": 2 * seconds,
+                    "run_cpu_seconds": seconds, "fits": 7}
+        return {"status": "ok", "mode": mode, "cpu_seconds": 0.8 * seconds, "wall_seconds": 1.6 * seconds,
+                "run_cpu_seconds": 0.1 * seconds, "fits": 7}
 
 
-def grow(worker: FakeWorker, sizes=(500, 1000, 2000, 5000), max_seconds=100.0, full_rows=None):
+def grow(worker: FakeWorker, sizes=(500, 2000, 5000), max_seconds=10.0, full_rows=None):
     return cost._grow(worker, "set", "M", list(sizes), max_seconds, lambda n: "unused", full_rows, None, None)
 
 
-def test_sizes_predicted_over_the_ceiling_are_extrapolated_at_the_measured_slope():
-    worker = FakeWorker(a=1e-6, slope=2.0)  # 0.25 s at 500, 1 s at 1,000, 4 s at 2,000, 25 s at 5,000
-    cells = grow(worker, max_seconds=10.0)
-    assert worker.asked == [500, 1000, 2000]
-    assert [c["measured"] for c in cells] == [True, True, True, False]
+def test_whole_folds_within_the_ceiling_then_a_calibrated_sample():
+    worker = FakeWorker(a=1e-6, slope=2.0)  # 0.25 s at 500, 4 s at 2,000, 25 s at 5,000
+    cells = grow(worker)
+    # whole folds while predicted within 10 s, each with its calibration sample; 5,000 sampled
+    assert worker.asked == [(500, "full"), (500, "sampled"), (2000, "full"), (2000, "sampled"), (5000, "sampled")]
+    assert [c["estimate"] for c in cells] == ["full", "full", "sampled"]
+    assert [c["measured"] for c in cells] == [True, True, False]
     last = cells[-1]
-    assert last["extrapolated"] and last["status"] == "skipped" and last["from_n"] == 2000
-    assert last["slope"] == pytest.approx(2.0) and not last["default_slope"]
-    assert last["cpu_seconds"] == pytest.approx(25.0)
-    assert "predicted 25 CPU s > ceiling 10 s" in last["message"]
+    assert last["calibration"] == pytest.approx(1 / 0.8) and last["calibrated_at"] == 2000
+    assert last["cpu_seconds"] == pytest.approx(25.0)  # 0.8 × 25, times the calibration
     text = cost.cost_markdown(cells)
-    assert "| M | 7 | 0.25 | 1.0 | 4.0 | 25 (extrapolated, slope 2.0) |" in text
+    assert "| M | 7 | 0.25 | 4.0 | 25 (sampled, ×1.25) |" in text
 
 
-def test_one_measured_cell_takes_the_default_slope_and_a_cell_over_the_ceiling_ends_the_chain():
-    worker = FakeWorker(a=1.0, slope=1.0)  # 500 s at n = 500: over the 100 s ceiling
+def test_a_sample_predicted_over_the_ceiling_is_extrapolated_and_marked():
+    worker = FakeWorker(a=1e-4, slope=2.0)  # 25 s at 500: over the 10 s ceiling, under the kill
     cells = grow(worker)
-    assert worker.asked == [500]
-    assert cells[0]["measured"] and cells[0]["over_ceiling"]
+    assert worker.asked == [(500, "full"), (500, "sampled")]  # 2,000's sample: 2.5 × 16 = 40 s predicted
+    assert cells[0]["measured"] and cells[0]["cpu_seconds"] == pytest.approx(25.0)
     for c in cells[1:]:
-        assert c["extrapolated"] and c["default_slope"] and c["slope"] == cost.DEFAULT_SLOPE
-        assert c["cpu_seconds"] == pytest.approx(500.0 * (c["n"] / 500) ** cost.DEFAULT_SLOPE)
+        assert c["extrapolated"] and c["status"] == "extrapolated" and not c["measured"]
+        assert c["default_slope"] and c["slope"] == cost.DEFAULT_SLOPE and c["from_n"] == 500
+        assert c["cpu_seconds"] == pytest.approx(25.0 * (c["n"] / 500) ** cost.DEFAULT_SLOPE)
+    assert "400 (extrapolated, slope 2.0 assumed)" in cost.cost_markdown(cells)
 
 
-def test_a_killed_cell_is_extrapolated_at_least_to_the_ceiling():
-    worker = FakeWorker(a=1e-3, slope=1.0, timeout_at=2000)  # 0.5 s, 1 s, then killed
-    cells = grow(worker)
-    assert worker.asked == [500, 1000, 2000]
-    killed = cells[2]
-    assert killed["status"] == "timeout" and killed["extrapolated"] and not killed["measured"]
-    assert killed["cpu_seconds"] == pytest.approx(100.0)  # the ceiling, above the slope's 2 s
-    assert cells[3]["extrapolated"] and cells[3]["status"] == "skipped"
-    assert "timeout" in cost.cost_markdown(cells)
+def test_a_killed_whole_fold_falls_back_to_a_sample():
+    worker = FakeWorker(a=0.1 / 500**3, slope=3.0)  # 0.1 s at 500; 2,000 predicted 1.6 s (slope 2 assumed) ...
+    cells = grow(worker, sizes=(500, 2000), max_seconds=2.0)  # ... takes 6.4 s: killed at 3 × 2 s
+    assert worker.asked == [(500, "full"), (500, "sampled"), (2000, "full"), (2000, "sampled")]
+    killed = cells[1]
+    assert killed["killed"] and killed["estimate"] == "sampled" and not killed["measured"]
+    assert killed["cpu_seconds"] == pytest.approx(0.8 * 6.4 * (0.1 / 0.08))
+    assert "the whole fold was killed" in cost.cost_markdown(cells)
 
 
 def test_a_set_smaller_than_a_cap_is_used_whole():
     worker = FakeWorker(a=1e-3, slope=1.0)
-    cells = grow(worker, sizes=(500, 2000, 5000), full_rows=1500)
-    assert worker.asked == [500, 1500]
+    cells = grow(worker, sizes=(500, 2000, 5000), full_rows=1500, max_seconds=100.0)
+    assert [n for n, mode in worker.asked if mode == "full"] == [500, 1500]
     assert [c["rows_used"] for c in cells] == [500, 1500, 1500]
     assert cells[2]["cpu_seconds"] == cells[1]["cpu_seconds"]
-    assert "(1,500 rows: the whole set)" in cost.cost_markdown(cells)
+    assert "[1,500 rows: the whole set]" in cost.cost_markdown(cells)
 
 
 def test_benchmark_hours_scale_unmeasured_sets_by_the_measured_growth():

@@ -60,19 +60,21 @@ from typing import Any
 SPEC = "cross_paper"
 #: Data sets measured, in this order (the large ones that set the cost).
 DATASETS = ("letter-recognition", "mnist", "isolet", "spambase")
-#: Caps tried per (set, method): 1,000 is tried to give the slope a second point.
-SIZES = (500, 1000, 2000, 5000)
+#: Caps tried per (set, method).
+SIZES = (500, 2000, 5000)
 #: Caps shown in the table and summed into CPU-hours.
 CAPS = (500, 2000, 5000)
 #: Outer fold timed (of the spec's protocol).
 FOLD = 0
-#: CPU seconds one cell may take: a larger size is not tried when predicted above it.
-MAX_SECONDS = 60.0
-#: With one measured cell, the next is tried unless predicted above this many ceilings.
-ONE_POINT_SLACK = 3.0
-#: A cell is killed after this many times ``ONE_POINT_SLACK × max_seconds`` of wall
-#: (other processes on the machine slow wall time several-fold).
-WALL_FACTOR = 5.0
+#: CPU seconds a cell may be predicted to take: a whole fold predicted above it is
+#: sampled instead, a sample predicted above it is extrapolated.
+MAX_SECONDS = 90.0
+#: A cell is killed once it has used this many ceilings of CPU seconds.
+KILL_FACTOR = 3.0
+#: ... or this many seconds of wall (other processes on the machine slow wall time).
+MAX_WALL = 1800.0
+#: How often the parent reads a running cell's CPU seconds.
+POLL_SECONDS = 2.0
 #: Slope assumed when a method has one measured cell only.
 DEFAULT_SLOPE = 2.0
 #: Cap of the shipped benchmark run (its records' costs are at this size).
@@ -136,15 +138,9 @@ def draw(spec: Any, dataset: str, n: int, data_dir: str | None = None, loaded: d
     return ds_spec.model_copy(update={"subsample": int(n)}).load(data_dir, loaded)
 
 
-def run_cell(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOLD,
-             data_dir: str | None = None, data_path: str | None = None) -> dict[str, Any]:
-    """One outer fold of ``method``'s benchmark protocol on ``dataset`` drawn to ``n`` rows,
-    in this process (run it in a fresh one: see the module doc). ``data_path``: the drawn
-    set pickled by :func:`draw` (the parent draws each (set, n) once)."""
-
-    from threadpoolctl import threadpool_limits
-
-    from lkm.engine.runner import Task, run_job
+def _setup(spec_ref: str, dataset: str, method: str, n: int, fold: int, data_dir: str | None,
+           data_path: str | None) -> tuple[Any, Any, Any, Any, Any, dict[str, Any]]:
+    """(spec, method spec, data-set spec, drawn data, outer split, fixed parameters)."""
     from lkm.spec.seeds import with_seed
 
     spec = benchmark_spec(spec_ref)
@@ -163,6 +159,19 @@ def run_cell(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOLD,
         data = draw(spec, dataset, n, data_dir)
     split = spec.protocol_for(ds_spec.id).splits(data)[fold]
     (params,) = [with_seed(m, p, spec) for p in spec.method_grid(m)]
+    return spec, m, ds_spec, data, split, params
+
+
+def run_cell(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOLD,
+             data_dir: str | None = None, data_path: str | None = None) -> dict[str, Any]:
+    """One outer fold of ``method``'s benchmark protocol on ``dataset`` drawn to ``n`` rows,
+    in this process (run it in a fresh one: see the module doc). ``data_path``: the drawn
+    set pickled by :func:`draw` (the parent draws each (set, n) once)."""
+    from threadpoolctl import threadpool_limits
+
+    from lkm.engine.runner import Task, run_job
+
+    spec, m, ds_spec, data, split, params = _setup(spec_ref, dataset, method, n, fold, data_dir, data_path)
     tune = m.tune.model_dump(exclude_none=True)
     task = Task("cost", ds_spec.id, split, m.name, m.estimator, params, tune)
     reset = reset_peak_memory()
@@ -173,8 +182,8 @@ def run_cell(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOLD,
     record = result.records[0]
     info = record.get("info", {})
     out: dict[str, Any] = {
-        "status": "ok" if record["status"] == "ok" else "error",
-        "cpu_seconds": cpu1 - cpu0, "wall_seconds": t1 - t0,
+        "status": "ok" if record["status"] == "ok" else "error", "mode": "full",
+        "cpu_seconds": cpu1 - cpu0, "wall_seconds": t1 - t0, "run_cpu_seconds": cpu1 - cpu0,
         "rows": int(len(data.y)), "n_train": int(record.get("n_train", len(split.train))),
         "n_features": int(data.X.shape[1]), "n_classes": int(len(set(data.y.tolist()))),
         "grid_size": info.get("grid_size"), "cv_folds": info.get("cv_folds"),
@@ -189,6 +198,82 @@ def run_cell(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOLD,
     else:
         out["message"] = str(record.get("error", record["status"]))[:300]
     return out
+
+
+def sampled_settings(grid_size: int) -> list[int]:
+    """Indices of the grid settings a sampled cell fits: the first, the middle and the last
+    (in scikit-learn's ParameterGrid order, the order GridSearchCV searches)."""
+    return sorted({0, grid_size // 2, grid_size - 1})
+
+
+def run_sample(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOLD,
+               data_dir: str | None = None, data_path: str | None = None) -> dict[str, Any]:
+    """A sampled estimate of :func:`run_cell` for cells too costly to run whole: on the
+    spec's first inner fold, the fit and the validation prediction at
+    :func:`sampled_settings` (first, middle, last of the grid), their mean CPU seconds
+    times (grid size × inner folds), plus one refit on the whole training part at the
+    middle setting with the test prediction and the decision values (as
+    :func:`lkm.engine.runner.run_job` does). ``cpu_seconds``/``wall_seconds`` are the
+    estimate for the full fold; ``run_cpu_seconds`` what the sample itself took."""
+    import warnings
+
+    import numpy as np
+    from sklearn.base import clone
+    from sklearn.model_selection import ParameterGrid, StratifiedKFold
+    from threadpoolctl import threadpool_limits
+
+    from lkm.engine.runner import decision_values
+    from lkm.methods import resolve_estimator
+    from lkm.methods.base import accepts_keyword
+    from lkm.numerics.preprocessing import preprocess
+
+    spec, m, ds_spec, data, split, params = _setup(spec_ref, dataset, method, n, fold, data_dir, data_path)
+    X_train, X_test = preprocess(spec.preprocessing, data.X[split.train], data.X[split.test])
+    y_train = data.y[split.train]
+    grid = list(ParameterGrid({k: list(v) for k, v in m.tune.grid.items()}))
+    inner = StratifiedKFold(n_splits=int(m.tune.cv), shuffle=True, random_state=int(m.tune.seed))
+    tr, va = next(inner.split(X_train, y_train))
+    base = resolve_estimator(m.estimator)(**params)
+    takes_mask = accepts_keyword(type(base), "fit", "unlabeled")
+
+    def fit(est: Any, X: Any, y: Any) -> None:
+        est.fit(X, y, **({"unlabeled": np.zeros(len(y), dtype=bool)} if takes_mask else {}))
+
+    reset = reset_peak_memory()
+    cpu_fits, wall_fits, failed = [], [], 0
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    with threadpool_limits(limits=1), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in sampled_settings(len(grid)):
+            c, w = time.process_time(), time.perf_counter()
+            try:
+                est = clone(base).set_params(**grid[i])
+                fit(est, X_train[tr], y_train[tr])
+                est.predict(X_train[va])
+            except Exception:  # a setting the data cannot take fails fast, as in the search
+                failed += 1
+            cpu_fits.append(time.process_time() - c)
+            wall_fits.append(time.perf_counter() - w)
+        c, w = time.process_time(), time.perf_counter()
+        est = clone(base).set_params(**grid[len(grid) // 2])
+        fit(est, X_train, y_train)
+        est.predict(X_test)
+        decision_values(est, X_test)
+        cpu_refit, wall_refit = time.process_time() - c, time.perf_counter() - w
+    cpu1, t1 = time.process_time(), time.perf_counter()
+    searched = len(grid) * int(m.tune.cv)
+    return {
+        "status": "ok", "mode": "sampled",
+        "cpu_seconds": float(np.mean(cpu_fits)) * searched + cpu_refit,
+        "wall_seconds": float(np.mean(wall_fits)) * searched + wall_refit,
+        "run_cpu_seconds": cpu1 - cpu0, "run_wall_seconds": t1 - t0,
+        "sampled_fits": len(cpu_fits), "failed_settings": failed, "refit_cpu_seconds": cpu_refit,
+        "rows": int(len(data.y)), "n_train": int(len(split.train)),
+        "n_features": int(data.X.shape[1]), "n_classes": int(len(set(data.y.tolist()))),
+        "grid_size": len(grid), "cv_folds": int(m.tune.cv), "fits": searched + 1,
+        "spec_grid_size": int(m.tune.size), "spec_cv_folds": int(m.tune.cv),
+        "peak_bytes": _status_bytes("VmHWM") if reset else None,
+    }
 
 
 def child_env() -> dict[str, str]:
@@ -213,31 +298,32 @@ class CellWorker:
         self.process = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         text=True, bufsize=1, env=child_env())
 
-    def run(self, n: int, data_path: str, max_seconds: float) -> dict[str, Any]:
-        """One cell, killed past :data:`WALL_FACTOR` × :data:`ONE_POINT_SLACK` ×
-        ``max_seconds`` of wall plus a reading allowance; failures become a status, never
-        an exception."""
+    def run(self, n: int, data_path: str, kill_cpu: float, mode: str = "full") -> dict[str, Any]:
+        """One cell (``mode`` "full": :func:`run_cell`, "sampled": :func:`run_sample`),
+        killed once it has used ``kill_cpu`` CPU seconds (read from ``/proc``; other load
+        slows wall time, not CPU time) or :data:`MAX_WALL` seconds of wall; failures
+        become a status, never an exception."""
         import selectors
 
         proc = self.process
         try:
-            proc.stdin.write(f"{n} {data_path}\n")
+            proc.stdin.write(f"{n} {data_path} {mode}\n")
             proc.stdin.flush()
         except (BrokenPipeError, OSError):
             return self._failure()
+        start_cpu, start = _process_cpu(proc.pid), time.perf_counter()
         with selectors.DefaultSelector() as sel:
             sel.register(proc.stdout, selectors.EVENT_READ)
-            limit = WALL_FACTOR * ONE_POINT_SLACK * max_seconds + 60.0
-            if not sel.select(timeout=limit):
-                self.close()
-                return {"status": "timeout", "message": f"killed after {limit:g} s wall"}
+            while not sel.select(timeout=POLL_SECONDS):
+                used = _process_cpu(proc.pid) - start_cpu
+                if used > kill_cpu or time.perf_counter() - start > MAX_WALL:
+                    self.close()
+                    return {"status": "timeout", "mode": mode,
+                            "message": f"killed after {used:.0f} CPU s, {time.perf_counter() - start:.0f} s wall"}
         line = proc.stdout.readline()
         if not line.startswith("{"):
             return self._failure()
-        cell = json.loads(line)
-        if cell.get("status") == "ok" and cell["cpu_seconds"] > max_seconds:
-            cell["over_ceiling"] = True  # measured, but no larger size is tried
-        return cell
+        return json.loads(line)
 
     def _failure(self) -> dict[str, Any]:
         proc = self.process
@@ -252,6 +338,15 @@ class CellWorker:
         if self.process.poll() is None:
             self.process.kill()
         self.process.communicate()
+
+
+def _process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a process has used, from ``/proc/PID/stat``; 0 when unreadable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def slope_of(ns: Sequence[int], seconds: Sequence[float]) -> float | None:
@@ -273,72 +368,109 @@ def _chain(spec_ref: str, dataset: str, method: str, sizes: Sequence[int], max_s
            fold: int, data_of: Callable[[int], str], full_rows: int | None, deadline: float | None,
            on_cell: Callable[[dict[str, Any]], None] | None) -> list[dict[str, Any]]:
     """The cells of one (data set, method), in increasing n."""
-    worker = CellWorker(spec_ref, dataset, method, fold)
+    holder: list[CellWorker] = []
+
+    def worker() -> CellWorker:  # a new process after a kill
+        if not holder or holder[0].process.poll() is not None:
+            holder[:] = [CellWorker(spec_ref, dataset, method, fold)]
+        return holder[0]
+
     try:
         return _grow(worker, dataset, method, sizes, max_seconds, data_of, full_rows, deadline, on_cell)
     finally:
-        worker.close()
+        if holder:
+            holder[0].close()
 
 
-def _grow(worker: CellWorker, dataset: str, method: str, sizes: Sequence[int], max_seconds: float,
+def _grow(worker: Callable[[], Any], dataset: str, method: str, sizes: Sequence[int], max_seconds: float,
           data_of: Callable[[int], str], full_rows: int | None, deadline: float | None,
           on_cell: Callable[[dict[str, Any]], None] | None) -> list[dict[str, Any]]:
+    """Per size: the whole fold when its CPU seconds, predicted from the whole folds done
+    (:func:`extrapolate`), are within ``max_seconds`` (always at the first size); else a
+    sampled cell (:func:`run_sample`) when the sample's own cost, predicted likewise, is
+    within it, its estimate scaled by the calibration (whole / sampled at the largest
+    size where both ran); else the estimate of the last size extrapolated at the slope
+    of the last two estimates. A whole fold killed at :data:`KILL_FACTOR` ceilings falls
+    back to a sample at the same size."""
     cells: list[dict[str, Any]] = []
-    done_n: list[int] = []
-    done_cpu: list[float] = []
-    done_wall: list[float] = []
-    stop: str | None = None
-    for n in sizes:
-        if full_rows is not None and n > full_rows:
-            n_eff = full_rows  # a set smaller than the cap is used whole
-            if done_n and done_n[-1] == n_eff:
-                prev = dict(cells[-1], n=n)
-                cells.append(prev)
-                if on_cell:
-                    on_cell(prev)
-                continue
-        else:
-            n_eff = n
-        cell: dict[str, Any] = {"dataset": dataset, "method": method, "n": n, "rows_used": n_eff}
-        if stop is None and done_n:
-            predicted, _ = extrapolate(done_n, done_cpu, n_eff)
-            # one point gives no slope: the second size is tried unless far above the ceiling
-            if predicted > max_seconds * (1 if len(done_n) > 1 else ONE_POINT_SLACK):
-                stop = f"predicted {predicted:.0f} CPU s > ceiling {max_seconds:g} s"
-        if stop is None and deadline is not None and time.time() > deadline:
-            stop = "wall budget spent"
-        if stop is None:
-            cell.update(worker.run(n_eff, data_of(n_eff), max_seconds))
-            if cell["status"] == "ok":
-                cell["measured"] = True
-                done_n.append(n_eff)
-                done_cpu.append(cell["cpu_seconds"])
-                done_wall.append(cell["wall_seconds"])
-                if cell.get("over_ceiling"):
-                    stop = f"n = {n_eff:,} took {cell['cpu_seconds']:.0f} CPU s > ceiling"
-            else:
-                stop = f"{cell['status']} at n = {n_eff:,}"
-                if cell["status"] != "timeout":
-                    cell["measured"] = False
-                    cells.append(cell)
-                    if on_cell:
-                        on_cell(cell)
-                    continue
-        if cell.get("measured") is not True:
-            cell["measured"] = False
-            cell.setdefault("status", "skipped")
-            cell.setdefault("message", stop)
-            if done_n:
-                cpu, slope = extrapolate(done_n, done_cpu, n_eff)
-                wall, _ = extrapolate(done_n, done_wall, n_eff)
-                if cell["status"] == "timeout":
-                    wall = max(wall, WALL_FACTOR * ONE_POINT_SLACK * max_seconds)
-                    cpu = max(cpu, max_seconds)
-                cell.update(extrapolated=True, cpu_seconds=cpu, wall_seconds=wall, slope=slope,
-                            from_n=done_n[-1], default_slope=len(done_n) < 2)
+    est_n: list[int] = []  # estimates of a whole fold's seconds (measured, sampled), per size
+    est_cpu: list[float] = []
+    est_wall: list[float] = []
+    full: dict[int, float] = {}  # whole folds measured: CPU seconds
+    sample_run: dict[int, float] = {}  # samples: what they cost to run
+    calibration: tuple[int, float, float] | None = None  # (n, whole / sampled CPU, wall)
+    failed = False
+    kill_cpu = KILL_FACTOR * max_seconds
+
+    def emit(cell: dict[str, Any]) -> None:
         cells.append(cell)
         if on_cell:
             on_cell(cell)
+
+    for n in sizes:
+        n_eff = min(n, full_rows) if full_rows else n  # a set smaller than the cap is used whole
+        cell: dict[str, Any] = {"dataset": dataset, "method": method, "n": n, "rows_used": n_eff}
+        if est_n and est_n[-1] == n_eff:
+            emit({**cells[-1], "n": n})
+            continue
+        if failed or (deadline is not None and time.time() > deadline):
+            result = None
+            cell["message"] = "an earlier cell failed" if failed else "wall budget spent"
+        else:
+            result = None
+            if not full or extrapolate(sorted(full), [full[k] for k in sorted(full)], n_eff)[0] <= max_seconds:
+                result = worker().run(n_eff, data_of(n_eff), kill_cpu, "full")
+                if result["status"] == "ok":
+                    full[n_eff] = result["cpu_seconds"]
+                    sampled = worker().run(n_eff, data_of(n_eff), kill_cpu, "sampled")  # calibration
+                    if sampled["status"] == "ok" and sampled["cpu_seconds"] > 0:
+                        sample_run[n_eff] = sampled["run_cpu_seconds"]
+                        calibration = (n_eff, result["cpu_seconds"] / sampled["cpu_seconds"],
+                                       result["wall_seconds"] / max(sampled["wall_seconds"], 1e-9))
+                        result["sampled_estimate_cpu_seconds"] = sampled["cpu_seconds"]
+                elif result["status"] != "timeout":
+                    failed = True
+                else:
+                    cell["killed"] = result["message"]
+                    result = None
+            if result is None and not failed:
+                runs = sorted(sample_run)
+                predicted = (extrapolate(runs, [sample_run[k] for k in runs], n_eff)[0] if runs else 0.0)
+                if predicted <= max_seconds:
+                    sampled = worker().run(n_eff, data_of(n_eff), kill_cpu, "sampled")
+                    if sampled["status"] == "ok":
+                        sample_run[n_eff] = sampled["run_cpu_seconds"]
+                        cpu_factor, wall_factor = (calibration[1], calibration[2]) if calibration else (1.0, 1.0)
+                        result = {**sampled, "sampled_estimate_cpu_seconds": sampled["cpu_seconds"],
+                                  "calibration": cpu_factor, "calibrated_at": calibration[0] if calibration else None,
+                                  "cpu_seconds": sampled["cpu_seconds"] * cpu_factor,
+                                  "wall_seconds": sampled["wall_seconds"] * wall_factor}
+                    elif sampled["status"] != "timeout":
+                        failed, result = True, sampled
+                    else:
+                        cell["killed"] = sampled["message"]
+                else:
+                    cell["message"] = f"sample predicted {predicted:.0f} CPU s > ceiling {max_seconds:g} s"
+        if result is not None and result["status"] == "ok":
+            cell.update(result, measured=result["mode"] == "full", estimate=result["mode"])
+            est_n.append(n_eff)
+            est_cpu.append(cell["cpu_seconds"])
+            est_wall.append(cell["wall_seconds"])
+        elif result is not None:  # an error or a crash: shown, and the chain ends
+            cell.update(result, measured=False)
+        elif est_n:
+            cpu, slope = extrapolate(est_n, est_cpu, n_eff)
+            wall, _ = extrapolate(est_n, est_wall, n_eff)
+            if "killed" in cell:
+                cpu = max(cpu, kill_cpu)
+            cell.update(status="extrapolated", measured=False, estimate="extrapolated", extrapolated=True,
+                        cpu_seconds=cpu, wall_seconds=wall, slope=slope, from_n=est_n[-1],
+                        default_slope=len(est_n) < 2)
+        else:
+            cell.update(status="timeout" if "killed" in cell else "skipped", measured=False)
+            if "killed" in cell:
+                cell.update(lower_bound=True, cpu_seconds=kill_cpu, wall_seconds=None)
+        emit(cell)
     return cells
 
 
@@ -415,11 +547,15 @@ def _seconds_text(cell: dict[str, Any] | None) -> str:
         return ""
     if cell.get("cpu_seconds") is None:
         return cell["status"]
+    if cell.get("lower_bound"):
+        return f"> {_num(cell['cpu_seconds'])} (killed)"
     text = _num(cell["cpu_seconds"])
+    if cell.get("estimate") == "sampled":
+        text += " (sampled" + (f", ×{cell['calibration']:.2f}" if cell.get("calibration") else "") + ")"
+    elif cell.get("extrapolated"):
+        text += f" (extrapolated, slope {cell['slope']:.1f}{' assumed' if cell.get('default_slope') else ''})"
     if cell.get("rows_used", cell["n"]) < cell["n"]:
-        text += f" ({cell['rows_used']:,} rows: the whole set)"
-    if cell.get("extrapolated"):
-        text += f" (extrapolated{', timeout' if cell['status'] == 'timeout' else ''}, slope {cell['slope']:.1f})"
+        text += f" [{cell['rows_used']:,} rows: the whole set]"
     return text
 
 
@@ -460,6 +596,8 @@ def cost_markdown(cells: Sequence[dict[str, Any]]) -> str:
                 lines.append(f"- n = {n:,}: the fold costs {totals[n] / 3600:.2f} CPU-hours; largest: {share}")
         notes = [f"{c['method']} at n = {c['n']:,}: {c['status']} ({c.get('message', '')})"
                  for c in rows if c["status"] in ("error", "crashed")]
+        notes += [f"{c['method']} at n = {c['n']:,}: the whole fold was killed ({c['killed']})"
+                  for c in rows if c.get("killed")]
         lines += [f"- {note}" for note in notes]
         lines.append("")
     return "\n".join(lines)
@@ -553,14 +691,6 @@ def hours_markdown(hours: dict[str, Any], top: int = 6) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # a worker (CellWorker): SPEC DATASET METHOD FOLD; reads "N DRAWN_SET_PICKLE" lines
-    spec_ref, dataset, method, fold = sys.argv[1:5]
-    for request in sys.stdin:
-        n, data_path = request.split(maxsplit=1)
-        print(json.dumps(run_cell(spec_ref, dataset, method, int(n), int(fold), data_path=data_path.strip()),
-                         default=str), flush=True)
-
-
 def full_rows(spec: Any) -> dict[str, int]:
     """Rows of every data set of ``spec`` at full size (the registry's count)."""
     from lkm.data.registry import load_registry
@@ -581,3 +711,24 @@ def cost_report(cells: Sequence[dict[str, Any]], records: str | Path, spec: str 
     hours = benchmark_hours(cells, shipped_costs(records), full_rows(benchmark_spec(spec)), caps)
     text = cost_markdown(cells) + "\n" + hours_markdown(hours) + "\n"
     return text, hours
+
+
+def read_cells(path: str | Path) -> list[dict[str, Any]]:
+    """The cells saved by :func:`run_cost`'s caller: its JSON (``{"cells": [...]}``) or the
+    ``.cells.jsonl`` written cell by cell (grouped here by set, then method, in file order)."""
+    text = Path(path).read_text()
+    if text.lstrip().startswith("{") and '"cells"' in text[:200]:
+        return list(json.loads(text)["cells"])
+    cells = [json.loads(line) for line in text.splitlines() if line.strip()]
+    sets = list(dict.fromkeys(c["dataset"] for c in cells))
+    methods = list(dict.fromkeys(c["method"] for c in cells))
+    return sorted(cells, key=lambda c: (sets.index(c["dataset"]), methods.index(c["method"])))
+
+
+if __name__ == "__main__":  # a worker (CellWorker): SPEC DATASET METHOD FOLD; reads "N DRAWN_SET [full|sampled]"
+    spec_ref, dataset, method, fold = sys.argv[1:5]
+    for request in sys.stdin:
+        n, data_path, *mode = request.split()
+        run = run_sample if mode == ["sampled"] else run_cell
+        print(json.dumps(run(spec_ref, dataset, method, int(n), int(fold), data_path=data_path), default=str),
+              flush=True)

@@ -91,6 +91,9 @@ def bench(
     jobs: Annotated[int, typer.Option(min=1, help="--cost: cells run side by side (one thread each).")] = 1,
     budget_minutes: Annotated[float | None, typer.Option(
         min=0, help="--cost: no new cell starts after this many minutes; the rest are extrapolated.")] = None,
+    from_cells: Annotated[Path | None, typer.Option(
+        "--from-cells", help="--cost: measure nothing; print the tables of the cells saved by an earlier "
+        "run (its --out JSON, or the OUT.cells.jsonl it writes cell by cell).", show_default=False)] = None,
     cluster: Annotated[str | None, typer.Option(
         "--cluster", metavar="ADDRESS",
         help="Instead: a sweep of 540 fits run locally with --jobs 1 and on the dask cluster ADDRESS "
@@ -114,7 +117,7 @@ def bench(
                        out, sizes)
         return
     if cost:
-        _bench_cost(data_dir, datasets, methods, sizes, max_seconds, jobs, budget_minutes, out)
+        _bench_cost(data_dir, datasets, methods, sizes, max_seconds, jobs, budget_minutes, out, from_cells)
         return
     if cluster:
         _bench_cluster(data_dir, cluster, out)
@@ -148,9 +151,27 @@ def _bench_cluster(data_dir, address: str, out: Path | None) -> None:
         out.write_text(json.dumps(result, indent=2, default=str) + "\n")
 
 
-def _bench_cost(data_dir, datasets, methods, sizes, max_seconds, jobs, budget_minutes, out) -> None:
+def _bench_cost(data_dir, datasets, methods, sizes, max_seconds, jobs, budget_minutes, out, from_cells=None) -> None:
     """``lkm bench --cost``: one line per cell as it finishes, then the tables."""
-    from lkm.bench.cost import DATASETS, MAX_SECONDS, SIZES, cost_report, costliest_first, run_cost
+    from lkm.api import published_folder
+    from lkm.bench.cost import (
+        DATASETS,
+        MAX_SECONDS,
+        SIZES,
+        cost_report,
+        costliest_first,
+        read_cells,
+        run_cost,
+    )
+
+    records = published_folder() / "cross_paper" / "records"
+    if from_cells is not None:
+        try:
+            text, _ = cost_report(read_cells(from_cells), records)
+        except (OSError, ValueError, KeyError) as exc:
+            raise exit_error(LkmError(f"--from-cells {from_cells}: {exc}")) from None
+        console.print(text, markup=False, highlight=False)
+        return
 
     def listed(text: str | None) -> list[str] | None:
         return [t.strip() for t in text.split(",") if t.strip()] if text else None
@@ -162,9 +183,6 @@ def _bench_cost(data_dir, datasets, methods, sizes, max_seconds, jobs, budget_mi
                 + (f"; extrapolated {cell['cpu_seconds']:.0f} CPU s" if cell.get("extrapolated") else ""))
         console.print(f"[cost] {cell['dataset']} {cell['method']} n = {cell['n']:,}: {what}", markup=False)
 
-    from lkm.api import published_folder
-
-    records = published_folder() / "cross_paper" / "records"
     progress = out.with_suffix(".cells.jsonl") if out else None
     if progress:
         progress.parent.mkdir(parents=True, exist_ok=True)
