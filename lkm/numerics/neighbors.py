@@ -126,6 +126,46 @@ def _score_margin(p: int, q_sq: np.ndarray, x_sq_max: float) -> np.ndarray:
     return 4.0 * (p + 3) * _U * (3.0 * q_sq + 5.0 * x_sq_max)
 
 
+#: Unit round-off of float32.
+_U32 = float(np.finfo(np.float32).eps) / 2
+#: Half the smallest float32 subnormal: the absolute error of a float32 rounding (of an
+#: input or a product) that underflows.
+_TINY32 = 2.0**-150
+
+
+def _score_margin32(p: int, q_sq: np.ndarray, x_sq_max: float, q_abs_max: np.ndarray, x_abs_max: float) -> np.ndarray:
+    """Per-query margin M on scores computed in float32 (:func:`tie_ruled_kneighbors`'s
+    candidate pass with ``float32``) that no round-off can bridge.
+
+    Derivation (u = 2⁻²⁴, float32's unit round-off; |·| Euclidean norms; X = max|x|²,
+    Q = |q|²; the exact score is t = |x|² − 2q·x = |x − q|² − |q|²):
+
+    * rounding the inputs: q̃ = fl32(q), x̃ = fl32(x) have |q̃ᵢ − qᵢ| ≤ u|qᵢ| + η and
+      |x̃ᵢ − xᵢ| ≤ u|xᵢ| + η (η = 2⁻¹⁵⁰ where a coordinate underflows), so
+      |q̃·x̃ − q·x| ≤ (2u + u²)|q||x| + pη(2 + max|qᵢ| + max|xᵢ|);
+    * the float32 product of p (p + 1 with the norms as an extra column) terms, in any
+      order of summation (BLAS blocks, FMA or not): |fl32(q̃·x̃) − q̃·x̃| ≤ γ_{p+1}(1 + u)²|q||x|
+      + (p + 1)η, γ_n = nu/(1 − nu) (Higham, Thm. 3.4), and the scaling by −2 is exact;
+    * the norm |x|², computed in float64 and rounded to float32 (u|x|², plus float64's
+      γ_p|x|²), and the one float32 addition of the norm to −2q̃·x̃ (u times
+      |x|² + 2|q||x|, to first order), or the same terms inside the product's sum.
+
+    With 2|q||x| ≤ Q + X these add up, for pu ≤ 1/2, to at most
+    E = 2(p + 5)·u·(Q + X) + 4(p + 1)η(1 + max|qᵢ| + max|xᵢ|). The candidates are then
+    ranked by distances recomputed in float64 from differences, within
+    δ = 2(p + 3)u₆₄(2Q + 2X) of |x − q|² (:func:`_score_margin`). As there, a training row
+    whose float32 score exceeds the k-th smallest float32 score by more than
+    M = 2(E + δ) is farther, by its recomputed distance, than each of the k rows with the
+    smallest scores (its distance exceeds k-th score + M − E − δ + Q, theirs are at most
+    k-th score + E + δ + Q), so it cannot be in the list: every true k-nearest row (by the
+    recomputed distance, ties by index) is among the candidates, and the lists are the
+    float64 route's, bit for bit.
+    """
+    E = 2.0 * (p + 5) * _U32 * (q_sq + x_sq_max) + 4.0 * (p + 1) * _TINY32 * (1.0 + q_abs_max + x_abs_max)
+    delta = 2.0 * (p + 3) * _U * (2.0 * q_sq + 2.0 * x_sq_max)
+    return 2.0 * (E + delta)
+
+
 def upper_kth(scores: np.ndarray, k: int) -> np.ndarray:
     """An upper bound on each row's k-th smallest score, usually equal to it.
 
@@ -172,31 +212,39 @@ def _best_per_row(rows: np.ndarray, cols: np.ndarray, d: np.ndarray, k: int, m: 
 def _block_lists(
     q: np.ndarray,
     X: np.ndarray,
-    sq_norms: np.ndarray,
-    augmented: np.ndarray | None,
+    rhs: np.ndarray,
+    add_norms: np.ndarray | None,
+    x_sq_max: float,
     k: int,
     exclude: np.ndarray | None,
     buffer: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`tie_ruled_kneighbors` for one block of queries, tile by tile of training rows.
 
+    Scores are ``[-2q, 1]·rhs`` (``rhs`` the training rows, with their squared norms as
+    an extra column, or without, then ``add_norms`` is added), in ``buffer``'s dtype
+    (float32 for the single-precision candidate pass, with :func:`_score_margin32`).
     A running upper bound on each query's k-th smallest score (the k-th smallest minimum
     over index groups, :func:`upper_kth`) admits a tile's candidates; the bound only
     falls, so every row within the margin of the final k-th score is admitted. At the end
     the admitted rows beyond the final bound plus margin are dropped and the rest ranked
-    by recomputed distance. Heavy ties (many candidates) are pruned on the way to each
-    query's k best by (distance, index), which keeps the candidates' memory bounded.
-    Candidates stay in ascending column order per query (tiles in order, pruned ones
-    first), as :func:`_best_per_row` needs.
+    by recomputed distance (float64, from ``X``). Heavy ties (many candidates) are pruned
+    on the way to each query's k best by (distance, index), which keeps the candidates'
+    memory bounded. Candidates stay in ascending column order per query (tiles in order,
+    pruned ones first), as :func:`_best_per_row` needs.
     """
     (b, p), n = q.shape, X.shape[0]
     groups = _groups(k)
     width = max(groups, buffer.size // b // groups * groups)
-    lhs = np.empty((b, p + (augmented is not None)))
-    np.multiply(q, -2.0, out=lhs[:, :p])
+    lhs = np.empty((b, rhs.shape[1]), dtype=buffer.dtype)
+    np.multiply(q, -2.0, out=lhs[:, :p])  # float32: q rounded, then scaled by -2 (exact)
     lhs[:, p:] = 1.0
-    rhs = X if augmented is None else augmented
-    margin = _score_margin(p, np.einsum("ij,ij->i", q, q), float(sq_norms.max()))
+    q_sq = np.einsum("ij,ij->i", q, q)
+    if buffer.dtype == np.float64:
+        margin = _score_margin(p, q_sq, x_sq_max)
+    else:
+        margin = _score_margin32(p, q_sq, x_sq_max, np.abs(q).max(axis=1, initial=0.0),
+                                 float(np.abs(X).max(initial=0.0)))
     mins = np.full((b, groups), np.inf)
     bound = np.full(b, np.inf)
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (rows, cols, scores)
@@ -211,8 +259,8 @@ def _block_lists(
     for tile, lo in enumerate(range(0, n, width)):
         cols = min(width, n - lo)
         S = np.matmul(lhs, rhs[lo : lo + cols].T, out=buffer[: b * cols].reshape(b, cols))
-        if augmented is None:
-            S += sq_norms[lo : lo + cols]
+        if add_norms is not None:
+            S += add_norms[lo : lo + cols]
         if exclude is not None:
             mine = np.flatnonzero((exclude >= lo) & (exclude < lo + cols))
             S[mine, exclude[mine] - lo] = np.inf
@@ -242,6 +290,7 @@ def tie_ruled_kneighbors(
     k: int,
     exclude: np.ndarray | None = None,
     sq_norms: np.ndarray | None = None,
+    precision: str = "auto",
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(sq_dist, idx)``, shape (m, k): the k nearest rows of ``X`` to each row of ``Q``
     by squared distance recomputed from coordinate differences (:func:`pair_sq_dists`),
@@ -255,6 +304,14 @@ def tie_ruled_kneighbors(
     training order. ``exclude[i]`` (optional) is a training row left out of query i's
     list; ``sq_norms`` is ``|x|²`` per training row if already at hand.
 
+    ``precision="float32"`` computes the scores in single precision (sgemm, twice
+    dgemm's speed, half the memory traffic of the selection) with the margin derived
+    again for float32's round-off and the rounding of the inputs
+    (:func:`_score_margin32`): the candidates still contain every true neighbour and
+    are ranked by the same float64 distances, so the lists are bit-identical to
+    ``"float64"``'s. ``"auto"`` takes float32 where it pays and its margin stays narrow
+    (:func:`_float32_pays`).
+
     Blocks run in a small thread pool, each product on one BLAS thread (as scikit-learn's
     brute-force reductions do): a multi-threaded product per block waits for its
     slowest thread, which on a busy core made the query several times slower.
@@ -263,10 +320,24 @@ def tie_ruled_kneighbors(
     m = Q.shape[0]
     if not 1 <= k <= n - (exclude is not None):
         raise ValueError(f"k={k} neighbours requested from {n} rows" + (" (one excluded)" if exclude is not None else ""))
+    if precision not in ("auto", "float32", "float64"):
+        raise ValueError(f"precision must be 'auto', 'float32' or 'float64', got {precision!r}")
     if sq_norms is None:
         sq_norms = np.einsum("ij,ij->i", X, X)
+    x_sq_max = float(sq_norms.max())
+    single = precision == "float32" or (precision == "auto" and _float32_pays(Q, X, x_sq_max))
     # few features: the norms' addition, a pass over the scores, folded into the product
-    augmented = np.hstack([X, sq_norms[:, None]]) if p < AUGMENT_FEATURES else None
+    aug = p < AUGMENT_FEATURES
+    if single:
+        rhs = np.empty((n, p + aug), dtype=np.float32)
+        rhs[:, :p] = X
+        if aug:
+            rhs[:, p] = sq_norms
+        add_norms = None if aug else sq_norms.astype(np.float32)
+    else:
+        rhs = np.hstack([X, sq_norms[:, None]]) if aug else X
+        add_norms = None if aug else sq_norms
+    dtype = np.float32 if single else np.float64
     sq = np.empty((m, k))
     idx = np.empty((m, k), dtype=np.intp)
     workers = min(_usable_cpus(), MAX_WORKERS)
@@ -277,7 +348,8 @@ def tie_ruled_kneighbors(
     def block(lo: int) -> None:
         hi = min(lo + rows, m)
         ex = None if exclude is None else exclude[lo:hi]
-        sq[lo:hi], idx[lo:hi] = _block_lists(Q[lo:hi], X, sq_norms, augmented, k, ex, _score_tile(size)[:size])
+        sq[lo:hi], idx[lo:hi] = _block_lists(Q[lo:hi], X, rhs, add_norms, x_sq_max, k, ex,
+                                             _score_tile(size, dtype)[:size])
 
     starts = range(0, m, rows)
     if min(workers, len(starts)) <= 1:
@@ -289,18 +361,45 @@ def tie_ruled_kneighbors(
     return sq, idx
 
 
+#: The float32 candidate pass is taken from this many features on (measured, issue 41:
+#: 0.75-0.86 of the float64 query's time on letter (16 features), spambase (57), USPS
+#: (256) and MNIST (784); below a few features the product is a small part of it).
+FLOAT32_MIN_FEATURES = 8
+#: ... and where its margin (:func:`_score_margin32` at the largest norms) is at most this
+#: share of the rows' mean squared distance to their mean: a wider band would admit many
+#: candidates, each recomputed from differences (large offsets, e.g. X + 1e4).
+FLOAT32_MARGIN_SHARE = 1e-2
+
+
+def _float32_pays(Q: np.ndarray, X: np.ndarray, x_sq_max: float) -> bool:
+    """Whether ``precision="auto"`` takes the float32 candidate pass: enough features
+    (:data:`FLOAT32_MIN_FEATURES`), norms far inside float32's range, and a margin
+    narrow against the data's spread (:data:`FLOAT32_MARGIN_SHARE`)."""
+    n, p = X.shape
+    if p < FLOAT32_MIN_FEATURES or n < 2 or not x_sq_max < 1e30:
+        return False
+    q_sq_max = float(np.einsum("ij,ij->i", Q, Q).max(initial=0.0))
+    if not q_sq_max < 1e30:
+        return False
+    spread = float(np.mean(np.einsum("ij,ij->i", X - X.mean(axis=0), X - X.mean(axis=0))))
+    margin = float(_score_margin32(p, np.float64(q_sq_max), x_sq_max, np.float64(np.abs(Q).max(initial=0.0)),
+                                   float(np.abs(X).max(initial=0.0))))
+    return margin <= FLOAT32_MARGIN_SHARE * spread
+
+
 #: Threads an exact query uses at most (blocks are independent).
 MAX_WORKERS = 4
 _POOL: ThreadPoolExecutor | None = None
 _TILES = threading.local()
 
 
-def _score_tile(size: int) -> np.ndarray:
-    """This thread's score buffer of at least ``size`` floats, kept between queries (a
-    fresh one costs its page faults on every query)."""
-    if getattr(_TILES, "scores", np.empty(0)).size < size:
-        _TILES.scores = np.empty(size)
-    return _TILES.scores
+def _score_tile(size: int, dtype: Any = np.float64) -> np.ndarray:
+    """This thread's score buffer of at least ``size`` floats of ``dtype``, kept between
+    queries (a fresh one costs its page faults on every query)."""
+    name = f"scores_{np.dtype(dtype).name}"
+    if getattr(_TILES, name, np.empty(0)).size < size:
+        setattr(_TILES, name, np.empty(size, dtype=dtype))
+    return getattr(_TILES, name)
 
 
 def _usable_cpus() -> int:
