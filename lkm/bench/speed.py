@@ -45,6 +45,10 @@ subsets for a quick run):
     (:func:`lkm.numerics.kernels.persisted_sq_dists`) is turned off for the timed call, so the
     distances are computed, not read back. ``tangent=False`` (``lkm bench
     --no-tangent``) skips it.
+(q) the Gaussian Gram of the fold's training rows, ``gaussian_kernel`` (one buffer,
+    :func:`lkm.numerics.kernels.exp_distance_gram`) vs ``rbf_kernel``, on one BLAS
+    thread and on the process's                                          target <= 1.0
+    ("acc ours": the largest entry difference from rbf_kernel's matrix)
 (m) approximate neighbours (Tsuji et al., Sec. 7): annoy (n_trees = 10) and hnswlib
     (M = 16, ef_construction = 200, ef = 50) k = 10 queries of the USPS test digits
     against the training digits, each vs lkm's exact query (ExactNeighbors)
@@ -111,7 +115,7 @@ TARGETS = {
     "svm_letter_vs_svc": 1.1, "svm_letter_busy_vs_svc": 1.1,
     "svm_evenodd20000_vs_svc": 1.1, "svm_evenodd32000_vs_svc": 1.1,
     "annoy_usps_vs_exact": 1.0, "hnswlib_usps_vs_exact": 1.0, "annoy_mnist_vs_exact": 1.0,
-    "hnswlib_mnist_vs_exact": 1.0,
+    "hnswlib_mnist_vs_exact": 1.0, "gram_1thread_vs_rbf_kernel": 1.0, "gram_vs_rbf_kernel": 1.0,
 }
 #: (m), (n): neighbours per query, and the least recall@k each backend must reach (None: reported only).
 ANN_K = 10
@@ -374,7 +378,7 @@ def run_bench(
     tangent: bool = True,
     large: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run the comparisons (a)-(m) and (p) ((i) only with ``tangent``, (j)-(l) and (n) only with
+    """Run the comparisons (a)-(m), (p) and (q) ((i) only with ``tangent``, (j)-(l) and (n) only with
     ``large``); one dict per comparison (see the module doc; (g) gives two,
     LapRLS and PLapRLS). ``max_rows`` subsets spambase, ``usps_rows`` USPS.
 
@@ -461,6 +465,7 @@ def run_bench(
             _best_times(pl_sweep, kernel_ridge_sweep, repeats),
             TARGETS["pl_sweep_vs_kernel_ridge"],
         ))
+        results += _gram_vs_rbf_kernel(X_train, repeats)
         Xs_train, ys_train, Xs_test, ys_test = breast_cancer_split()
 
         def small(estimator: Any) -> float:
@@ -716,6 +721,29 @@ def _approximate_neighbors(
         least = ANN_MIN_RECALL[backend]
         result["passed"] = result["passed"] and (least is None or recall >= least)
         results.append(result)
+    return results
+
+
+def _gram_vs_rbf_kernel(X: np.ndarray, repeats: int) -> list[dict[str, Any]]:
+    """Comparison (q): the Gaussian Gram of the training rows, ``gaussian_kernel`` (built in
+    one buffer) vs ``rbf_kernel``, on one BLAS thread and on the process's threads, best of
+    ``repeats`` (at least 5: a Gram takes tens of milliseconds). "acc ours" is the largest
+    entry difference from rbf_kernel's matrix."""
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    from lkm.numerics.kernels import gaussian_kernel
+    from lkm.numerics.threads import blas_threads
+
+    gamma = 1.0 / (2.0 * SIGMA**2)
+    results = []
+    for key, threads in (("gram_1thread_vs_rbf_kernel", 1), ("gram_vs_rbf_kernel", None)):
+        with blas_threads(threads):
+            ours_s, ref_s, K, R = _best_times(lambda: gaussian_kernel(X, sigma=SIGMA),
+                                              lambda: rbf_kernel(X, gamma=gamma), max(repeats, 5))
+        where = "one BLAS thread" if threads == 1 else "the process's BLAS threads"
+        results.append(_result(key, f"gaussian_kernel(sigma={SIGMA}), {len(X)} rows, {where}",
+                               f"rbf_kernel(gamma={gamma:g})", (ours_s, ref_s, float(np.abs(K - R).max()), 0.0),
+                               TARGETS[key]))
     return results
 
 

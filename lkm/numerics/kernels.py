@@ -442,6 +442,20 @@ GRAM_MAX_WORKERS = 4
 _GRAM_POOL: ThreadPoolExecutor | None = None
 
 
+_GRAM_SCRATCH = threading.local()
+
+
+def _gram_scratch(rows: int, cols: int) -> np.ndarray:
+    """This thread's contiguous ``rows × cols`` scratch block, kept between calls up to
+    :data:`PRODUCT_BLOCK_BYTES` (a larger one is allocated for the call)."""
+    flat = getattr(_GRAM_SCRATCH, "buffer", None)
+    if flat is None or flat.size < rows * cols:
+        flat = np.empty(rows * cols)
+        if flat.nbytes <= PRODUCT_BLOCK_BYTES:
+            _GRAM_SCRATCH.buffer = flat
+    return flat[: rows * cols].reshape(rows, cols)
+
+
 def _gram_workers() -> int:
     """Threads for the fused builder: the caller's BLAS thread count (threadpoolctl's
     limit, so ``threadpool_limits(1)`` means one; the least over the loaded BLAS
@@ -516,11 +530,17 @@ def exp_distance_gram(
         # numpy sends M @ M.T (same buffer, square output) to syrk: the first diagonal
         # block multiplies by a copy
         right = B[cols] if not (same and i == 0) else B[cols].copy()
-        np.matmul(A[rows], right.T, out=K[rows, cols])
+        # a triangle's block rows are not contiguous in K: numpy's elementwise loops run
+        # several times slower on them, so the block is built in a contiguous scratch
+        # buffer and copied into place (and mirrored) once
+        inside = cols.stop < n
+        out = _gram_scratch(rows.stop - i, cols.stop) if inside else K[rows, cols]
+        np.matmul(A[rows], right.T, out=out)
         sub = max(1, _BLOCK_BYTES // max(1, 8 * cols.stop))  # elementwise passes in cache
-        for start in range(rows.start, rows.stop, sub):
-            r = slice(start, min(start + sub, rows.stop))
-            part = K[r, cols]
+        for start in range(0, out.shape[0], sub):
+            local = slice(start, min(start + sub, out.shape[0]))
+            r = slice(i + local.start, i + local.stop)
+            part = out[local]
             part *= -2.0
             part += a2[r, None]
             part += b2[None, cols]
@@ -533,9 +553,11 @@ def exp_distance_gram(
                                                 scale * reach[r].max() < EXP_FLUSH_SAFE))
             if factor is not None:
                 part *= factor
+        if inside:
+            K[rows, cols] = out
         if same:
             mirror_lower_triangle(K[rows, rows])
-            K[:i, rows] = K[rows, :i].T
+            K[:i, rows] = out[:, :i].T
 
     starts = range(0, m, step)
     workers = min(_gram_workers(), len(starts)) if m * n >= GRAM_PARALLEL_ENTRIES else 1
