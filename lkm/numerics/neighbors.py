@@ -215,6 +215,7 @@ def _block_lists(
     rhs: np.ndarray,
     add_norms: np.ndarray | None,
     x_sq_max: float,
+    x_abs_max: float,
     k: int,
     exclude: np.ndarray | None,
     buffer: np.ndarray,
@@ -243,8 +244,7 @@ def _block_lists(
     if buffer.dtype == np.float64:
         margin = _score_margin(p, q_sq, x_sq_max)
     else:
-        margin = _score_margin32(p, q_sq, x_sq_max, np.abs(q).max(axis=1, initial=0.0),
-                                 float(np.abs(X).max(initial=0.0)))
+        margin = _score_margin32(p, q_sq, x_sq_max, np.abs(q).max(axis=1, initial=0.0), x_abs_max)
     mins = np.full((b, groups), np.inf)
     bound = np.full(b, np.inf)
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (rows, cols, scores)
@@ -326,6 +326,7 @@ def tie_ruled_kneighbors(
         sq_norms = np.einsum("ij,ij->i", X, X)
     x_sq_max = float(sq_norms.max())
     single = precision == "float32" or (precision == "auto" and _float32_pays(Q, X, x_sq_max))
+    x_abs_max = float(np.abs(X).max(initial=0.0)) if single else 0.0
     # few features: the norms' addition, a pass over the scores, folded into the product
     aug = p < AUGMENT_FEATURES
     if single:
@@ -348,7 +349,7 @@ def tie_ruled_kneighbors(
     def block(lo: int) -> None:
         hi = min(lo + rows, m)
         ex = None if exclude is None else exclude[lo:hi]
-        sq[lo:hi], idx[lo:hi] = _block_lists(Q[lo:hi], X, rhs, add_norms, x_sq_max, k, ex,
+        sq[lo:hi], idx[lo:hi] = _block_lists(Q[lo:hi], X, rhs, add_norms, x_sq_max, x_abs_max, k, ex,
                                              _score_tile(size, dtype)[:size])
 
     starts = range(0, m, rows)
@@ -381,7 +382,8 @@ def _float32_pays(Q: np.ndarray, X: np.ndarray, x_sq_max: float) -> bool:
     q_sq_max = float(np.einsum("ij,ij->i", Q, Q).max(initial=0.0))
     if not q_sq_max < 1e30:
         return False
-    spread = float(np.mean(np.einsum("ij,ij->i", X - X.mean(axis=0), X - X.mean(axis=0))))
+    mean = X.mean(axis=0)
+    spread = float(np.einsum("ij,ij->", X, X)) / n - float(mean @ mean)  # mean |x - mean|²
     margin = float(_score_margin32(p, np.float64(q_sq_max), x_sq_max, np.float64(np.abs(Q).max(initial=0.0)),
                                    float(np.abs(X).max(initial=0.0))))
     return margin <= FLOAT32_MARGIN_SHARE * spread
