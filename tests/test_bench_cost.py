@@ -48,6 +48,9 @@ def test_table_structure(tiny):
     assert all(len(r) == 5 for r in rows)
     assert "extrapolated" not in text
     assert any(line.startswith("- n = 120: the fold costs") for line in lines)
+    with_shipped = cost.cost_markdown(tiny, shipped={("sklearn-wine", "kNN"): 1.0}).splitlines()
+    assert with_shipped[header] == "| method | fits | shipped run, n = 500 | n = 60 | n = 120 | wall s (largest measured) |"
+    assert with_shipped[header + 2].startswith("| kNN | 19 | 0.20 | ") and with_shipped[header + 3].startswith("| LogReg | 16 | – | ")
 
 
 class FakeWorker:

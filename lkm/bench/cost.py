@@ -22,16 +22,25 @@ under ``--jobs 2`` on 2 cores) and the persisted distance store off
 CPU seconds (:func:`time.process_time` of the child: all its threads) and wall seconds
 of the job, and the peak resident memory during it (reset per cell).
 
-Per (data set, method) the caps are tried in increasing order. The ceiling is in CPU
-seconds (``max_seconds``; other processes on the machine inflate wall time more): a cap
-is not tried when its CPU seconds, extrapolated from the cells done at the log-log slope
-of the last two (at least 1), exceed the ceiling (with a single cell done: three
-ceilings, at :data:`DEFAULT_SLOPE`, so that the slope gets its second point); a cell
-that measures above it is kept and ends the chain; a cell still running after
-:data:`WALL_FACTOR` × :data:`ONE_POINT_SLACK` ceilings of wall is killed. Caps not measured get CPU and wall
-seconds extrapolated from the largest cell measured at that slope and are marked
-``extrapolated`` (a killed cell's estimate is at least the ceiling). A set smaller
-than a cap is used whole (``rows_used``).
+Per (data set, method) the caps are tried in increasing order, and each gets one of
+three estimates, named in the table:
+
+* **whole fold** (measured): when its CPU seconds, predicted from the whole folds done
+  (log-log slope of the last two, at least 1; :data:`DEFAULT_SLOPE` after one), are
+  within the ceiling ``max_seconds`` (always at the first cap). Each is followed by a
+  sampled cell at the same size, for calibration.
+* **sampled** (:func:`run_sample`): when the whole fold is predicted over the ceiling
+  (or was killed), the first, middle and last settings of the grid are fitted on the
+  first inner fold and scored; their mean CPU seconds times (grid size × inner folds),
+  plus one refit with the test prediction, estimate the fold, multiplied by the
+  calibration (whole / sampled) measured at the largest cap where both ran.
+* **extrapolated**: when even the sample is predicted over the ceiling (or the budget
+  is spent), the last estimate at the slope of the last two estimates.
+
+The ceiling is in CPU seconds (other processes on the machine inflate wall time far
+more); a cell is killed at :data:`KILL_FACTOR` ceilings of CPU seconds (read from
+``/proc``) or :data:`MAX_WALL` seconds of wall. A set smaller than a cap is used whole
+(``rows_used``).
 
 :func:`benchmark_hours` turns the table into the whole benchmark's CPU-hours at a cap:
 26 sets × 5 folds × 19 methods, every set at min(cap, its size). Measured sets use their
@@ -559,10 +568,13 @@ def _seconds_text(cell: dict[str, Any] | None) -> str:
     return text
 
 
-def cost_markdown(cells: Sequence[dict[str, Any]]) -> str:
+def cost_markdown(cells: Sequence[dict[str, Any]], shipped: dict[tuple[str, str], float] | None = None,
+                  folds: int = 5) -> str:
     """A Markdown table per data set: method × cap (every size tried), CPU seconds of one
-    outer fold, extrapolated cells marked; the fits per fold; the wall seconds of the
-    largest cell measured; and the set's total per cap with the three most expensive methods."""
+    outer fold, sampled and extrapolated cells marked; the fits per fold; the wall
+    seconds of the largest cell measured; with ``shipped`` (:func:`shipped_costs`), the
+    published run's seconds per fold at 500 rows beside them; and the set's total per cap
+    with the three most expensive methods."""
     lines: list[str] = []
     for d in dict.fromkeys(c["dataset"] for c in cells):
         rows = [c for c in cells if c["dataset"] == d]
@@ -571,8 +583,10 @@ def cost_markdown(cells: Sequence[dict[str, Any]]) -> str:
         lines += [f"**{d}** ({meta.get('n_features', '?')} features, {meta.get('n_classes', '?')} classes): "
                   "CPU seconds of one outer fold (tuning grid × inner CV + refit + test prediction), "
                   "one BLAS thread", ""]
-        lines.append("| method | fits | " + " | ".join(f"n = {n:,}" for n in shown) + " | wall s (largest measured) |")
-        lines.append("|---" * (len(shown) + 3) + "|")
+        ref = "shipped run, n = 500 | " if shipped is not None else ""
+        lines.append("| method | fits | " + ref + " | ".join(f"n = {n:,}" for n in shown)
+                     + " | wall s (largest measured) |")
+        lines.append("|---" * (len(shown) + 3 + (shipped is not None)) + "|")
         totals = dict.fromkeys(shown, 0.0)
         per_method: dict[int, list[tuple[float, str]]] = {n: [] for n in shown}
         for m in dict.fromkeys(c["method"] for c in rows):
@@ -580,14 +594,16 @@ def cost_markdown(cells: Sequence[dict[str, Any]]) -> str:
             fits = next((c.get("fits") for c in by_n.values() if c.get("fits")), None)
             measured = [c for c in by_n.values() if c.get("measured")]
             wall = (f"{measured[-1]['wall_seconds']:,.1f} (n = {measured[-1]['n']:,})" if measured else "–")
-            lines.append(f"| {m} | {fits or '?'} | " + " | ".join(_seconds_text(by_n.get(n)) for n in shown)
+            ref = "" if shipped is None else (f"{_num(shipped[d, m] / folds)} | " if (d, m) in shipped else "– | ")
+            lines.append(f"| {m} | {fits or '?'} | {ref}" + " | ".join(_seconds_text(by_n.get(n)) for n in shown)
                          + f" | {wall} |")
             for n in shown:
                 c = by_n.get(n)
                 if c is not None and c.get("cpu_seconds") is not None:
                     totals[n] += c["cpu_seconds"]
                     per_method[n].append((c["cpu_seconds"], m))
-        lines.append("| **all methods** | | " + " | ".join(f"**{_num(totals[n])}**" for n in shown) + " | |")
+        ref = "" if shipped is None else f"{_num(sum(v for (dd, _), v in shipped.items() if dd == d) / folds)} | "
+        lines.append(f"| **all methods** | | {ref}" + " | ".join(f"**{_num(totals[n])}**" for n in shown) + " | |")
         lines.append("")
         for n in shown:
             top = sorted(per_method[n], reverse=True)[:3]
@@ -708,8 +724,9 @@ def cost_report(cells: Sequence[dict[str, Any]], records: str | Path, spec: str 
                 caps: Sequence[int] = CAPS) -> tuple[str, dict[str, Any]]:
     """The Markdown of :func:`cost_markdown` and :func:`hours_markdown`, and the hours
     (``records``: the shipped benchmark run's, see :func:`shipped_costs`)."""
-    hours = benchmark_hours(cells, shipped_costs(records), full_rows(benchmark_spec(spec)), caps)
-    text = cost_markdown(cells) + "\n" + hours_markdown(hours) + "\n"
+    shipped = shipped_costs(records)
+    hours = benchmark_hours(cells, shipped, full_rows(benchmark_spec(spec)), caps)
+    text = cost_markdown(cells, shipped) + "\n" + hours_markdown(hours) + "\n"
     return text, hours
 
 

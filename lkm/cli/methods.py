@@ -178,8 +178,9 @@ def _bench_cost(data_dir, datasets, methods, sizes, max_seconds, jobs, budget_mi
 
     def show(cell: dict) -> None:
         what = (f"{cell['cpu_seconds']:.1f} CPU s, {cell['wall_seconds']:.1f} wall s, {cell.get('fits')} fits"
-                if cell.get("measured") else
-                f"{cell['status']}: {cell.get('message', '')}"
+                + ("" if cell.get("measured") else " (estimated from a sample)")
+                if cell.get("estimate") in ("full", "sampled") else
+                f"{cell['status']}: {cell.get('message', cell.get('killed', ''))}"
                 + (f"; extrapolated {cell['cpu_seconds']:.0f} CPU s" if cell.get("extrapolated") else ""))
         console.print(f"[cost] {cell['dataset']} {cell['method']} n = {cell['n']:,}: {what}", markup=False)
 
