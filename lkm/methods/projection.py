@@ -140,9 +140,24 @@ def psd_pinv_solve(
     smoothly through the cutoff (large sigma, few features) the outputs can still move
     with round-off. :func:`eigh_pinv_solve` is the round-off-robust route.
 
+    Threads (:func:`factor_threads`): dpstrf runs on the caller's BLAS threads, one
+    under a worker's cap. On the bench fold (spambase, 3,803 distinct rows) two threads
+    give decision values bit-identical to one thread's at all 39 sigma of ``lkm bench``'s
+    sweep; idle, the sweep fell from 1.025 to 0.78 of 39 KernelRidge fits (issue 41);
+    under load (load average 10-12 on 2 cores) one thread is the faster one (sweep 78 s
+    against 123 s), which is why workers keep their cap. The installed OpenBLAS's ILAENV
+    gives dpstrf a block size of 1, so it runs LAPACK's unblocked dpstf2 (a gemv per
+    column); LAPACK's blocked algorithm (64-column panels, the trailing update by dsyrk)
+    picked the same pivots and rank at all 39 sigma (labels equal, decision values within
+    3e-7 of max |f|) at the same CPU time on one thread, and is not used: the two-thread
+    gain was not measured on an idle machine (docs/speed.md, issue 41, point 4).
+
     A plain Cholesky attempt first does not pay: once repeated rows are merged (see
-    :class:`ProjectionLearning`), singular Gaussian Gram matrices typically make dpotrf
-    fail only half-way through, which costs more than the pivoting dpstrf adds.
+    :class:`ProjectionLearning`), singular Gaussian Gram matrices make dpotrf fail within
+    the first columns (the bench fold's whole G: at column 3-8 at 37 of the 39 sigma; at
+    the two smallest, which PL solves block by block, it succeeds on a G of rank n - 1),
+    and it never spares the pivoted factorization: every sigma of the sweep is
+    rank-deficient.
     """
     n = G.shape[0]
     rhs = np.asarray(Y, dtype=np.float64).reshape(n, -1)
