@@ -8,6 +8,7 @@ plug in by registering a function that returns squared distances.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -465,17 +466,17 @@ def _gram_scratch(rows: int, cols: int) -> np.ndarray:
     return flat[: rows * cols].reshape(rows, cols)
 
 
-def _gram_workers() -> int:
-    """Threads for the fused builder: the caller's BLAS thread count (threadpoolctl's
-    limit, so ``threadpool_limits(1)`` means one; the least over the loaded BLAS
-    libraries, as a limit set before scipy's was loaded leaves that one at its
-    default), at most the usable cores."""
+def _gram_workers() -> tuple[int, int]:
+    """The caller's BLAS thread count (threadpoolctl's limit, so ``threadpool_limits(1)``
+    means one; the least over the loaded BLAS libraries, as a limit set before scipy's
+    was loaded leaves that one at its default) and the fused builder's threads: that
+    count, at most the usable cores."""
     try:
-        allowed = min(c.num_threads for c in _blas_pools().lib_controllers)
+        allowed = max(1, min(c.num_threads for c in _blas_pools().lib_controllers))
     except (ValueError, AttributeError):  # no BLAS found: one thread
         allowed = 1
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(allowed, cpus, GRAM_MAX_WORKERS))
+    return allowed, max(1, min(allowed, cpus, GRAM_MAX_WORKERS))
 
 
 def _gram_pool() -> ThreadPoolExecutor:
@@ -570,8 +571,11 @@ def exp_distance_gram(
             K[:i, rows] = out[:, :i].T
 
     starts = range(0, m, step)
-    workers = min(_gram_workers(), len(starts)) if m * n >= GRAM_PARALLEL_ENTRIES else 1
-    with blas_threads(1):
+    allowed, workers = _gram_workers()
+    workers = min(workers, len(starts)) if m * n >= GRAM_PARALLEL_ENTRIES else 1
+    # one BLAS thread per block (left alone when the caller has one already: the limit is
+    # process-wide, and a caller's own threads may be inside the same limit)
+    with blas_threads(1) if allowed > 1 else contextlib.nullcontext():
         if workers <= 1:
             for i in starts:
                 block(i)
