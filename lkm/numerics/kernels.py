@@ -23,7 +23,7 @@ import numpy as np
 
 from lkm.errors import InsufficientMemory, LkmError, NumericalError
 from lkm.files import exclusive_lock
-from lkm.numerics.threads import _blas_pools, blas_threads
+from lkm.numerics.threads import blas_threads
 
 SquaredDistanceFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -466,13 +466,23 @@ def _gram_scratch(rows: int, cols: int) -> np.ndarray:
     return flat[: rows * cols].reshape(rows, cols)
 
 
+@functools.lru_cache(maxsize=1)
+def _blas_libraries() -> list[Any]:
+    """threadpoolctl's controllers of the BLAS libraries numpy and scipy load (the ones
+    :func:`lkm.numerics.threads.blas_threads` limits), found once."""
+    import scipy.linalg  # noqa: F401  (threadpoolctl lists only libraries already loaded)
+    from threadpoolctl import ThreadpoolController
+
+    return list(ThreadpoolController().select(user_api="blas").lib_controllers)
+
+
 def _gram_workers() -> tuple[int, int]:
     """The caller's BLAS thread count (threadpoolctl's limit, so ``threadpool_limits(1)``
     means one; the least over the loaded BLAS libraries, as a limit set before scipy's
     was loaded leaves that one at its default) and the fused builder's threads: that
     count, at most the usable cores."""
     try:
-        allowed = max(1, min(c.num_threads for c in _blas_pools().lib_controllers))
+        allowed = max(1, min(c.num_threads for c in _blas_libraries()))
     except (ValueError, AttributeError):  # no BLAS found: one thread
         allowed = 1
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
