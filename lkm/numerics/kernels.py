@@ -510,15 +510,19 @@ def exp_distance_gram(
     Blocks of ``block_rows`` rows of ``A`` against ``B`` (with ``B`` None or ``A`` only
     the lower triangle, each block row then mirrored into the upper one: exactly
     symmetric, a zero distance on the diagonal, half the products and exponentials);
-    each block's product ``a·b`` is one gemm into the output, and each cache-sized part
-    of it is turned into kernel values while still warm: ``-2ab + |a|² + |b|²`` clipped
-    at 0, times ``-scale``, exponentiated (with ``flush``, entries whose exponent is
-    below :data:`EXP_FLUSH_BELOW` are 0, as :func:`gaussian_from_sq`; without it, as
-    :func:`heat_from_sq`), times ``factor``. No n × n distance matrix, no second pass.
+    each block's product ``(-2a)·b`` is one gemm (on a triangle, into a contiguous
+    scratch block, as numpy's elementwise loops are slow on non-contiguous rows), and
+    each cache-sized part of it is turned into kernel values while still warm:
+    ``+ |a|² + |b|²``, clipped at 0, times ``-scale``, exponentiated (with ``flush``,
+    entries whose exponent is below :data:`EXP_FLUSH_BELOW` are 0, as
+    :func:`gaussian_from_sq`; without it, as :func:`heat_from_sq`), times ``factor``.
+    No n × n distance matrix, no second pass over one.
 
     Values: each entry goes through the floating-point operations of
     ``gaussian_from_sq(squared_euclidean(A, B), ·)`` (resp. ``heat_from_sq`` times the
-    constant) in the same order; only the products ``a·b`` may differ, because gemm's
+    constant) in the same order (scaling a by -2 before the product instead of after
+    it is exact: a power of two commutes with every rounding, short of products in
+    float64's subnormal range, below 2.2e-308); only the products ``a·b`` may differ, because gemm's
     bits depend on how its output is split into blocks and threads (as the two-pass
     route's already do between one and two BLAS threads). Here every block's gemm runs
     on one BLAS thread and the blocks do not depend on the thread count, so the values
