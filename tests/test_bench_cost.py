@@ -139,3 +139,16 @@ def test_benchmark_hours_scale_unmeasured_sets_by_the_measured_growth():
     assert hours["by_method"][2000]["M"] == pytest.approx((5 * 160 + 3600 + 3600 * growth_1000) / 3600)
     assert hours["total"] == {cap: hours["by_method"][cap]["M"] for cap in (500, 1000, 2000)}
     assert cost.hours_markdown(hours).splitlines()[2].startswith("| 500 | 2.0 |")
+
+
+def test_a_single_point_chain_takes_the_methods_slope_on_other_sets():
+    a = grow(FakeWorker(a=1e-6, slope=1.5), max_seconds=1e3)  # set A: measured to 5,000 (slope 1.5)
+    b = grow(FakeWorker(a=1e-4, slope=2.0), sizes=(500, 2000))  # set B: one point, then assumed slope 2
+    b = [{**c, "dataset": "B"} for c in b]
+    assert b[1]["default_slope"]
+    assert cost.method_slopes(a + b) == {"M": pytest.approx(1.5)}
+    fixed = cost.with_method_slopes(a + b)
+    assert fixed[:3] == a
+    assert fixed[-1]["slope"] == pytest.approx(1.5) and fixed[-1]["slope_from"] == "other sets"
+    assert fixed[-1]["cpu_seconds"] == pytest.approx(b[0]["cpu_seconds"] * 4**1.5)
+    assert "(extrapolated, slope 1.5 of other sets)" in cost.cost_markdown(fixed)

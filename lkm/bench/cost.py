@@ -562,7 +562,8 @@ def _seconds_text(cell: dict[str, Any] | None) -> str:
     if cell.get("estimate") == "sampled":
         text += " (sampled" + (f", ×{cell['calibration']:.2f}" if cell.get("calibration") else "") + ")"
     elif cell.get("extrapolated"):
-        text += f" (extrapolated, slope {cell['slope']:.1f}{' assumed' if cell.get('default_slope') else ''})"
+        source = " assumed" if cell.get("default_slope") else " of other sets" if cell.get("slope_from") else ""
+        text += f" (extrapolated, slope {cell['slope']:.1f}{source})"
     if cell.get("rows_used", cell["n"]) < cell["n"]:
         text += f" [{cell['rows_used']:,} rows: the whole set]"
     return text
@@ -602,7 +603,9 @@ def cost_markdown(cells: Sequence[dict[str, Any]], shipped: dict[tuple[str, str]
                 if c is not None and c.get("cpu_seconds") is not None:
                     totals[n] += c["cpu_seconds"]
                     per_method[n].append((c["cpu_seconds"], m))
-        ref = "" if shipped is None else f"{_num(sum(v for (dd, _), v in shipped.items() if dd == d) / folds)} | "
+        listed = set(c["method"] for c in rows)  # the shipped total over the methods shown
+        ref = "" if shipped is None else (
+            f"{_num(sum(v for (dd, mm), v in shipped.items() if dd == d and mm in listed) / folds)} | ")
         lines.append(f"| **all methods** | | {ref}" + " | ".join(f"**{_num(totals[n])}**" for n in shown) + " | |")
         lines.append("")
         for n in shown:
@@ -707,6 +710,41 @@ def hours_markdown(hours: dict[str, Any], top: int = 6) -> str:
     return "\n".join(lines)
 
 
+def method_slopes(cells: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Per method, the median over data sets of the log-log slope between its smallest
+    and largest estimated (whole or sampled, not extrapolated) caps, at least 1."""
+    found: dict[str, list[float]] = {}
+    for d, m in dict.fromkeys((c["dataset"], c["method"]) for c in cells):
+        points = sorted({c["rows_used"]: c["cpu_seconds"] for c in cells
+                         if (c["dataset"], c["method"]) == (d, m) and c.get("estimate") in ("full", "sampled")
+                         and c.get("cpu_seconds")}.items())
+        if len(points) >= 2 and points[-1][0] > points[0][0]:
+            (n0, s0), (n1, s1) = points[0], points[-1]
+            found.setdefault(m, []).append(max(1.0, math.log(s1 / s0) / math.log(n1 / n0)))
+    return {m: float(sorted(v)[len(v) // 2]) if len(v) % 2 else float(sum(sorted(v)[len(v) // 2 - 1:len(v) // 2 + 1]) / 2)
+            for m, v in found.items()}
+
+
+def with_method_slopes(cells: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cells, where a chain was extrapolated from a single estimate (the assumed
+    :data:`DEFAULT_SLOPE`) and the method has a measured slope on other sets
+    (:func:`method_slopes`): re-extrapolated at that slope, marked ``slope_from: "other sets"``."""
+    slopes = method_slopes(cells)
+    base = {(c["dataset"], c["method"], c["rows_used"]): c for c in cells if c.get("estimate") in ("full", "sampled")}
+    out = []
+    for c in cells:
+        if c.get("extrapolated") and c.get("default_slope") and c["method"] in slopes:
+            b = base.get((c["dataset"], c["method"], c["from_n"]))
+            if b is not None:
+                slope = slopes[c["method"]]
+                factor = (c["rows_used"] / c["from_n"]) ** slope
+                c = {**c, "slope": slope, "default_slope": False, "slope_from": "other sets",
+                     "cpu_seconds": b["cpu_seconds"] * factor,
+                     "wall_seconds": None if b.get("wall_seconds") is None else b["wall_seconds"] * factor}
+        out.append(c)
+    return out
+
+
 def full_rows(spec: Any) -> dict[str, int]:
     """Rows of every data set of ``spec`` at full size (the registry's count)."""
     from lkm.data.registry import load_registry
@@ -725,6 +763,7 @@ def cost_report(cells: Sequence[dict[str, Any]], records: str | Path, spec: str 
     """The Markdown of :func:`cost_markdown` and :func:`hours_markdown`, and the hours
     (``records``: the shipped benchmark run's, see :func:`shipped_costs`)."""
     shipped = shipped_costs(records)
+    cells = with_method_slopes(cells)
     hours = benchmark_hours(cells, shipped, full_rows(benchmark_spec(spec)), caps)
     text = cost_markdown(cells, shipped) + "\n" + hours_markdown(hours) + "\n"
     return text, hours
