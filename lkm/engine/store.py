@@ -97,6 +97,10 @@ def _format_warning(message, category, filename, lineno, line=None):  # type: ig
 
 
 _WARNED: set[str] = set()
+#: Parsed record frames by (records folder, parts' fingerprint), least recently used first.
+_FRAMES: dict[tuple[str, tuple[tuple[str, int, int, int], ...]], tuple[list[dict[str, Any]], pd.DataFrame]] = {}
+#: Frames :data:`_FRAMES` keeps (a report of the shipped pack reads about 70 runs).
+MAX_CACHED_FRAMES = 128
 _FORMAT_WARNING = warnings.formatwarning
 warnings.formatwarning = _format_warning
 
@@ -253,6 +257,18 @@ class RecordTally:
         return self.count
 
 
+def _frame_of(recs: list[dict[str, Any]]) -> pd.DataFrame:
+    """Records as a tidy DataFrame, plus one ``param_<name>`` column per parameter (for
+    filtering and plotting; ``params`` keeps the dict)."""
+    import pandas as pd
+
+    if not recs:
+        return pd.DataFrame()
+    df = pd.DataFrame.from_records(recs)
+    params = pd.DataFrame.from_records([r.get("params") or {} for r in recs], index=df.index)
+    return pd.concat([df, params.add_prefix("param_")], axis=1)
+
+
 class RunStore:
     """Reads and appends the records of one run directory."""
 
@@ -402,16 +418,37 @@ class RunStore:
         return {r["task_id"] for r in self.iter_records() if is_complete(r)}
 
     def records_frame(self, task_ids: set[str] | None = None) -> pd.DataFrame:
-        """Records as a tidy DataFrame (one row per task), optionally restricted to a plan."""
+        """Records as a tidy DataFrame (one row per task), optionally restricted to a plan.
+
+        The records and their frame, parsed from the parts as they are on disk (names,
+        sizes, modification times, inodes), are kept for the process (:data:`_FRAMES`): a
+        report reads each run's records several times. Each call returns its own frame.
+        """
         import pandas as pd
 
-        recs = [r for r in self.iter_records() if task_ids is None or r["task_id"] in task_ids]
-        if not recs:
-            return pd.DataFrame()
-        df = pd.DataFrame.from_records(recs)
-        # One column per parameter as well, for filtering and plotting; ``params`` keeps the dict.
-        params = pd.DataFrame.from_records([r.get("params") or {} for r in recs], index=df.index)
-        return pd.concat([df, params.add_prefix("param_")], axis=1)
+        key = (str(self.records_dir.resolve()), self.parts_fingerprint())
+        cached = _FRAMES.pop(key, None)
+        if cached is None:
+            recs = list(self.iter_records())
+            cached = (recs, _frame_of(recs))
+        _FRAMES[key] = cached  # most recently used last
+        while len(_FRAMES) > MAX_CACHED_FRAMES:
+            del _FRAMES[next(iter(_FRAMES))]
+        recs, frame = cached
+        if task_ids is not None and not all(r["task_id"] in task_ids for r in recs):
+            frame = _frame_of([r for r in recs if r["task_id"] in task_ids])
+        return frame.copy() if not frame.empty else pd.DataFrame()
+
+    def parts_fingerprint(self) -> tuple[tuple[str, int, int, int], ...]:
+        """``(name, size, mtime_ns, inode)`` of each records part: changes with any write."""
+        out = []
+        for path in self._parts():
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            out.append((path.name, st.st_size, st.st_mtime_ns, st.st_ino))
+        return tuple(out)
 
     # -- plan ---------------------------------------------------------------------
     def write_plan(self, content: dict[str, Any]) -> Path:

@@ -8,7 +8,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -153,14 +153,27 @@ def load_run(root: Path, name: str, smoke: bool = False, perturbed: bool = False
         path = path.with_name(path.name + "-perturbed")
     if not (path / "spec.yaml").is_file():
         return None
-    spec = load_spec(path / "spec.yaml")
     store = RunStore(path)
-    records = store.records_frame()
-    if records.empty:
-        return None
-    agg = aggregate(records, spec)
-    best = select_best(agg, spec) if not agg.empty else agg
-    return Run(path.name, spec, records, agg, best, store)
+    spec_stat = (path / "spec.yaml").stat()
+    key = (str(path.resolve()), spec_stat.st_size, spec_stat.st_mtime_ns, spec_stat.st_ino, store.parts_fingerprint())
+    if key not in _RUNS:
+        spec = load_spec(path / "spec.yaml")
+        records = store.records_frame()
+        if records.empty:
+            return None
+        agg = aggregate(records, spec)
+        best = select_best(agg, spec) if not agg.empty else agg
+        _RUNS[key] = Run(path.name, spec, records, agg, best, store)
+        while len(_RUNS) > MAX_CACHED_RUNS:
+            del _RUNS[next(iter(_RUNS))]
+    run = _RUNS[key]
+    return replace(run, records=run.records.copy(), agg=run.agg.copy(), best=run.best.copy())
+
+
+#: Loaded runs by folder and the state of its spec and records on disk: the docs' blocks
+#: and the report's sections load the same runs many times in one process.
+_RUNS: dict[tuple, Run] = {}
+MAX_CACHED_RUNS = 128
 
 
 def run_loader(root: Path, smoke: bool) -> Callable[[str, bool], Run | None]:

@@ -14,6 +14,7 @@ re-exports it (:mod:`lkm.report.registry`), and neither names a paper.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -37,14 +38,21 @@ FIGURE_INPUTS: dict[str, Callable[[Any], Any]] = {}
 PLUGIN_GROUP = "lkm.outputs"
 #: The modules of :data:`PLUGIN_GROUP` imported so far, by entry-point name.
 PLUGINS: dict[str, ModuleType] = {}
+#: The ``sys.path`` the entry points were last scanned under: scanning reads every installed
+#: distribution's metadata (~30 ms), and spec validation and each report call this.
+_SCANNED_PATH: tuple[str, ...] | None = None
 
 
 def load_plugins() -> dict[str, ModuleType]:
     """Import every module of the entry-point group :data:`PLUGIN_GROUP` not imported yet
-    (registering its tables and figures) and return them all by entry-point name."""
-    for ep in entry_points(group=PLUGIN_GROUP):
-        if ep.name not in PLUGINS:
-            PLUGINS[ep.name] = ep.load()
+    (registering its tables and figures) and return them all by entry-point name; the
+    installed distributions are scanned again only when ``sys.path`` has changed."""
+    global _SCANNED_PATH
+    if _SCANNED_PATH != tuple(sys.path):
+        for ep in entry_points(group=PLUGIN_GROUP):
+            if ep.name not in PLUGINS:
+                PLUGINS[ep.name] = ep.load()
+        _SCANNED_PATH = tuple(sys.path)
     return PLUGINS
 
 
