@@ -71,3 +71,28 @@ def test_npps_approximate_without_hnswlib_is_annoy(without_hnswlib):
     assert approx.info_["neighbors_backend"] == "annoy"
     assert np.array_equal(approx.sample_indices_, annoy.sample_indices_)
     assert "neighbors_backend" not in annoy.info_
+
+
+def test_lpl_approximate_is_the_resolved_backend_and_records_it():
+    pytest.importorskip("hnswlib")
+    from lkm.methods import LocalizedProjectionLearning
+
+    nb.hnswlib_available.cache_clear()
+    X, y = _digits()
+    params = dict(sigma=20.0, k=7, ef=40, random_state=0)
+    approx = LocalizedProjectionLearning(neighbors="approximate", **params).fit(X[:600], y[:600])
+    named = LocalizedProjectionLearning(neighbors="hnswlib", **params).fit(X[:600], y[:600])
+    assert approx.info_["neighbors_backend"] == "hnswlib" and approx.neighbors_.name == "hnswlib"
+    np.testing.assert_array_equal(approx.predict(X[600:]), named.predict(X[600:]))
+
+
+def test_lpl_approximate_without_hnswlib_is_annoy(without_hnswlib):
+    from lkm.methods import LocalizedProjectionLearning
+
+    X, y = _digits()
+    params = dict(sigma=20.0, k=7, n_trees=5, random_state=0)
+    approx = LocalizedProjectionLearning(neighbors="approximate", **params).fit(X[:600], y[:600])
+    named = LocalizedProjectionLearning(neighbors="annoy", **params).fit(X[:600], y[:600])
+    assert approx.info_["neighbors_backend"] == "annoy" and approx.neighbors_.name == "annoy"
+    assert "neighbors_backend" not in named.info_
+    np.testing.assert_array_equal(approx.predict(X[600:]), named.predict(X[600:]))

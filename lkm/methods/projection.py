@@ -38,7 +38,13 @@ from lkm.numerics.kernels import (
     sq_dists,
     underflow_share,
 )
-from lkm.numerics.neighbors import NEIGHBOR_BACKENDS, make_neighbors, neighbor_recall
+from lkm.numerics.neighbors import (
+    APPROXIMATE,
+    NEIGHBOR_BACKENDS,
+    make_neighbors,
+    neighbor_recall,
+    resolve_backend,
+)
 from lkm.numerics.threads import SMALL_BLAS_FLOPS, blas_threads, map_row_blocks
 
 EPS = float(np.finfo(np.float64).eps)
@@ -648,9 +654,11 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         Neighbourhood size; ``"auto"`` is the paper's k = floor(log10 ℓ + 1) (Sec. 9).
         A k above ℓ is clipped to ℓ with a UserWarning (once per fit) and ``info_``
         entries ``k_requested``, ``k_clipped`` and ``note``.
-    neighbors : {"exact", "annoy", "hnswlib"}, default="exact"
+    neighbors : {"exact", "annoy", "hnswlib", "approximate"}, default="exact"
         The neighbour search: exact, or approximate (Sec. 7: "suboptimal k nearest
         neighbors are acceptable"; annoy and hnswlib need ``lkm[fast]``).
+        ``"approximate"`` is hnswlib where it is installed, else annoy (the one that ran
+        is ``info_['neighbors_backend']``).
     n_trees : int, default=10
         annoy: trees of the forest.
     search_k : int, default=-1
@@ -725,8 +733,9 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
     )
 
     #: The annoy and hnswlib settings are read only with those neighbours.
-    conditional_params = {"n_trees": ("neighbors", ("annoy",)), "search_k": ("neighbors", ("annoy",)),
-                          "ef": ("neighbors", ("hnswlib",))}
+    conditional_params = {"n_trees": ("neighbors", ("annoy", APPROXIMATE)),
+                          "search_k": ("neighbors", ("annoy", APPROXIMATE)),
+                          "ef": ("neighbors", ("hnswlib", APPROXIMATE))}
     _parameter_constraints: dict = {
         "sigma": SIGMA_CONSTRAINT,
         "k": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
@@ -785,18 +794,20 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         """What identifies the neighbour lists in a cache; None when they cannot be shared
         (annoy or hnswlib seeded by a RandomState instance). Entry 2 is the query-time
         setting, which the index does not depend on."""
-        if self.neighbors == "exact":
+        kind = resolve_backend(self.neighbors)
+        if kind == "exact":
             return ("exact",)
         if self.random_state is not None and not isinstance(self.random_state, Integral):
             return None
-        if self.neighbors == "hnswlib":
+        if kind == "hnswlib":
             return ("hnswlib", None, self.ef, self.random_state)
         return ("annoy", self.n_trees, self.search_k, self.random_state)
 
     def _make_backend(self, X: np.ndarray):
-        if self.neighbors == "exact":
+        kind = resolve_backend(self.neighbors)
+        if kind == "exact":
             return make_neighbors("exact").fit(X)
-        if self.neighbors == "hnswlib":
+        if kind == "hnswlib":
             return make_neighbors("hnswlib", ef=self.ef, random_state=self.random_state).fit(X)
         return make_neighbors(
             "annoy", n_trees=self.n_trees, search_k=self.search_k, random_state=self.random_state
@@ -851,6 +862,8 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
             "neighbor_recall": None,
             "recall_seconds": None,
         }
+        if self.neighbors == APPROXIMATE:
+            self.info_["neighbors_backend"] = resolve_backend(APPROXIMATE)
         if self.k_ < k_requested:
             note = f"LPL: k={k_requested} > {n} training rows; using k={self.k_}"
             warnings.warn(note, UserWarning, stacklevel=3)  # fit < base's sample_weight check < caller
@@ -885,7 +898,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         """
         k, Xt = self.k_, self.X_fit_
         t0 = time.perf_counter()
-        query = {"annoy": {"search_k": self.search_k}, "hnswlib": {"ef": self.ef}}.get(self.neighbors, {})
+        query = {"annoy": {"search_k": self.search_k}, "hnswlib": {"ef": self.ef}}.get(self.neighbors_.name, {})
         sq, idx = self.neighbors_.kneighbors(X, k, cache=cache, **query)
         if timing is not None:
             timing["neighbor_seconds"] = time.perf_counter() - t0
