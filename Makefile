@@ -40,7 +40,7 @@ demo: install  ## run the embedded default (offline data) and write results/quic
 	$(LKM) run configs/quickstart.yaml --jobs 2
 
 test: install  ## run the test suite (uses the dataset mirror in $$LKM_DATA_DIR)
-	$(BIN)/python -m pytest -q -n 2
+	$(BIN)/python -m pytest -q -n 2 --durations=30
 
 check-shipped: install  ## re-fit every shipped record a faster solver route touches (PRLS/PLapRLS, SVM-KNN), label for label (~1 h)
 	$(BIN)/python -m pytest -q -n 2 -m shipped_refit --refit-shipped

@@ -342,7 +342,7 @@ def test_bench_runs_on_a_subset(data_dir: Path) -> None:
         assert r["target"] > 0 and r["target_seconds"] is None
     by_name = {r["name"]: r for r in results}
     hknn = by_name["hknn_vs_knn"]
-    assert hknn["target"] == 2.0 and "300/300" in hknn["ours"]
+    assert hknn["target"] == 1.5 and "300/300" in hknn["ours"]
     assert hknn["ours_accuracy"] > 0.5 and hknn["reference_accuracy"] > 0.5  # 10 digit classes
     assert "lpl_vs_knn" in format_bench(results) and "hknn_vs_knn" in format_bench(results)
     assert 0 < results[1]["fit_dgemm_fraction"] and "of dgemm" in format_bench(results)

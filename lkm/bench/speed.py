@@ -109,7 +109,7 @@ SIGMA = 5.0
 SIGMA_GRID = np.logspace(-2, 2, 39)
 TARGETS = {
     "lpl_vs_knn": 2.0, "pl_vs_kernel_ridge": 1.2, "svm_vs_svc": 1.1, "pl_sweep_vs_kernel_ridge": 0.5,
-    "svm_small_vs_svc": 1.1, "hknn_vs_knn": 2.0, "prls_vs_kernel_ridge": 1.0, "laprls_vs_kernel_ridge": 4.0,
+    "svm_small_vs_svc": 1.1, "hknn_vs_knn": 1.5, "prls_vs_kernel_ridge": 1.0, "laprls_vs_kernel_ridge": 4.0,
     "plaprls_vs_kernel_ridge": 1.5,
     "svm_knn_letter_vs_loop": 0.33, "svm_knn_isolet_vs_loop": 0.33,
     "svm_small_busy_vs_svc": 1.1, "svm_mnist38_vs_svc": 1.1, "svm_mnist38_busy_vs_svc": 1.1,
