@@ -555,7 +555,7 @@ def _seconds_text(cell: dict[str, Any] | None) -> str:
     if cell is None:
         return ""
     if cell.get("cpu_seconds") is None:
-        return cell["status"]
+        return "not run" if cell["status"] == "skipped" else cell["status"]
     if cell.get("lower_bound"):
         return f"> {_num(cell['cpu_seconds'])} (killed)"
     text = _num(cell["cpu_seconds"])
@@ -650,14 +650,14 @@ def costliest_first(records_path: str | Path) -> list[str]:
     return sorted(total, key=lambda m: -total[m])
 
 
-def _at(cells: dict[int, float], n: int) -> float:
+def _at(cells: dict[int, float], n: int, one_point_slope: float = DEFAULT_SLOPE) -> float:
     """Log-log interpolation of per-fold seconds at ``n`` over the sizes given (beyond
-    them, the nearest two sizes' slope, at least 1)."""
+    them, the nearest two sizes' slope, at least 1; ``one_point_slope`` from one size)."""
     ns = sorted(cells)
     if n in cells:
         return cells[n]
     if len(ns) == 1:
-        return cells[ns[0]] * (n / ns[0]) ** DEFAULT_SLOPE
+        return cells[ns[0]] * (n / ns[0]) ** one_point_slope
     if n > ns[-1] or n < ns[0]:
         a, b = (ns[-2], ns[-1]) if n > ns[-1] else (ns[0], ns[1])
         slope = max(1.0, math.log(cells[b] / cells[a]) / math.log(b / a))
@@ -671,8 +671,12 @@ def _at(cells: dict[int, float], n: int) -> float:
 def benchmark_hours(cells: Sequence[dict[str, Any]], shipped: dict[tuple[str, str], float],
                     rows: dict[str, int], caps: Sequence[int] = CAPS, folds: int = 5) -> dict[str, Any]:
     """The whole benchmark's CPU-hours at each cap (see the module doc): ``total`` per cap,
-    ``by_method`` per cap, and ``measured_sets``. ``shipped`` from :func:`shipped_costs`,
-    ``rows`` the full size of every benchmark set."""
+    ``by_method`` per cap, ``measured_sets``, and ``assumed``: the methods with no cell
+    on any set, whose growth from the shipped run's 500 rows is assumed n^DEFAULT_SLOPE.
+    A chain with one estimate grows at the method's slope on the other sets
+    (:func:`method_slopes`). ``shipped`` from :func:`shipped_costs`, ``rows`` the full
+    size of every benchmark set."""
+    slopes = method_slopes(cells)
     fold_cost: dict[tuple[str, str], dict[int, float]] = {}
     for c in cells:
         if c.get("cpu_seconds") is not None:
@@ -686,16 +690,18 @@ def benchmark_hours(cells: Sequence[dict[str, Any]], shipped: dict[tuple[str, st
         for (d, m), seconds in shipped.items():
             n = min(cap, rows.get(d, SHIPPED_CAP))
             if (d, m) in fold_cost:
-                cost = folds * _at(fold_cost[d, m], n)
+                cost = folds * _at(fold_cost[d, m], n, slopes.get(m, DEFAULT_SLOPE))
             elif n <= SHIPPED_CAP:
                 cost = seconds
             else:
-                factors = [_at(v, n) / _at(v, SHIPPED_CAP) for (dd, mm), v in fold_cost.items() if mm == m]
+                slope = slopes.get(m, DEFAULT_SLOPE)
+                factors = [_at(v, n, slope) / _at(v, SHIPPED_CAP, slope) for (dd, mm), v in fold_cost.items() if mm == m]
                 factor = sorted(factors)[len(factors) // 2] if factors else (n / SHIPPED_CAP) ** DEFAULT_SLOPE
                 cost = seconds * factor
             by_method[cap][m] += cost / 3600
         totals[cap] = sum(by_method[cap].values())
-    return {"total": totals, "by_method": by_method, "measured_sets": measured_sets}
+    assumed = sorted(set(methods) - {m for _, m in fold_cost})
+    return {"total": totals, "by_method": by_method, "measured_sets": measured_sets, "assumed": assumed}
 
 
 def hours_markdown(hours: dict[str, Any], top: int = 6) -> str:
@@ -707,6 +713,12 @@ def hours_markdown(hours: dict[str, Any], top: int = 6) -> str:
         ranked = sorted(hours["by_method"][cap].items(), key=lambda kv: -kv[1])[:top]
         lines.append(f"| {cap:,} | {hours['total'][cap]:,.1f} | {hours['total'][cap] / 2:,.1f} h | "
                      + ", ".join(f"{m} {h:,.1f}" for m, h in ranked) + " |")
+    assumed = hours.get("assumed") or []
+    if assumed:
+        share = {cap: sum(hours["by_method"][cap][m] for m in assumed) for cap in caps}
+        lines += ["", f"Not measured on any set (growth from the shipped run's 500 rows assumed n^{DEFAULT_SLOPE:g}): "
+                  + ", ".join(assumed) + "; together " + ", ".join(f"{share[c]:,.1f} CPU-hours at {c:,}" for c in caps)
+                  + "."]
     return "\n".join(lines)
 
 
