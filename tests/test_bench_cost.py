@@ -108,8 +108,9 @@ def test_a_sample_predicted_over_the_ceiling_is_extrapolated_and_marked():
 
 def test_a_killed_whole_fold_falls_back_to_a_sample():
     worker = FakeWorker(a=0.1 / 500**3, slope=3.0)  # 0.1 s at 500; 2,000 predicted 1.6 s (slope 2 assumed) ...
-    cells = grow(worker, sizes=(500, 2000), max_seconds=2.0)  # ... takes 6.4 s: killed at 3 × 2 s
-    assert worker.asked == [(500, "full"), (500, "sampled"), (2000, "full"), (2000, "sampled")]
+    cells = grow(worker, sizes=(500, 2000, 2500), max_seconds=2.0)  # ... takes 6.4 s: killed at 3 × 2 s
+    # no whole fold after a killed one: 2,500 is sampled directly
+    assert worker.asked == [(500, "full"), (500, "sampled"), (2000, "full"), (2000, "sampled"), (2500, "sampled")]
     killed = cells[1]
     assert killed["killed"] and killed["estimate"] == "sampled" and not killed["measured"]
     assert killed["cpu_seconds"] == pytest.approx(0.8 * 6.4 * (0.1 / 0.08))

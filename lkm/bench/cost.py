@@ -409,6 +409,7 @@ def _grow(worker: Callable[[], Any], dataset: str, method: str, sizes: Sequence[
     sample_run: dict[int, float] = {}  # samples: what they cost to run
     calibration: tuple[int, float, float] | None = None  # (n, whole / sampled CPU, wall)
     failed = False
+    whole_killed = False  # a whole fold killed: larger ones are not tried
     kill_cpu = KILL_FACTOR * max_seconds
 
     def emit(cell: dict[str, Any]) -> None:
@@ -427,7 +428,8 @@ def _grow(worker: Callable[[], Any], dataset: str, method: str, sizes: Sequence[
             cell["message"] = "an earlier cell failed" if failed else "wall budget spent"
         else:
             result = None
-            if not full or extrapolate(sorted(full), [full[k] for k in sorted(full)], n_eff)[0] <= max_seconds:
+            if not whole_killed and (
+                    not full or extrapolate(sorted(full), [full[k] for k in sorted(full)], n_eff)[0] <= max_seconds):
                 result = worker().run(n_eff, data_of(n_eff), kill_cpu, "full")
                 if result["status"] == "ok":
                     full[n_eff] = result["cpu_seconds"]
@@ -441,7 +443,7 @@ def _grow(worker: Callable[[], Any], dataset: str, method: str, sizes: Sequence[
                     failed = True
                 else:
                     cell["killed"] = result["message"]
-                    result = None
+                    whole_killed, result = True, None
             if result is None and not failed:
                 runs = sorted(sample_run)
                 predicted = (extrapolate(runs, [sample_run[k] for k in runs], n_eff)[0] if runs else 0.0)
