@@ -153,3 +153,15 @@ def test_a_single_point_chain_takes_the_methods_slope_on_other_sets():
     assert fixed[-1]["slope"] == pytest.approx(1.5) and fixed[-1]["slope_from"] == "other sets"
     assert fixed[-1]["cpu_seconds"] == pytest.approx(b[0]["cpu_seconds"] * 4**1.5)
     assert "(extrapolated, slope 1.5 of other sets)" in cost.cost_markdown(fixed)
+
+
+def test_bad_cost_options_are_one_line_errors_naming_the_option(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from lkm.cli import app
+
+    for args, words in ((["--sizes", "abc"], "--sizes: expected comma-separated whole numbers, got 'abc'"),
+                        (["--from-cells", str(tmp_path / "none.jsonl")], "--from-cells")):
+        res = CliRunner().invoke(app, ["bench", "--cost", *args])
+        assert res.exit_code == 2, res.output
+        assert words in res.output and len(res.output.strip().splitlines()) == 1, res.output

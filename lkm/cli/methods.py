@@ -197,6 +197,9 @@ def _bench_cost(data_dir, datasets, methods, sizes, max_seconds, jobs, budget_mi
 
     try:
         chosen_sizes = [int(t) for t in listed(sizes) or SIZES]
+    except ValueError:
+        raise exit_error(LkmError(f"--sizes: expected comma-separated whole numbers, got {sizes!r}")) from None
+    try:
         use_data_dir(data_dir)
         chosen = listed(methods)
         if chosen is None:  # the costliest first, so that a spent budget leaves cheap cells
