@@ -65,6 +65,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from lkm.bench.scaling import reset_peak_memory, status_bytes
+
 #: The benchmark spec measured.
 SPEC = "cross_paper"
 #: Data sets measured, in this order (the large ones that set the cost).
@@ -106,35 +108,6 @@ def benchmark_spec(spec: str | Path = SPEC) -> Any:
             raise ValueError(f"{spec}: not a spec file nor a shipped spec")
         path = shipped[str(spec)]
     return load_spec(path)
-
-
-def reset_peak_memory() -> bool:
-    """Return freed heap to the system and reset this process's resident-memory
-    high-water mark (Linux ≥ 4.0; as :mod:`lkm.bench.scaling` does per cell)."""
-    import ctypes
-    import ctypes.util
-    import gc
-
-    gc.collect()
-    try:
-        ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim(0)
-    except (OSError, AttributeError, TypeError):
-        pass
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-        return True
-    except OSError:
-        return False
-
-
-def _status_bytes(field: str) -> int | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
 
 
 def draw(spec: Any, dataset: str, n: int, data_dir: str | None = None, loaded: dict | None = None) -> Any:
@@ -197,7 +170,7 @@ def run_cell(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOLD,
         "n_features": int(data.X.shape[1]), "n_classes": int(len(set(data.y.tolist()))),
         "grid_size": info.get("grid_size"), "cv_folds": info.get("cv_folds"),
         "spec_grid_size": int(m.tune.size), "spec_cv_folds": int(m.tune.cv),
-        "peak_bytes": _status_bytes("VmHWM") if reset else None,
+        "peak_bytes": status_bytes("VmHWM") if reset else None,
     }
     if out["grid_size"] is not None and out["cv_folds"] is not None:
         out["fits"] = int(out["grid_size"]) * int(out["cv_folds"]) + 1
@@ -281,7 +254,7 @@ def run_sample(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOL
         "n_features": int(data.X.shape[1]), "n_classes": int(len(set(data.y.tolist()))),
         "grid_size": len(grid), "cv_folds": int(m.tune.cv), "fits": searched + 1,
         "spec_grid_size": int(m.tune.size), "spec_cv_folds": int(m.tune.cv),
-        "peak_bytes": _status_bytes("VmHWM") if reset else None,
+        "peak_bytes": status_bytes("VmHWM") if reset else None,
     }
 
 

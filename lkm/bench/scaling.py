@@ -157,7 +157,7 @@ def make_estimator(method: str, problem: Problem, n: int) -> Any:
     raise ValueError(f"unknown scaling method {method!r}; known: {', '.join(METHODS)}")
 
 
-def _reset_peak_memory() -> bool:
+def reset_peak_memory() -> bool:
     """Return freed heap to the system, then reset this process's resident-memory
     high-water mark (Linux ≥ 4.0); False if the reset is not possible."""
     import ctypes
@@ -176,7 +176,7 @@ def _reset_peak_memory() -> bool:
         return False
 
 
-def _status_bytes(field: str) -> int | None:
+def status_bytes(field: str) -> int | None:
     """A ``kB`` field of ``/proc/self/status`` (e.g. VmHWM, VmRSS) in bytes."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
@@ -197,14 +197,14 @@ def run_cell(arrays_path: str | Path, problem_name: str, method: str, n: int) ->
         X, y = np.ascontiguousarray(arrays["X_pool"][:n]), arrays["y_pool"][:n]
         X_test, y_test = arrays["X_test"], arrays["y_test"]
     estimator = make_estimator(method, problem, n)
-    reset = _reset_peak_memory()
-    before = _status_bytes("VmRSS")
+    reset = reset_peak_memory()
+    before = status_bytes("VmRSS")
     t0 = time.perf_counter()
     estimator.fit(X, y)
     t1 = time.perf_counter()
     accuracy = float(np.mean(estimator.predict(X_test) == y_test))
     t2 = time.perf_counter()
-    peak = _status_bytes("VmHWM") if reset else None
+    peak = status_bytes("VmHWM") if reset else None
     if peak is None:  # ru_maxrss: kilobytes on Linux, the whole process's peak
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     info = getattr(estimator, "info_", {}) or {}
