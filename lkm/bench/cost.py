@@ -56,7 +56,6 @@ import json
 import math
 import os
 import pickle
-import subprocess
 import sys
 import tempfile
 import time
@@ -65,7 +64,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from lkm.bench.scaling import reset_peak_memory, status_bytes
+from lkm.bench.scaling import CellProcess, reset_peak_memory, status_bytes
 
 #: The benchmark spec measured.
 SPEC = "cross_paper"
@@ -268,7 +267,7 @@ def child_env() -> dict[str, str]:
     return env
 
 
-class CellWorker:
+class CellWorker(CellProcess):
     """A fresh interpreter running the cells of one (data set, method) on request: the
     parent writes ``n path`` on its stdin, it answers one JSON line (:func:`run_cell`).
     One process per (set, method), as the benchmark's long-lived workers, keeps interpreter
@@ -276,9 +275,8 @@ class CellWorker:
     or a cell past the ceiling ends that chain only. The peak memory is reset per cell."""
 
     def __init__(self, spec_ref: str, dataset: str, method: str, fold: int = FOLD) -> None:
-        cmd = [sys.executable, "-m", "lkm.bench.cost", spec_ref, dataset, method, str(fold)]
-        self.process = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True, bufsize=1, env=child_env())
+        super().__init__([sys.executable, "-m", "lkm.bench.cost", spec_ref, dataset, method, str(fold)],
+                         env=child_env())
 
     def run(self, n: int, data_path: str, kill_cpu: float, mode: str = "full") -> dict[str, Any]:
         """One cell (``mode`` "full": :func:`run_cell`, "sampled": :func:`run_sample`),
@@ -287,12 +285,10 @@ class CellWorker:
         become a status, never an exception."""
         import selectors
 
+        sent = self.send(f"{n} {data_path} {mode}")
+        if sent is not None:
+            return sent
         proc = self.process
-        try:
-            proc.stdin.write(f"{n} {data_path} {mode}\n")
-            proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            return self._failure()
         start_cpu, start = _process_cpu(proc.pid), time.perf_counter()
         with selectors.DefaultSelector() as sel:
             sel.register(proc.stdout, selectors.EVENT_READ)
@@ -302,24 +298,7 @@ class CellWorker:
                     self.close()
                     return {"status": "timeout", "mode": mode,
                             "message": f"killed after {used:.0f} CPU s, {time.perf_counter() - start:.0f} s wall"}
-        line = proc.stdout.readline()
-        if not line.startswith("{"):
-            return self._failure()
-        return json.loads(line)
-
-    def _failure(self) -> dict[str, Any]:
-        proc = self.process
-        proc.kill()
-        _, err = proc.communicate()
-        tail = (err.strip().splitlines() or [""])[-1][:300]
-        if proc.returncode < 0:
-            return {"status": "crashed", "message": f"killed by signal {-proc.returncode}" + (f": {tail}" if tail else "")}
-        return {"status": "error", "message": tail or f"exit code {proc.returncode}"}
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.communicate()
+        return self.answer()
 
 
 def _process_cpu(pid: int) -> float:

@@ -237,38 +237,34 @@ def predicted_seconds(ns: Sequence[int], seconds: Sequence[float], n: int) -> fl
     return seconds[-1] * (n / ns[-1]) ** slope
 
 
-class _Worker:
-    """A fresh interpreter that runs cells of one (problem, method) on request: the parent
-    writes n on its stdin, it answers one JSON line (:func:`run_cell`). One process per
-    method keeps interpreter start-up out of the cells and lets a crash or a hung cell end
-    that method only."""
+class CellProcess:
+    """A fresh interpreter that answers one JSON line for each request line written to its
+    stdin: the benches' cell workers (:class:`_Worker` here, :class:`lkm.bench.cost.CellWorker`).
+    One process per chain of cells keeps interpreter start-up out of the cells and lets a
+    crash or a hung cell end that chain only; failures become a status, never an exception."""
 
-    def __init__(self, arrays_path: Path, problem: str, method: str) -> None:
-        cmd = [sys.executable, "-m", "lkm.bench.scaling", str(arrays_path), problem, method]
+    def __init__(self, cmd: list[str], env: dict[str, str] | None = None) -> None:
         self.process = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, bufsize=1)
+                                        stderr=subprocess.PIPE, text=True, bufsize=1, env=env)
 
-    def run(self, n: int, max_seconds: float) -> dict[str, Any]:
-        """One cell; failures become a status, never an exception."""
-        import selectors
-
-        proc = self.process
+    def send(self, request: str) -> dict[str, Any] | None:
+        """Write one request line; the failure status if the process is gone, else None."""
         try:
-            proc.stdin.write(f"{n}\n")
-            proc.stdin.flush()
+            self.process.stdin.write(request + "\n")
+            self.process.stdin.flush()
         except (BrokenPipeError, OSError):
-            return self._failure()
-        with selectors.DefaultSelector() as sel:
-            sel.register(proc.stdout, selectors.EVENT_READ)
-            if not sel.select(timeout=max_seconds):
-                self.close()
-                return {"status": "timeout", "message": f"over {max_seconds:g} s"}
-        line = proc.stdout.readline()
+            return self.failure()
+        return None
+
+    def answer(self) -> dict[str, Any]:
+        """The answer line once readable (the caller waited for it), or the failure status."""
+        line = self.process.stdout.readline()
         if not line.startswith("{"):
-            return self._failure()
+            return self.failure()
         return json.loads(line)
 
-    def _failure(self) -> dict[str, Any]:
+    def failure(self) -> dict[str, Any]:
+        """Kill the process and say why it ended: "crashed" (a signal) or "error" (stderr's last line)."""
         proc = self.process
         proc.kill()
         _, err = proc.communicate()
@@ -276,13 +272,41 @@ class _Worker:
         if proc.returncode < 0:
             return {"status": "crashed",
                     "message": f"killed by signal {-proc.returncode}" + (f": {tail}" if tail else "")}
-        return {"status": "memory" if "memory" in tail.lower() else "error",
-                "message": tail or f"exit code {proc.returncode}"}
+        return {"status": "error", "message": tail or f"exit code {proc.returncode}"}
 
     def close(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
         self.process.communicate()
+
+
+class _Worker(CellProcess):
+    """The cells of one (problem, method) on request: the parent writes n, the child
+    answers one JSON line (:func:`run_cell`)."""
+
+    def __init__(self, arrays_path: Path, problem: str, method: str) -> None:
+        super().__init__([sys.executable, "-m", "lkm.bench.scaling", str(arrays_path), problem, method])
+
+    def run(self, n: int, max_seconds: float) -> dict[str, Any]:
+        """One cell; failures become a status, never an exception."""
+        import selectors
+
+        sent = self.send(f"{n}")
+        if sent is not None:
+            return sent
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.process.stdout, selectors.EVENT_READ)
+            if not sel.select(timeout=max_seconds):
+                self.close()
+                return {"status": "timeout", "message": f"over {max_seconds:g} s"}
+        return self.answer()
+
+    def failure(self) -> dict[str, Any]:
+        """As :meth:`CellProcess.failure`, with "memory" for a memory error."""
+        out = super().failure()
+        if out["status"] == "error" and "memory" in out["message"].lower():
+            out["status"] = "memory"
+        return out
 
 
 def run_scaling(
