@@ -26,6 +26,10 @@ Words. *Significant*: p < alpha. *Not significant* says only that: it is not evi
 of equality. *Equivalent within ±m*: the whole 95 % CI lies inside (−m, m) (two
 one-sided tests at level 2.5 % each, Schuirmann 1987) — the reading we use for the
 papers' "comparable" and "almost the same".
+
+*Could detect ≥ X at 80 % power*: :func:`detectable_effect`, the smallest true
+difference the test would call significant four times in five, so that a claim the
+numbers neither support nor refute says how large an effect would have shown.
 """
 
 from __future__ import annotations
@@ -40,6 +44,22 @@ import numpy as np
 
 #: Significance level of every claims table.
 ALPHA = 0.05
+#: Power at which a claim that is neither shown nor refuted states what the test could detect.
+POWER = 0.8
+#: The equivalence margin (accuracy points) of every claim that states none of its own.
+MARGIN_POINTS = 1.0
+
+
+def detectable_effect(se: float, df: float, power: float = POWER, alpha: float = ALPHA) -> float:
+    """The minimum detectable effect of a two-sided test at ``alpha`` with ``power``:
+    ``(t_{1−α/2, df} + t_{power, df}) · se`` (the shift approximation to the noncentral
+    t, which ignores the far tail; ``df = inf``: the normal quantiles). ``se``: the
+    standard error of the estimated difference under no difference."""
+    from scipy.stats import t as student
+
+    if math.isnan(se) or math.isnan(df) or df <= 0:
+        return math.nan
+    return float(student.ppf(1.0 - alpha / 2.0, df) + student.ppf(power, df)) * se
 
 
 @dataclass(frozen=True)
@@ -55,6 +75,16 @@ class Paired:
     ties: int
     losses: int
     test_train_ratio: float = 0.0
+    se: float = math.nan  # standard error of the mean difference under no difference
+    df: float = math.nan  # its degrees of freedom (inf: normal)
+
+    def detectable_effect(self, power: float = POWER, alpha: float = ALPHA) -> float:
+        """The smallest |a − b| this test finds significant at ``alpha`` with ``power``
+        (:func:`detectable_effect`): paired t, Nadeau–Bengio corrected where used,
+        ``(t_{1−α/2,n−1} + t_{power,n−1}) · s·sqrt(1/n + ρ)``; McNemar: the normal
+        approximation with the observed share of discordant samples (:func:`mcnemar`).
+        NaN when untested."""
+        return detectable_effect(self.se, self.df, power, alpha) if self.tested else math.nan
 
     @property
     def tested(self) -> bool:
@@ -107,12 +137,12 @@ def paired_test(a: np.ndarray, b: np.ndarray, *, test_train_ratio: float = 0.0, 
     if n < 2:
         return Paired(n, mean, math.nan, math.nan, math.nan, wins, ties, losses, test_train_ratio)
     se = float(d.std(ddof=1)) * math.sqrt(1.0 / n + test_train_ratio)
-    if se == 0.0:
-        return Paired(n, mean, mean, mean, 1.0 if mean == 0 else 0.0, wins, ties, losses, test_train_ratio)
     df = n - 1
+    if se == 0.0:
+        return Paired(n, mean, mean, mean, 1.0 if mean == 0 else 0.0, wins, ties, losses, test_train_ratio, se, df)
     p = float(2.0 * student.sf(abs(mean / se), df))
     half = float(student.ppf(0.5 + level / 2.0, df)) * se
-    return Paired(n, mean, mean - half, mean + half, p, wins, ties, losses, test_train_ratio)
+    return Paired(n, mean, mean - half, mean + half, p, wins, ties, losses, test_train_ratio, se, df)
 
 
 def mcnemar(n: int, wrong_a: Iterable[Any], wrong_b: Iterable[Any], *, level: float = 0.95) -> Paired:
@@ -122,7 +152,10 @@ def mcnemar(n: int, wrong_a: Iterable[Any], wrong_b: Iterable[Any], *, level: fl
     p is the exact two-sided binomial test of the discordant samples (a right and b wrong:
     ``wins``; the reverse: ``losses``) against 1/2; the interval is the Wald interval of
     the paired difference of proportions, ``mean ± z·sqrt((wins + losses)/n − mean²)/sqrt(n)``.
-    No discordant sample: mean 0, p = 1.
+    No discordant sample: mean 0, p = 1. Its detectable effect (:meth:`Paired.detectable_effect`)
+    is the normal approximation to McNemar's test with the observed discordant share
+    ``q = max(wins + losses, 1)/n`` held fixed, ``se = sqrt(q/n)`` with normal quantiles
+    (Connor 1987 with the null variance on both sides, so slightly conservative).
     """
     from scipy.stats import binomtest, norm
 
@@ -135,7 +168,8 @@ def mcnemar(n: int, wrong_a: Iterable[Any], wrong_b: Iterable[Any], *, level: fl
     discordant = wins + losses
     p = 1.0 if discordant == 0 else float(binomtest(wins, discordant, 0.5).pvalue)
     half = float(norm.ppf(0.5 + level / 2.0)) * math.sqrt(max(discordant / n - mean * mean, 0.0) / n)
-    return Paired(n, mean, mean - half, mean + half, p, wins, ties, losses)
+    se0 = math.sqrt(max(discordant, 1) / n / n)
+    return Paired(n, mean, mean - half, mean + half, p, wins, ties, losses, 0.0, se0, math.inf)
 
 
 def rate_interval(rates: Any, n_test: Any, n_train: Any, *, resampled: bool = True,
