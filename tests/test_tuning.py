@@ -198,3 +198,36 @@ def test_paired_test_handles_ties():
     assert paired_test(np.array([0.5, 0.6]), np.array([0.5, 0.6])).p == 1.0
     assert np.isnan(paired_test(np.array([0.5]), np.array([0.4])).p)
     assert paired_test(np.linspace(0.6, 0.7, 10), np.linspace(0.5, 0.6, 10)).p < 0.01
+
+
+def test_inner_cv_choice_ties_scores_equal_as_numbers_to_the_first_setting():
+    """Fold accuracies (0.5, 0.7, 0.6) and (0.6, 0.6, 0.6) have the same mean; their float
+    sums may differ in the last bit. The choice must not follow that bit: rounded scores tie
+    and the first candidate wins, whichever sum came out larger."""
+    from lkm.engine.runner import best_setting
+
+    a, b = np.mean([0.5, 0.7, 0.6]), np.mean([0.6, 0.6, 0.6]) + 1e-15  # one setting a hair "better"
+    assert best_setting({"mean_test_score": [a, b]}) == 0
+    assert best_setting({"mean_test_score": [b, a]}) == 0
+    assert best_setting({"mean_test_score": [0.5, 0.6 + 1e-6]}) == 1  # a real difference still decides
+    assert best_setting({"mean_test_score": [np.nan, 0.2, np.nan]}) == 1  # failed settings pass over
+
+
+def test_fit_tuned_records_the_chosen_settings_cv_score():
+    """``cv_score`` is the chosen setting's own mean CV score, and the refitted model has its parameters."""
+    from lkm.methods import METHODS
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] + 0.5 * rng.normal(size=60) > 0).astype(int)
+    est, info = fit_tuned(METHODS["rls"](unit_diagonal=True), {"grid": GRID, "cv": 3, "seed": 0}, X, y)
+    from sklearn.model_selection import StratifiedKFold
+
+    folds = StratifiedKFold(n_splits=3, shuffle=True, random_state=0)
+    search = GridSearchCV(METHODS["rls"](unit_diagonal=True), GRID, cv=folds, scoring="accuracy").fit(X, y)
+    scores = {tuple(sorted(p.items())): s for p, s in zip(search.cv_results_["params"],
+                                                          search.cv_results_["mean_test_score"], strict=True)}
+    assert info["grid_size"] == 4 and set(info["tuned_params"]) == set(GRID)
+    assert {k: est.get_params()[k] for k in GRID} == info["tuned_params"]
+    assert info["cv_score"] == scores[tuple(sorted(info["tuned_params"].items()))]
+    assert info["cv_score"] >= max(scores.values()) - 1e-9

@@ -629,7 +629,8 @@ class _SemiSupervised:
 
 
 def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.ndarray) -> tuple[Any, dict[str, Any]]:
-    """Choose ``tune['grid']`` by stratified k-fold CV on the training part only and refit.
+    """Choose ``tune['grid']`` by stratified k-fold CV on the training part only and refit
+    (the rule of :func:`best_setting`).
 
     Returns the refitted best estimator and the record's extra ``info``: ``tuned_params``,
     ``cv_score`` (mean CV accuracy of the chosen setting), ``refit_seconds`` (the final fit
@@ -651,7 +652,7 @@ def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.n
     # a setting the data cannot take (LDCV's C·(K-1) >= d) scores NaN and is passed over;
     # the fit fails only when every setting fails
     search = GridSearchCV(est, {k: list(v) for k, v in tune["grid"].items()}, scoring="accuracy",
-                          cv=folds, refit=True, error_score=np.nan, n_jobs=1)
+                          cv=folds, refit=best_setting, error_score=np.nan, n_jobs=1)
     # an estimator that reads unlabeled rows from y (sklearn's -1) is told none are: a
     # class labelled -1 (e.g. the IDA sets' ±1) is a class here
     labeled = {"unlabeled": np.zeros(len(y_train), dtype=bool)} if accepts_keyword(type(est), "fit", "unlabeled") else {}
@@ -671,11 +672,31 @@ def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.n
             raise
     skipped = int(np.isnan(search.cv_results_["mean_test_score"]).sum())
     chosen = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in search.best_params_.items()}
+    cv_score = float(search.cv_results_["mean_test_score"][search.best_index_])
     return search.best_estimator_, {
-        "tuned_params": chosen, "cv_score": float(search.best_score_), "cv_folds": int(tune["cv"]),
+        "tuned_params": chosen, "cv_score": cv_score, "cv_folds": int(tune["cv"]),
         "cv_seed": int(tune["seed"]), "grid_size": len(search.cv_results_["params"]), "cv_n_train": int(len(rows)),
         "refit_seconds": float(search.refit_time_), **({"failed_settings": skipped} if skipped else {}),
     }
+
+
+#: Mean CV scores are compared rounded to this many decimals (:func:`best_setting`).
+CV_SCORE_DECIMALS = 9
+
+
+def best_setting(cv_results: dict[str, Any]) -> int:
+    """The index of the inner CV's chosen setting: the highest mean score rounded to
+    :data:`CV_SCORE_DECIMALS` decimals, ties to the first candidate in the search's order
+    (scikit-learn's ``ParameterGrid``: keys sorted, the last key varying fastest); a setting
+    that failed (NaN) is never chosen while another scored.
+
+    Fold accuracies are ratios k/n; two settings whose means are equal as numbers can
+    differ in the last bit of their floating-point sums, and a CPU's kernels can move a
+    score by as much. Rounding makes such settings tie, and the stated order decides, so the
+    choice does not depend on the order of a float sum (issue 42, point 6)."""
+    scores = np.round(np.asarray(cv_results["mean_test_score"], dtype=float), CV_SCORE_DECIMALS)
+    scores = np.where(np.isnan(scores), -np.inf, scores)
+    return int(np.flatnonzero(scores == scores.max())[0])
 
 
 def _raise_first_failure(est: Any, tune: dict[str, Any], X: np.ndarray, y: np.ndarray) -> None:

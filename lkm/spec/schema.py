@@ -277,7 +277,9 @@ class DatasetSpec(_Model):
 class TuneSpec(_Model):
     """Parameters chosen by cross-validation on each split's training part only
     (sklearn ``GridSearchCV``, stratified shuffled k-fold, accuracy, refit on the whole
-    training part); the chosen values are recorded in the record's ``info.tuned_params``."""
+    training part; ties in the mean score rounded to 9 decimals go to the first setting,
+    :func:`lkm.engine.runner.best_setting`); the chosen values are recorded in the record's
+    ``info.tuned_params``."""
 
     grid: dict[str, Grid] = Field(min_length=1, description="parameter -> values searched (every combination)")
     cv: int = Field(5, ge=2, description="folds of the stratified k-fold on the training part")
