@@ -57,9 +57,10 @@ def test_better_claim_counts_sets_where_the_difference_is_significant(tmp_path: 
     r = row(tmp_path, "3")
     assert "SVM significantly better on 1, not significant on 2 of 3" in r["our measure"]
     assert "sonar +5.00 [" in r["our measure"] and "p < 0.001" in r["our measure"]
-    assert r["verdict"] == "not shown"  # significant on 1 of 3: not "most cases", not refuted
+    # significant on 1 of 3: not "most cases", not refuted; the other two sets' CIs lie inside ±1 point
+    assert r["verdict"] == "equivalent (within ±1 points)" and "equivalent within ±1 points on 2" in r["our measure"]
     write_run(tmp_path / "lpl", "lpl_vs_svm", dict.fromkeys(DATASETS, -0.05))
-    assert row(tmp_path / "lpl", "3")["verdict"] == "does not hold"  # LPL significantly better
+    assert row(tmp_path / "lpl", "3")["verdict"] == "contradicted"  # LPL significantly better
     write_run(tmp_path / "all", "lpl_vs_svm", dict.fromkeys(DATASETS, 0.05))
     assert row(tmp_path / "all", "3")["verdict"] == "holds"
 
@@ -75,7 +76,7 @@ def test_a_verdict_that_changes_under_perturbation_is_fragile(tmp_path: Path) ->
     assert row(tmp_path, "3")[f"verdict under {perturbed.PERTURBATION_WORDS}"] == "not run"
     write_run(tmp_path, "lpl_vs_svm-perturbed", {"sonar": 0.05}, perturb=perturbed.PERTURBATION)
     r = row(tmp_path, "3")
-    assert r["verdict"] == f"fragile (holds / not shown under {perturbed.PERTURBATION_WORDS})"
+    assert r["verdict"] == f"fragile (holds / equivalent (within ±1 points) under {perturbed.PERTURBATION_WORDS})"
     assert row(tmp_path, "1a")["verdict"] == "holds"  # same verdict both ways: not fragile
     assert row(tmp_path, "4b")[f"verdict under {perturbed.PERTURBATION_WORDS}"] == "–"  # not checked
 
@@ -105,7 +106,7 @@ def test_paired_claim_on_lrr_runs_says_not_significant(tmp_path: Path) -> None:
                    "status": "ok", "accuracy": 0.8 + noise[i, f], "fit_seconds": 0.1, "predict_seconds": 0.1,
                    "n_train": 45, "n_test": 55} for i, m in enumerate(("RLS", "LRR")) for f in range(10)])
     r = lrr.evaluate_claims(tmp_path).set_index("#").loc["4a"]
-    assert "not significant on 1 of 1" in r["our measure"] and r["verdict"] == "not shown"
+    assert "not significant on 1 of 1" in r["our measure"] and r["verdict"].startswith("inconclusive (could detect ≥ ")
     assert "no difference" not in " ".join(lrr.evaluate_claims(tmp_path)["our measure"])
 
 

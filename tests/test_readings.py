@@ -179,8 +179,8 @@ def test_a_claim_whose_verdict_changes_between_readings_reads_reading_dependent(
 
     readings = {"usps": [("pixels: [−1, 1]", "usps.pm1"), ("constant: +1", "usps.inhom")]}
     row = claim_row("6", "the constant hurts", "Sec. 5.3", evaluate, ["usps"], load, set(), readings)
-    assert row["verdict"].startswith("reading-dependent (stated reading: holds; pixels: [−1, 1]: does not hold")
-    assert row[READINGS_COLUMN] == "pixels: [−1, 1]: does not hold; constant: +1: holds"
+    assert row["verdict"].startswith("reading-dependent (stated reading: holds; pixels: [−1, 1]: contradicted")
+    assert row[READINGS_COLUMN] == "pixels: [−1, 1]: contradicted; constant: +1: holds"
     verdicts["usps.pm1"] = True
     row = claim_row("6", "the constant hurts", "Sec. 5.3", evaluate, ["usps"], load, set(), readings)
     assert row["verdict"] == "holds" and row[READINGS_COLUMN].startswith("same (")

@@ -69,7 +69,7 @@ def tiny_results(root: Path) -> Path:
     claims = root / "lpl_claims"
     claims.mkdir(parents=True)
     write_table(pd.DataFrame({"#": ["1a", "1b", "2"], "the paper's claim": ["LPL is **fast**", "PL and LPL agree", "SVM wins"],
-                              "where": ["Sec. 9", "Sec. 9", "Sec. 9"], "verdict": ["holds", "does not hold", "not shown"],
+                              "where": ["Sec. 9", "Sec. 9", "Sec. 9"], "verdict": ["holds", "contradicted", "inconclusive (could detect ≥ 2.31 points at 80 % power)"],
                               "effect": ["+1.0 pts", "-3.0 pts", "–"], "95% CI": ["[+0.1, +1.9]", "[-5.0, -1.0]", "–"],
                               "test": ["paired t", "paired t", "–"], "run": ["lpl_vs_svm", "lpl_vs_svm", "lpl_synthetic"]}),
                 claims / "claims", "the claims of a tiny report")
@@ -137,7 +137,7 @@ def test_every_claim_of_every_paper_appears_once_on_the_first_screen(built: Path
         assert "v-smoke" in verdict.get("class") and verdict.text.startswith("smoke: not evidence")
         assert row.get("data-paper") in PAPERS and verdict_class(verdict.text)[0] == row.get("data-verdict")
     text = ET.tostring(doc, encoding="unicode", method="text")
-    for name in ("holds:", "partly:", "does not hold:", "fragile:", "not shown:"):
+    for name in ("holds:", "partly:", "contradicted:", "equivalent:", "fragile:", "inconclusive:"):
         assert name in text
 
 
@@ -414,13 +414,18 @@ def test_without_a_cross_paper_summary_the_report_says_how_to_make_it(tmp_path: 
 
 @pytest.mark.parametrize("cell, expected", [
     ("holds", ("holds", False)),
-    ("does not hold", ("does not hold", False)),
+    ("contradicted", ("contradicted", False)),
     ("partly", ("partly", False)),
-    ("not shown", ("not shown", False)),
+    ("equivalent (within ±1 points)", ("equivalent", False)),
+    ("inconclusive (could detect ≥ 2.31 points at 80 % power, median of 9 tests)", ("inconclusive", False)),
     ("n/a", ("n/a", False)),
-    ("fragile (holds / not shown under permuted training rows, 2 BLAS threads)", ("fragile", False)),
-    ("smoke: not evidence (does not hold)", ("does not hold", True)),
-    ("smoke: not evidence (fragile (does not hold / not shown under x))", ("fragile", True)),
+    ("not run: needs lkm[fast]", ("n/a", False)),
+    ("fragile (holds / inconclusive (could detect ≥ 1.00 points at 80 % power) under permuted training rows, "
+     "2 BLAS threads)", ("fragile", False)),
+    ("reading-dependent (stated reading: contradicted; x: equivalent (within ±1 points))", ("reading-dependent", False)),
+    ("smoke: not evidence (contradicted)", ("contradicted", True)),
+    ("smoke: not evidence (inconclusive (could detect ≥ 3.90 points at 80 % power))", ("inconclusive", True)),
+    ("smoke: not evidence (fragile (contradicted / inconclusive (could detect ≥ 1 points) under x))", ("fragile", True)),
     ("same (partly)", ("partly", False)),
 ])
 def test_verdict_classes(cell: str, expected: tuple[str, bool]) -> None:

@@ -8,6 +8,14 @@ the difference is significant. "Comparable" is read as equivalence: the 95 % CI 
 ± a margin stated in the claim's measure; "not significant" alone is never read as
 "no difference". A claim whose verdict changes under the fragility check's
 perturbation (:mod:`lkm.reproduction.perturbed`) is labelled *fragile*.
+
+**Verdict words.** *holds*; *contradicted* (the test shows the opposite); *partly* (a
+claim of several parts, some shown); *equivalent (within ±m points)* for a claim of a
+difference ("a beats b") whose 95 % CIs lie inside ±m on most sets — evidence *against*
+the claimed difference; *inconclusive (could detect ≥ X points at 80 % power)* when the
+numbers neither support nor refute it, X being what the test could have seen
+(:func:`inconclusive`). Every claim in accuracy points has a margin: its own when the
+paper's words imply one, else :data:`lkm.numerics.stats.MARGIN_POINTS`.
 """
 
 from __future__ import annotations
@@ -17,10 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from lkm.numerics.stats import Paired, count_words, format_p, paired_test
-from lkm.report.core import not_run_cells, write_table
+from lkm.numerics.stats import MARGIN_POINTS, POWER, Paired, count_words, format_p, paired_test
+from lkm.report.core import RATE, not_run_cells, write_table
 from lkm.reproduction.perturbed import PERTURBATION_WORDS
 from lkm.reproduction.runs import Run, run_loader
 
@@ -43,10 +52,53 @@ def claims_caption(title: str, smoke: bool) -> str:
 
 
 def verdict(ok: bool | str | None) -> str:
-    """None: not evaluated; True / False; or "partly" for a claim with two parts of which one holds."""
+    """None: not evaluated ("n/a"); True: "holds"; False: "contradicted"; a string as it
+    is ("partly", :func:`equivalent`, :func:`inconclusive`, "not run: …")."""
     if isinstance(ok, str):
         return ok
-    return "n/a" if ok is None else ("holds" if ok else "does not hold")
+    return "n/a" if ok is None else ("holds" if ok else "contradicted")
+
+
+def verdict_word(ok: bool | str | None) -> str:
+    """The verdict without its parenthesis (``inconclusive (could detect …)`` →
+    ``inconclusive``): what the fragility and readings checks compare, so that a
+    detectable effect that moves a little is not a changed verdict."""
+    return verdict(ok).split(" (", 1)[0]
+
+
+#: The default margin of a claim in accuracy points, as a fraction (the claims' unit).
+MARGIN = MARGIN_POINTS / RATE
+
+
+def equivalent(margin: float = MARGIN, scale: float = RATE) -> str:
+    """The verdict of a claimed difference whose 95 % CIs lie inside ±``margin``
+    (two one-sided tests): ``equivalent (within ±1 points)``."""
+    return f"equivalent (within ±{scale * margin:g} points)"
+
+
+def could_detect(x: float, unit: str = " points", over: str = "") -> str:
+    """``inconclusive (could detect ≥ 2.31 points at 80 % power)``; ``x`` already scaled."""
+    return f"inconclusive (could detect ≥ {x:.2f}{unit} at {100 * POWER:g} % power{over})"
+
+
+def inconclusive(results: Any, scale: float = RATE, unit: str = " points") -> str:
+    """The verdict of a claim its tests neither support nor refute, with the smallest
+    difference they would have found significant at 80 % power
+    (:meth:`lkm.numerics.stats.Paired.detectable_effect`: paired t over splits,
+    Nadeau–Bengio corrected where used, or McNemar's normal approximation). ``results``:
+    the claim's comparisons (Paired, or a dict of them); X is taken over those that were
+    not significant (all when each was) and differ somewhere, and over several it is their
+    **median** — the claims count sets by majority, so the median set's sensitivity is the
+    one that decides."""
+    tested = [r for r in (results.values() if isinstance(results, dict) else results) if r.tested]
+    undecided = [r for r in tested if not r.significant()] or tested
+    if not undecided:
+        return "inconclusive (untested: one split)"
+    if all(r.se == 0 for r in undecided):  # a and b the same on every split: no spread to power a test
+        return "inconclusive (the same on every split)"
+    undecided = [r for r in undecided if r.se != 0]
+    x = float(np.median([r.detectable_effect() for r in undecided]))
+    return could_detect(scale * x, unit, f", median of {len(undecided)} tests" if len(undecided) > 1 else "")
 
 
 Evaluator = Callable[[Any], tuple[str, "bool | str | None"]]
@@ -187,7 +239,7 @@ def reading_verdict(cell: str, ok: bool | str | None, under: list[tuple[str, boo
     if not under:
         return cell, "–"
     shown = "; ".join(f"{label}: {'not run' if v is None else verdict(v)}" for label, v in under)
-    differ = [(label, v) for label, v in under if v is not None and verdict(v) != verdict(ok)]
+    differ = [(label, v) for label, v in under if v is not None and verdict_word(v) != verdict_word(ok)]
     if differ:
         listed = "; ".join(f"{label}: {verdict(v)}" for label, v in differ)
         return f"reading-dependent (stated reading: {cell}; {listed})", shown
@@ -198,27 +250,34 @@ def _cells(results: dict[str, Paired]) -> str:
     return "; ".join(f"{ds} {r.describe()}" for ds, r in results.items())
 
 
-def better_claim(results: dict[str, Paired], a: str, b: str, what: str) -> tuple[str, bool | str | None]:
+def better_claim(results: dict[str, Paired], a: str, b: str, what: str,
+                 margin: float = MARGIN) -> tuple[str, bool | str | None]:
     """"a beats b": holds when a is significantly better on more than half of the sets;
-    does not hold when b is significantly better on at least as many sets (and some);
-    otherwise "not shown" (a's advantage is not significant on most sets)."""
+    contradicted when b is significantly better on at least as many sets (and some);
+    otherwise :func:`equivalent` when the 95 % CI lies inside ±``margin`` on more than
+    half of the sets (a's advantage, if any, is below the margin: evidence against
+    "beats"), else :func:`inconclusive`."""
     if not results:
         return f"{a} / {b} not in the run", None
     note_effect(results, what)
     a_sig = sum(r.better() > 0 for r in results.values())
     b_sig = sum(r.better() < 0 for r in results.values())
-    measure = f"{what}, mean difference in points [95% CI], p: {_cells(results)}; {count_words(results, a, b)}"
+    eq = sum(r.equivalent(margin) for r in results.values())
+    measure = (f"{what}, mean difference in points [95% CI], p: {_cells(results)}; "
+               f"{count_words(results, a, b, margin=margin)}")
     if a_sig > len(results) / 2:
         return measure, True
-    return measure, False if b_sig and b_sig >= a_sig else "not shown"
+    if b_sig and b_sig >= a_sig:
+        return measure, False
+    return measure, equivalent(margin) if eq > len(results) / 2 else inconclusive(results)
 
 
 def comparable_claim(results: dict[str, Paired], a: str, b: str, what: str, margin: float,
                      need_all: bool = False) -> tuple[str, bool | str | None]:
     """"a comparable with b", read as equivalence: the 95 % CI of a − b inside ±margin.
-    Holds when equivalent on more than half of the sets (``need_all``: on all); does not
-    hold when significantly different and not equivalent on more than half (any);
-    otherwise "not shown" (not significant is not evidence of equality)."""
+    Holds when equivalent on more than half of the sets (``need_all``: on all);
+    contradicted when significantly different and not equivalent on more than half (any);
+    otherwise :func:`inconclusive` (not significant is not evidence of equality)."""
     if not results:
         return f"{a} / {b} not in the run", None
     note_effect(results, what)
@@ -231,14 +290,14 @@ def comparable_claim(results: dict[str, Paired], a: str, b: str, what: str, marg
         return measure, True
     if (diff > 0) if need_all else (diff > n / 2):
         return measure, False
-    return measure, "not shown"
+    return measure, inconclusive(results)
 
 
 def noninferior_claim(results: dict[str, Paired], a: str, b: str, what: str,
                       margin: float) -> tuple[str, bool | str | None]:
     """"a loses little against b": holds when the lower 95 % CI bound of a − b is above
-    −margin on every set; does not hold when a is worse by more than the margin with
-    significance on some set (upper bound below −margin); otherwise "not shown"."""
+    −margin on every set; contradicted when a is worse by more than the margin with
+    significance on some set (upper bound below −margin); otherwise :func:`inconclusive`."""
     if not results:
         return f"{a} / {b} not in the run", None
     note_effect(results, what)
@@ -248,7 +307,7 @@ def noninferior_claim(results: dict[str, Paired], a: str, b: str, what: str,
                f"−{100 * margin:g} points on {ok} of {len(results)}")
     if ok == len(results):
         return measure, True
-    return measure, False if bad else "not shown"
+    return measure, False if bad else inconclusive(results)
 
 
 def claims_table(claims: list[tuple[Any, ...]], perturbed: dict[str, Any], root: Path, smoke: bool,
@@ -280,7 +339,7 @@ def fragile_verdict(ok: bool | str | None, ok_perturbed: bool | str | None, chec
         return verdict(ok), "–"
     if ok_perturbed is None:
         return verdict(ok), "not run"
-    if ok is not None and verdict(ok) != verdict(ok_perturbed):
+    if ok is not None and verdict_word(ok) != verdict_word(ok_perturbed):
         return (f"fragile ({verdict(ok)} / {verdict(ok_perturbed)} under {PERTURBATION_WORDS})",
                 verdict(ok_perturbed))
     return verdict(ok), f"same ({verdict(ok_perturbed)})"

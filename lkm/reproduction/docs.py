@@ -254,6 +254,19 @@ def flagged_counts(snap: Snapshot) -> pd.DataFrame:
     return pd.DataFrame([*rows, total] if rows else [])
 
 
+def claim_counts(snap: Snapshot) -> pd.DataFrame:
+    """One row: how many claims the papers have and how many read each verdict
+    (:data:`lkm.reproduction.site.views.VERDICT_CLASSES`), counted from every paper's
+    ``evaluate_claims`` on the snapshot — the counts the README and the guide state."""
+    from collections import Counter
+
+    from lkm.reproduction.site.views import VERDICT_CLASSES, verdict_class
+
+    counts = Counter(verdict_class(v)[0] for key in snap.papers for v in snap.claims(key)["verdict"])
+    shown = [name for name in VERDICT_CLASSES if name != "n/a" or counts[name]]
+    return pd.DataFrame([{"claims": sum(counts.values()), **{name: counts[name] for name in shown}}])
+
+
 def doc_blocks(papers: Papers) -> dict[str, Block]:
     """Every block id the docs may use: ``<key>/claims`` and ``<key>/claims-short`` of each
     paper, ``<key>/readings`` of a paper with readings.yaml, and ``<key>/<name>`` for each
@@ -266,6 +279,8 @@ def doc_blocks(papers: Papers) -> dict[str, Block]:
         if paper_readings(paper.__name__):
             out[f"{key}/readings"] = _readings_block(paper)
     every = tuple(r for paper in papers.values() for r in paper_runs(paper))
+    out["all/claims"] = Block(every, claim_counts, "the papers' claims counted by verdict",
+                              tuple(r for paper in papers.values() for r in perturbed_runs(paper)))
     out["all/flagged"] = Block(every, flagged_counts, "the report's flagged rows per paper, by verdict")
     out["all/benchmark"] = Block((BENCHMARK_RUN,), benchmark_methods, "the benchmark's methods by average rank")
     out["all/benchmark-tests"] = Block((BENCHMARK_RUN,), benchmark_tests,

@@ -9,13 +9,21 @@ claim reads the runs at the paper's K and q (not the tuned rows). Nothing here f
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
 
-from lkm.numerics.stats import Paired, mcnemar
+from lkm.numerics.stats import Paired, detectable_effect, mcnemar
 from lkm.report.core import RATE
-from lkm.reproduction.claims import better_claim, claims_table, write_claims
+from lkm.reproduction.claims import (
+    better_claim,
+    claims_table,
+    could_detect,
+    equivalent,
+    inconclusive,
+    write_claims,
+)
 from lkm.reproduction.paper import paper_values
 from lkm.reproduction.perturbed import Perturbed
 from lkm.reproduction.readings import reading_runs
@@ -72,14 +80,18 @@ def _test_words(run: Run | None) -> str:
 
 
 def _pairs_claim(runs: list[Run | None], pairs: list[tuple[str, str, str]], what: str) -> tuple[str, bool | str | None]:
-    """Each (run key, a, b) pair must hold: a significantly better than b on every dataset."""
-    cells, verdicts = [], []
+    """Each (run key, a, b) pair must hold: a significantly better than b on every
+    dataset (:func:`better_claim`). Holds when every pair holds, contradicted when one is,
+    partly when some hold; else equivalent when every pair is, else inconclusive over
+    all the pairs' tests."""
+    cells, verdicts, tests = [], [], []
     for key, a, b in pairs:
         run = runs[RUNS.index(key)]
         res = _results(run, a, b)
         measure, ok = better_claim(res, a, b, f"{a} − {b} ({_test_words(run)})")
         cells.append(measure)
         verdicts.append(ok)
+        tests += res.values()
     if not cells or all(v is None for v in verdicts):
         return f"{what}: not in the runs", None
     ok_all = all(v is True for v in verdicts)
@@ -89,16 +101,19 @@ def _pairs_claim(runs: list[Run | None], pairs: list[tuple[str, str, str]], what
         verdict = False
     elif any(v is True for v in verdicts):
         verdict = "partly"
+    elif all(v == equivalent() for v in verdicts):
+        verdict = equivalent()
     else:
-        verdict = "not shown"
+        verdict = inconclusive(tests)
     return " | ".join(cells), verdict
 
 
 def _best_claim(runs: list[Run | None], method_by_run: dict[str, tuple[str, tuple[str, ...]]]) -> tuple[str, bool | str | None]:
     """NHKNN is the best: highest rate, and no other row significantly better (holds when
     it is also significantly better than every other row; "partly" when the highest but
-    not significantly better than some)."""
-    cells, verdicts = [], []
+    not significantly better than some; inconclusive when another row's rate is higher
+    but not significantly, with what the comparisons could detect)."""
+    cells, verdicts, tests = [], [], []
     for key, (best, rows) in method_by_run.items():
         run = runs[RUNS.index(key)]
         if run is None:
@@ -111,6 +126,7 @@ def _best_claim(runs: list[Run | None], method_by_run: dict[str, tuple[str, tupl
             beaten = [m for m, r in res.items() if r.better() > 0]
             above = [m for m, r in res.items() if r.mean < 0]
             lost = [m for m, r in res.items() if r.better() < 0]
+            tests += res.values()
             acc = run.best_rate(ds, best)
             cells.append(f"{ds}: {best} {RATE * acc:.2f} %, significantly better than {len(beaten)} of {len(res)} rows"
                          + (f"; not significantly different from {', '.join(m for m in res if m not in beaten and m not in lost)}"
@@ -118,18 +134,20 @@ def _best_claim(runs: list[Run | None], method_by_run: dict[str, tuple[str, tupl
                          + (f"; higher point estimate: {', '.join(above)}" if above else "")
                          + (f"; significantly worse than {', '.join(lost)}" if lost else "")
                          + f" ({_test_words(run)})")
-            verdicts.append(False if lost else True if len(beaten) == len(res) else "partly" if not above else "not shown")
+            verdicts.append(False if lost else True if len(beaten) == len(res) else "partly" if not above else "inconclusive")
     if not verdicts:
         return "not in the runs", None
     if all(v is True for v in verdicts):
         return "; ".join(cells), True
     if any(v is False for v in verdicts):
         return "; ".join(cells), False
-    return "; ".join(cells), "partly" if all(v in (True, "partly") for v in verdicts) else "not shown"
+    return "; ".join(cells), "partly" if all(v in (True, "partly") for v in verdicts) else inconclusive(tests)
 
 
 def _human_claim(run: Run | None) -> tuple[str, bool | str | None]:
-    """NHKNN-TD's USPS error below the 2.5 % human error: exact one-sided binomial tests."""
+    """NHKNN-TD's USPS error below the 2.5 % human error: exact one-sided binomial tests;
+    inconclusive with the normal approximation's detectable effect at the human rate,
+    ``(z_{0.975} + z_{0.80}) · sqrt(h(1 − h)/n)``."""
     from scipy.stats import binomtest
 
     human = float(paper_values(__package__)["human_error_usps"]["value"]) / 100
@@ -144,7 +162,9 @@ def _human_claim(run: Run | None) -> tuple[str, bool | str | None]:
         above = binomtest(wrong, n, human, alternative="greater").pvalue
         measure = (f"{ds}: NHKNN-TD {RATE * wrong / n:.2f} % ({wrong}/{n}) against {RATE * human:g} %; exact binomial "
                    f"p(below) {below:.3g}, p(above) {above:.3g}")
-        return measure, True if below < 0.05 else False if above < 0.05 else "not shown"
+        if below < 0.05 or above < 0.05:
+            return measure, bool(below < 0.05)
+        return measure, could_detect(RATE * detectable_effect(math.sqrt(human * (1 - human) / n), math.inf))
     return "NHKNN-TD not in the run", None
 
 

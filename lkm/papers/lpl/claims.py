@@ -20,6 +20,7 @@ from lkm.reproduction.claims import (
     claim_row,
     claims_caption,
     comparable_claim,
+    inconclusive,
     noninferior_claim,
     not_run,
     note_effect,
@@ -103,8 +104,8 @@ def _claim_lpl_fastest_on_scaling(run: Run | None) -> tuple[str, bool | str | No
     """Claim 2a, decided per phase (training, testing) and competitor (PL, SVM) by a
     paired t on log10 seconds over every (training size, repeat) split the methods share
     (the ratio LPL / other is what carries across machines): holds when LPL is
-    significantly faster in all four comparisons, does not hold when it is significantly
-    slower in any, partly when faster in some; otherwise not shown."""
+    significantly faster in all four comparisons, contradicted when it is significantly
+    slower in any, partly when faster in some; otherwise inconclusive."""
     if run is None:
         return "not run", None
     ok = run.records[run.records["status"] == "ok"]
@@ -129,15 +130,15 @@ def _claim_lpl_fastest_on_scaling(run: Run | None) -> tuple[str, bool | str | No
         return measure, True
     if slower:
         return measure, False
-    return measure, "partly" if faster else "not shown"
+    return measure, "partly" if faster else inconclusive(results, 1.0, " log10 s")
 
 
 def _claim_lpl_faster_on_spambase(run: Run | None) -> tuple[str, bool | str | None]:
     """Claim 2b, "remarkably faster" read as an order of magnitude (as in both of the
     paper's phases, 340× and 23×): per phase, a paired t on log10 seconds SVM − LPL over
     the folds; remarkable when the 95 % CI of the ratio lies at or above 10, not when it
-    lies below. Holds when remarkable in both phases, partly in one, does not hold when below
-    10× in both; otherwise not shown."""
+    lies below. Holds when remarkable in both phases, partly in one, contradicted when below
+    10× in both; otherwise inconclusive."""
     t = timing_ratios(run)
     if t is None or run is None:
         return "not run", None
@@ -157,7 +158,7 @@ def _claim_lpl_faster_on_spambase(run: Run | None) -> tuple[str, bool | str | No
         return measure, True
     if above:
         return measure, "partly"
-    return measure, False if len(below) == len(results) else "not shown"
+    return measure, False if len(below) == len(results) else inconclusive(results, 1.0, " log10 s")
 
 
 def _claim_svm_beats_lpl(run: Run | None) -> tuple[str, bool | str | None]:
@@ -363,10 +364,10 @@ def write_summary(root: Path, smoke: bool = False) -> list[Path]:
 
 
 def claim_flags(table: pd.DataFrame) -> dict[str, bool | str | None]:
-    """``{claim number: True | False | other verdict words ("partly", "not shown",
+    """``{claim number: True | False | other verdict words ("partly", "inconclusive (…)",
     "fragile (...)") | None (not evaluated)}`` from an
     :func:`evaluate_claims` table."""
-    return {r["#"]: {"holds": True, "does not hold": False}.get(r["verdict"], r["verdict"] if r["verdict"] != "n/a" else None)
+    return {r["#"]: {"holds": True, "contradicted": False}.get(r["verdict"], r["verdict"] if r["verdict"] != "n/a" else None)
             for _, r in table.iterrows()}
 
 

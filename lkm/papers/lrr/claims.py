@@ -22,7 +22,15 @@ from lkm.papers.lrr.artificial import (
     first_record,
 )
 from lkm.report.core import RATE
-from lkm.reproduction.claims import better_claim, claims_table, note_effect, write_claims
+from lkm.reproduction.claims import (
+    MARGIN,
+    better_claim,
+    claims_table,
+    equivalent,
+    inconclusive,
+    note_effect,
+    write_claims,
+)
 from lkm.reproduction.perturbed import Perturbed
 from lkm.reproduction.readings import reading_runs
 from lkm.reproduction.runs import Run
@@ -46,7 +54,8 @@ def _accuracy(run: Run, dataset: str, method: str) -> float | None:
 
 def _across_sets(diffs: dict[str, float], a: str, b: str, what: str) -> tuple[str, bool | str | None]:
     """a − b per artificial set (one realization each), tested across the sets: they
-    are independent draws of one distribution, so the sets are the paired samples."""
+    are independent draws of one distribution, so the sets are the paired samples. Not
+    significant: equivalent when the 95 % CI lies inside ±:data:`MARGIN`, else inconclusive."""
     if not diffs:
         return f"{a} / {b} not in the run", None
     res = paired_test(np.array(list(diffs.values())), np.zeros(len(diffs)))
@@ -56,8 +65,9 @@ def _across_sets(diffs: dict[str, float], a: str, b: str, what: str) -> tuple[st
         return f"{what} (points): {text}; one set: untested", None
     word = (f"{a} significantly better" if res.better() > 0 else f"{b} significantly better" if res.better() < 0
             else "not significant")
+    undecided = equivalent() if res.equivalent(MARGIN) else inconclusive([res])
     return (f"{what} (points): {text}; paired t over the {res.n} sets: {res.describe()} — {word}",
-            {1: True, -1: False}.get(res.better(), "not shown"))
+            {1: True, -1: False}.get(res.better(), undecided))
 
 
 def _pairs_claim(run: Run | None, a: str, b: str, what: str) -> tuple[str, bool | str | None]:

@@ -17,7 +17,14 @@ import numpy as np
 import pandas as pd
 
 from lkm.numerics.stats import Paired, paired_test
-from lkm.reproduction.claims import claims_table, note_effect, write_claims
+from lkm.reproduction.claims import (
+    MARGIN,
+    claims_table,
+    equivalent,
+    inconclusive,
+    note_effect,
+    write_claims,
+)
 from lkm.reproduction.readings import reading_runs
 from lkm.reproduction.runs import Run
 
@@ -46,8 +53,9 @@ def paired(run: Run, a: str, b: str, part: str) -> Paired | None:
 
 
 def _better(run: Run | None, a: str, b: str, where: str) -> tuple[str, bool | str | None]:
-    """"a beats b on both parts": holds when significantly better on both; does not hold
-    when b is significantly better on either; "partly" when on one."""
+    """"a beats b on both parts": holds when significantly better on both; contradicted
+    when b is significantly better on either; "partly" when on one; otherwise equivalent
+    when both parts' 95 % CIs lie inside ±:data:`MARGIN`, else inconclusive."""
     if run is None:
         return "not run", None
     res = {part: paired(run, a, b, part) for part in PARTS}
@@ -63,12 +71,15 @@ def _better(run: Run | None, a: str, b: str, where: str) -> tuple[str, bool | st
         return measure, False
     if all(s > 0 for s in signs) and len(signs) == len(PARTS):
         return measure, True
-    return measure, "partly" if any(s > 0 for s in signs) else "not shown"
+    if any(s > 0 for s in signs):
+        return measure, "partly"
+    return measure, equivalent() if all(r.equivalent(MARGIN) for r in res.values()) else inconclusive(res)
 
 
 def _slightly_worse(run: Run | None, a: str, b: str, margin: float) -> tuple[str, bool | str | None]:
     """"a slightly worse than b on the test set": b significantly better, by less than
-    ``margin`` points (the CI's far end); does not hold when a is significantly better."""
+    ``margin`` points (the CI's far end); contradicted when a is significantly better;
+    otherwise inconclusive."""
     if run is None:
         return "not run", None
     r = paired(run, a, b, "test")
@@ -80,7 +91,7 @@ def _slightly_worse(run: Run | None, a: str, b: str, margin: float) -> tuple[str
         return measure, False
     if r.better() < 0:
         return measure, True if -r.ci_low * 100 < margin else "partly"
-    return measure, "not shown"
+    return measure, inconclusive([r])
 
 
 def _toy_stable(run: Run | None) -> tuple[str, bool | str | None]:
@@ -100,7 +111,7 @@ def _toy_stable(run: Run | None) -> tuple[str, bool | str | None]:
     measure = (f"spread of test MSE over γ > 0 (largest / smallest), median over {len(shared)} draws: RLS "
                f"{np.median(s_rls.loc[shared]):.3g}, PRLS {np.median(s_prls.loc[shared]):.3g}; log RLS − log PRLS "
                f"{r.describe(scale=1.0)}")
-    return measure, True if r.better() > 0 else False if r.better() < 0 else "not shown"
+    return measure, True if r.better() > 0 else False if r.better() < 0 else inconclusive([r], 1.0, " in log spread ratio")
 
 
 #: (number, the paper's claim, where, evaluator, runs)

@@ -45,7 +45,7 @@ WIDE = 10
 
 
 def css_class(name: str) -> str:
-    """The CSS class of a verdict class (``v-does-not-hold``)."""
+    """The CSS class of a verdict class (``v-reading-dependent``)."""
     return "v-" + name.replace(" ", "-").replace("/", "")
 
 

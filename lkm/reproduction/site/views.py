@@ -35,7 +35,8 @@ from lkm.reproduction.site.tables import (
 #: The source tree (docs/ lives here in a checkout; an installed wheel has none).
 REPO = Path(__file__).resolve().parents[3]
 #: Verdict classes, in the order the summary counts them.
-VERDICT_CLASSES = ("holds", "partly", "does not hold", "fragile", "reading-dependent", "not shown", "n/a")
+VERDICT_CLASSES = ("holds", "partly", "contradicted", "equivalent", "fragile", "reading-dependent", "inconclusive",
+                   "n/a")
 
 
 # -- verdicts --------------------------------------------------------------------------
@@ -56,7 +57,7 @@ def verdict_class(cell: str) -> tuple[str, bool]:
         return "fragile", smoke
     if low.startswith("reading-dependent"):
         return "reading-dependent", smoke
-    for name in ("does not hold", "not shown", "partly", "holds"):
+    for name in ("contradicted", "equivalent", "inconclusive", "partly", "holds"):
         if low.startswith(name):
             return name, smoke
     return "n/a", smoke
