@@ -34,9 +34,8 @@ numbers neither support nor refute says how large an effect would have shown.
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -421,9 +420,21 @@ def nemenyi_cd(k: int, n: int, alpha: float = ALPHA) -> float:
 ROPE = 1.0
 #: Posterior probability at which the Bayesian test decides (Benavoli et al. 2017).
 BAYES_DECISION = 0.95
-#: Monte Carlo samples of the Bayesian posterior, and their seed (same seed, same numbers).
-BAYES_SAMPLES = 50_000
+#: Monte Carlo draws of the Bayesian posterior for every pair, and their seed (same seed,
+#: same numbers): a probability near the decision level has a Monte Carlo standard error
+#: (:func:`bayes_mcse`) of sqrt(0.95 · 0.05 / 10⁵) = 0.0007.
+BAYES_SAMPLES = 100_000
 BAYES_SEED = 0
+#: A posterior probability decides only when it clears :data:`BAYES_DECISION` by more
+#: than this many Monte Carlo standard errors (issue 42: a pair at P = 0.950 must be
+#: neither decided nor left undecided by the draws).
+BAYES_MC_MARGIN = 2.0
+#: Draws for a pair one of whose probabilities lies within BAYES_MC_MARGIN standard errors
+#: of the decision level after :data:`BAYES_SAMPLES` (the same stream continued; standard
+#: error 0.00015 at 0.95): draws go where they can change a verdict.
+BAYES_NEAR_SAMPLES = 2_000_000
+#: Posterior draws summed at a time (each array holds (n + 1) · chunk floats).
+BAYES_CHUNK = 25_000
 
 
 def wilcoxon_p(a: Any, b: Any) -> tuple[float, float]:
@@ -460,16 +471,90 @@ def nemenyi_p_values(scores: Any) -> Any:
     return scikit_posthocs.posthoc_nemenyi_friedman(frame)
 
 
-@functools.lru_cache(maxsize=4)
-def dirichlet_draws(size: int, prior: float, seed: int, nsamples: int) -> np.ndarray:
+def dirichlet_stream(size: int, prior: float, seed: int, nsamples: int,
+                     stops: Iterable[int] = ()) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     """``nsamples`` draws of Dir(prior, 1, …, 1) of dimension ``size`` from
-    ``RandomState(seed)`` (baycomp's draws): the same for every pair of methods compared
-    over the same number of data sets, so drawn once per ranking (read-only)."""
+    ``RandomState(seed)`` (baycomp's draws: the same stream as one
+    ``dirichlet(weights, nsamples)`` call), :data:`BAYES_CHUNK` at a time and never across
+    one of ``stops``: ``(draws so far, w, q)`` with the chunk ``w`` transposed to
+    ``(size, rows)`` (one component of every draw a contiguous row) and its prefix sums
+    over components 1…k, ``q[k] = w[1] + … + w[k]`` (``q[0] = 0``)."""
     weights = np.ones(size)
     weights[0] = prior
-    draws = np.random.RandomState(seed).dirichlet(weights, nsamples)
-    draws.setflags(write=False)
-    return draws
+    random = np.random.RandomState(seed)
+    bounds = sorted({*(int(s) for s in stops if 0 < s < nsamples), int(nsamples)})
+    done = 0
+    while done < nsamples:
+        end = min(done + BAYES_CHUNK, next(b for b in bounds if b > done))
+        w = np.ascontiguousarray(random.dirichlet(weights, end - done).T)
+        q = np.zeros_like(w)
+        for k in range(1, size):
+            np.add(q[k - 1], w[k], out=q[k])
+        done = end
+        yield done, w, q
+
+
+def canonical_differences(a: Any, b: Any) -> tuple[np.ndarray, bool]:
+    """The per-data-set differences ``b − a`` in the order the Bayesian test draws them:
+    sorted ascending, so that the posterior does not depend on the order of the data sets
+    (issue 42). ``flipped`` is True when the sorted ``a − b`` comes first
+    lexicographically and is returned instead; the test then draws for ``(b, a)`` and
+    swaps the answer back, so that naming the methods the other way round gives the
+    mirrored probabilities draw for draw (except when the differences are symmetric about
+    0, where both orientations draw the same vector)."""
+    d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    up, down = np.sort(d), np.sort(-d)
+    differ = np.flatnonzero(up != down)
+    flipped = bool(differ.size and down[differ[0]] < up[differ[0]])
+    return (down if flipped else up), flipped
+
+
+def _staircase(diffs: np.ndarray, rope: float, above: bool) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """Benavoli et al.'s quadratic form θ = Σ_ij w_i w_j H_ij over z = (0, ``diffs``),
+    ``diffs`` ascending, H_ij = H(z_i + z_j − 2r) (``above``) or H(−z_i − z_j − 2r),
+    H(0) = ½, with z_i + z_j rounded as baycomp adds them, in a few prefix sums
+    Q_k = w_1 + … + w_k of each draw.
+
+    Over j = 1…n a row of H is 0 …, ½ …, 1 … (``above``; the reverse below: rounding is
+    monotone), so V_i = Σ_{j≥1} H_ij w_j = ½(Q_p + Q_q) below, Q_n − ½(Q_p + Q_q) above
+    (p = q unless a sum is exactly ±2r). Rows 1…n with the same (p, q) form runs
+    ending at rows h_1 < … < h_R = n, so Σ_{i≥1} w_i V_i = Σ_k (Q_{h_k} − Q_{h_{k−1}}) V_k
+    = Σ_k Q_{h_k} (V_k − V_{k+1}) (V_{R+1} = 0), and, H being symmetric,
+    θ = w_0 (H_00 w_0 + 2 V_0) + Σ_k Q_{h_k} (V_k − V_{k+1}): a handful of rows per
+    draw instead of n² terms. Returns H_00, the (p, q) of row 0 and of each run, and
+    the h_k."""
+    z = np.concatenate([[0.0], diffs])
+    n = diffs.size
+    sums = z[:, None] + z[None, :]
+    if not above:
+        sums = -sums
+    h = (sums > 2 * rope) + 0.5 * (sums == 2 * rope)
+    ones, halves = (h[:, 1:] == 1).sum(axis=1), (h[:, 1:] == 0.5).sum(axis=1)
+    pq = np.stack([n - ones, n - ones - halves] if above else [ones, ones + halves], axis=1)
+    ends = [i for i in range(1, n + 1) if i == n or tuple(pq[i]) != tuple(pq[i + 1])]
+    return float(h[0, 0]), pq[[0, *ends]], np.array(ends, dtype=np.intp)
+
+
+def _quadratic_form(w: np.ndarray, q: np.ndarray, h00: float, pq: np.ndarray, ends: np.ndarray,
+                    above: bool) -> np.ndarray:
+    """θ of :func:`_staircase` for each draw (a column of ``w``, prefix sums ``q``)."""
+    if np.array_equal(pq[:, 0], pq[:, 1]):
+        v = q[pq[:, 0]]  # row 0, then each run
+    else:
+        v = q[pq[:, 0]] + q[pq[:, 1]]
+        v *= 0.5
+    if above:
+        np.subtract(q[-1], v, out=v)
+    theta = w[0] * (h00 * w[0] + 2.0 * v[0])
+    v[1:-1] -= v[2:]
+    theta += np.einsum("ij,ij->j", q[ends], v[1:])
+    return theta
+
+
+def _thetas(w: np.ndarray, q: np.ndarray, forms: tuple[Any, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(θ_below, θ_above) of each draw of the chunk ``w`` (:func:`_staircase`'s ``forms``)."""
+    below, above = forms
+    return _quadratic_form(w, q, *below, above=False), _quadratic_form(w, q, *above, above=True)
 
 
 def signed_rank_posterior(a: Any, b: Any, rope: float = ROPE, seed: int = BAYES_SEED,
@@ -479,40 +564,108 @@ def signed_rank_posterior(a: Any, b: Any, rope: float = ROPE, seed: int = BAYES_
     observation at 0 of weight ``prior``): θ_b = Σ_ij w_i w_j H(z_i + z_j − 2·rope),
     z = (0, b − a), w ~ Dir(prior, 1, …, 1), H(0) = ½; θ_a likewise below −2·rope.
 
-    The same draws as baycomp's ``SignedRankTest.sample`` (the same RandomState calls),
-    summed by one matrix product where baycomp loops over the draws in Python (1.3 s per pair of
-    26 data sets): tests/test_benchmark_stats.py checks the two agree to round-off."""
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    z = np.concatenate([[0.0], y - x])
-    sums = z[:, None] + z[None, :]
-    above = (sums > 2 * rope) + 0.5 * (sums == 2 * rope)
-    below = (-sums > 2 * rope) + 0.5 * (-sums == 2 * rope)
-    draws = dirichlet_draws(z.size, prior, seed, nsamples)
+    The differences are drawn in :func:`canonical_differences`' order (sorted), so the
+    draws do not depend on the order of the data sets. They are baycomp's draws
+    (``SignedRankTest.sample`` of the sorted differences, the same RandomState calls),
+    summed through prefix sums (:func:`_staircase`) where baycomp loops over the draws
+    in Python: tests/test_benchmark_stats.py checks the two agree to round-off."""
+    diffs, flipped = canonical_differences(a, b)
+    forms = (_staircase(diffs, rope, False), _staircase(diffs, rope, True))
+    parts = [_thetas(w, q, forms) for _, w, q in dirichlet_stream(diffs.size + 1, prior, seed, nsamples)]
+    below = np.concatenate([p[0] for p in parts])
+    above = np.concatenate([p[1] for p in parts])
     out = np.empty((nsamples, 3))
-    both = draws @ np.hstack([below, above])  # one matrix product for both quadratic forms
-    out[:, 0] = np.einsum("sj,sj->s", both[:, : z.size], draws)
-    out[:, 2] = np.einsum("sj,sj->s", both[:, z.size:], draws)
-    out[:, 1] = 1.0 - out[:, 0] - out[:, 2]
+    out[:, 0], out[:, 2] = (above, below) if flipped else (below, above)
+    out[:, 1] = -below - above + 1  # baycomp's order of operations
     return out
 
 
+def _winners(below: np.ndarray, above: np.ndarray) -> np.ndarray:
+    """How many draws each region wins (baycomp's ``argmax``: the first on a tie)."""
+    rope = -below - above + 1
+    first = (below >= rope) & (below >= above)
+    middle = ~first & (rope >= above)
+    n_first, n_middle = np.count_nonzero(first), np.count_nonzero(middle)
+    return np.array([n_first, n_middle, below.size - n_first - n_middle])
+
+
+def bayesian_signed_rank_pairs(pairs: Iterable[tuple[Any, Any]], rope: float = ROPE, seed: int = BAYES_SEED,
+                               nsamples: int = BAYES_SAMPLES, near_samples: int | None = BAYES_NEAR_SAMPLES,
+                               prior: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bayesian_signed_rank` of many pairs ``(a, b)`` at once: the probabilities
+    ``(len(pairs), 3)`` and the number of draws behind each pair's. Every pair gets
+    ``nsamples`` draws; a pair with a probability within :data:`BAYES_MC_MARGIN` Monte
+    Carlo standard errors of :data:`BAYES_DECISION` then gets ``near_samples`` (the same
+    stream continued; ``None``: no second stage). A pair's answer depends only on its
+    own scores (not on the order of the data sets, nor on the other pairs): pairs over
+    the same number of data sets share one stream of draws, drawn once, a chunk at a
+    time, as separate calls would draw it."""
+    pairs = list(pairs)
+    probs, draws = np.zeros((len(pairs), 3)), np.zeros(len(pairs), dtype=np.int64)
+    canon = [canonical_differences(a, b) for a, b in pairs]
+    total = max(nsamples, near_samples or 0)
+    for size in sorted({d.size for d, _ in canon}):
+        members = [i for i, (d, _) in enumerate(canon) if d.size == size]
+        forms = [(_staircase(canon[i][0], rope, False), _staircase(canon[i][0], rope, True)) for i in members]
+        counts = np.zeros((len(members), 3), dtype=np.int64)
+        seen = np.zeros(len(members), dtype=np.int64)
+        active = list(range(len(members)))
+        for done, w, q in dirichlet_stream(size + 1, prior, seed, total, stops=[nsamples]):
+            for k in active:
+                counts[k] += _winners(*_thetas(w, q, forms[k]))
+            seen[active] = done
+            if done == nsamples:
+                active = [k for k in active if any(bayes_near_threshold(c / done, done) for c in counts[k])]
+                if not active:
+                    break
+        for k, i in enumerate(members):
+            probs[i] = (counts[k][::-1] if canon[i][1] else counts[k]) / seen[k]
+            draws[i] = seen[k]
+    return probs, draws
+
+
 def bayesian_signed_rank(a: Any, b: Any, rope: float = ROPE, seed: int = BAYES_SEED,
-                         nsamples: int = BAYES_SAMPLES) -> tuple[float, float, float]:
+                         nsamples: int = BAYES_SAMPLES,
+                         near_samples: int | None = BAYES_NEAR_SAMPLES) -> tuple[float, float, float]:
     """Benavoli et al.'s Bayesian signed-rank test of the paired scores ``a`` and ``b``
     over data sets: ``(P(a better by more than rope), P(within rope), P(b better by more
     than rope))``, each the share of posterior draws (:func:`signed_rank_posterior`) in
-    which that region is the most probable (baycomp's ``Posterior.probs``)."""
-    from baycomp.multiple import Posterior
-
-    p = Posterior(signed_rank_posterior(a, b, rope=rope, seed=seed, nsamples=nsamples)).probs(True)
+    which that region is the most probable (baycomp's ``Posterior.probs``), from
+    ``nsamples`` draws or, near the decision level, ``near_samples``
+    (:func:`bayesian_signed_rank_pairs`, which also gives the draws for
+    :func:`bayes_mcse`). The answer does not depend on the order of the data sets."""
+    p = bayesian_signed_rank_pairs([(a, b)], rope=rope, seed=seed, nsamples=nsamples, near_samples=near_samples)[0][0]
     return float(p[0]), float(p[1]), float(p[2])
 
 
-def bayes_verdict(p_a: float, p_rope: float, p_b: float, decision: float = BAYES_DECISION) -> str:
+def bayes_mcse(p: float, nsamples: int = BAYES_SAMPLES) -> float:
+    """Monte Carlo standard error of a posterior probability estimated as the share ``p``
+    of ``nsamples`` independent draws: sqrt(p(1 − p)/nsamples) (binomial; the draws are
+    independent, so no batch estimate is needed)."""
+    return math.sqrt(max(p * (1.0 - p), 0.0) / nsamples)
+
+
+def bayes_clears(p: float, nsamples: int = BAYES_SAMPLES, decision: float = BAYES_DECISION,
+                 margin: float = BAYES_MC_MARGIN) -> bool:
+    """``p`` clears ``decision`` by more than ``margin`` Monte Carlo standard errors:
+    p − margin · MCSE ≥ decision."""
+    return p - margin * bayes_mcse(p, nsamples) >= decision
+
+
+def bayes_near_threshold(p: float, nsamples: int = BAYES_SAMPLES, decision: float = BAYES_DECISION,
+                         margin: float = BAYES_MC_MARGIN) -> bool:
+    """``p`` lies within ``margin`` Monte Carlo standard errors of ``decision``: more
+    draws, not the data, would settle which side it is on."""
+    return abs(p - decision) < margin * bayes_mcse(p, nsamples)
+
+
+def bayes_verdict(p_a: float, p_rope: float, p_b: float, decision: float = BAYES_DECISION,
+                  nsamples: int = BAYES_SAMPLES) -> str:
     """``"better"``, ``"equivalent"``, ``"worse"`` (for the first method) when one posterior
-    probability reaches ``decision``, else ``"undecided"``."""
+    probability clears ``decision`` by more than its Monte Carlo error
+    (:func:`bayes_clears`), else ``"undecided"``."""
     for word, p in (("better", p_a), ("equivalent", p_rope), ("worse", p_b)):
-        if p >= decision:
+        if bayes_clears(p, nsamples, decision):
             return word
     return "undecided"
 
@@ -534,6 +687,18 @@ class PairComparison:
     p_a_better: float
     p_rope: float
     p_b_better: float
+    bayes_draws: int = BAYES_SAMPLES  # Monte Carlo draws behind the three probabilities
+
+    @property
+    def bayes_mcse(self) -> tuple[float, float, float]:
+        """Monte Carlo standard errors of ``p_a_better``, ``p_rope``, ``p_b_better``."""
+        return tuple(bayes_mcse(p, self.bayes_draws) for p in (self.p_a_better, self.p_rope, self.p_b_better))
+
+    @property
+    def bayes_near_threshold(self) -> bool:
+        """One of the three probabilities is within its Monte Carlo error of the decision
+        level (:func:`bayes_near_threshold`): undecided for want of draws."""
+        return any(bayes_near_threshold(p, self.bayes_draws) for p in (self.p_a_better, self.p_rope, self.p_b_better))
 
     def significant(self, alpha: float = ALPHA) -> bool:
         """Wilcoxon–Holm rejects "a and b are equivalent" at ``alpha``."""
@@ -542,7 +707,7 @@ class PairComparison:
     @property
     def bayes(self) -> str:
         """:func:`bayes_verdict` of this pair, for ``a``."""
-        return bayes_verdict(self.p_a_better, self.p_rope, self.p_b_better)
+        return bayes_verdict(self.p_a_better, self.p_rope, self.p_b_better, nsamples=self.bayes_draws)
 
     def as_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -551,7 +716,9 @@ class PairComparison:
 
 
 def pairwise_comparisons(scores: Any, pairs: Iterable[tuple[str, str]] | None = None, *,
-                         rope: float = ROPE, seed: int = BAYES_SEED, tie_decimals: int = 9) -> list[PairComparison]:
+                         rope: float = ROPE, seed: int = BAYES_SEED, tie_decimals: int = 9,
+                         nsamples: int = BAYES_SAMPLES,
+                         near_samples: int | None = BAYES_NEAR_SAMPLES) -> list[PairComparison]:
     """Wilcoxon–Holm, Nemenyi and Bayesian signed-rank comparisons of method pairs over the
     data sets of ``scores`` (a data sets × methods DataFrame of accuracies in points,
     complete). ``pairs`` defaults to every pair (a before b in column order); Holm's
@@ -569,11 +736,12 @@ def pairwise_comparisons(scores: Any, pairs: Iterable[tuple[str, str]] | None = 
         t, p = wilcoxon_p(x, y)
         raw.append((a, b, x, y, t, p))
     adjusted = holm([r[5] for r in raw])
+    bayes, draws = bayesian_signed_rank_pairs([(r[2], r[3]) for r in raw], rope=rope, seed=seed,
+                                              nsamples=nsamples, near_samples=near_samples)
     out = []
-    for (a, b, x, y, t, p), p_holm in zip(raw, adjusted, strict=True):
+    for (a, b, x, y, t, p), p_holm, (pa, pr, pb), n in zip(raw, adjusted, bayes, draws, strict=True):
         d = x - y
-        pa, pr, pb = bayesian_signed_rank(x, y, rope=rope, seed=seed)
         out.append(PairComparison(
             a, b, int((d > 0).sum()), int((d == 0).sum()), int((d < 0).sum()), float(d.mean()), t, p, float(p_holm),
-            float(nemenyi.loc[a, b]) if nemenyi is not None else None, pa, pr, pb))
+            float(nemenyi.loc[a, b]) if nemenyi is not None else None, float(pa), float(pr), float(pb), int(n)))
     return out

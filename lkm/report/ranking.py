@@ -15,7 +15,8 @@ al.'s Bayesian signed-rank test with a 1-point ROPE (:mod:`lkm.numerics.stats`).
   the data sets is left out; then the data sets on which a remaining method has no
   result are; the caption says which and why.
 - ``pairwise.md/.csv/.tex``: every pair: wins/ties/losses, mean difference, Nemenyi,
-  Wilcoxon and Holm-adjusted p-values, the three Bayesian probabilities and verdict.
+  Wilcoxon and Holm-adjusted p-values, the three Bayesian probabilities, each ± its
+  Monte Carlo standard error, and the verdict.
 - ``speed.md/.csv/.tex`` and ``accuracy_time.png``: fit (search + refit) + predict
   seconds per outer fold at the tuned setting, against the average rank.
 - ``friedman.json``: N, k, the average ranks, χ²_F and its p, F_F and its p, the
@@ -42,6 +43,9 @@ from lkm.errors import LkmError
 from lkm.numerics.stats import (
     ALPHA,
     BAYES_DECISION,
+    BAYES_MC_MARGIN,
+    BAYES_NEAR_SAMPLES,
+    BAYES_SAMPLES,
     ROPE,
     Friedman,
     PairComparison,
@@ -347,12 +351,23 @@ def seconds_per_fold(spec: Any, records: pd.DataFrame) -> pd.DataFrame:
     return per.reindex(index=[d.id for d in spec.datasets], columns=[m.name for m in spec.methods])
 
 
+#: The pairwise table's Bayesian verdict column: a probability decides when it clears
+#: the decision level by more than BAYES_MC_MARGIN Monte Carlo standard errors.
+BAYES_COLUMN = f"Bayes (P − {BAYES_MC_MARGIN:g}·MC error ≥ {BAYES_DECISION:g})"
+
+
+def _prob(p: float, se: float) -> str:
+    """A posterior probability and its Monte Carlo standard error: ``0.9496 ± 0.0002``."""
+    return f"{p:.4f} ± {se:.4f}"
+
+
 def pairwise_table(pairs: list[PairComparison], alpha: float = ALPHA) -> pd.DataFrame:
     """One row per pair: wins/ties/losses of ``a`` against ``b``, the mean difference,
-    the Nemenyi, Wilcoxon and Holm-adjusted p-values, the Bayesian probabilities and
-    both verdicts (for ``a``)."""
+    the Nemenyi, Wilcoxon and Holm-adjusted p-values, the Bayesian probabilities with
+    their Monte Carlo standard errors, and both verdicts (for ``a``)."""
     rows = []
     for c in pairs:
+        se_a, se_rope, se_b = c.bayes_mcse
         holm_word = ("better" if c.mean_difference > 0 else "worse") if c.significant(alpha) else "not separated"
         rows.append({
             "a": c.a, "b": c.b, "a wins / ties / losses": f"{c.wins} / {c.ties} / {c.losses}",
@@ -360,8 +375,8 @@ def pairwise_table(pairs: list[PairComparison], alpha: float = ALPHA) -> pd.Data
             "Nemenyi p": format_p(c.nemenyi_p) if c.nemenyi_p is not None else "–",
             "Wilcoxon p": format_p(c.wilcoxon_p), "Holm p": format_p(c.holm_p),
             f"Wilcoxon–Holm (α = {alpha:g})": holm_word,
-            "P(a better)": f"{c.p_a_better:.3f}", f"P(|a − b| < {ROPE:g})": f"{c.p_rope:.3f}",
-            "P(b better)": f"{c.p_b_better:.3f}", f"Bayes (P ≥ {BAYES_DECISION:g})": c.bayes,
+            "P(a better)": _prob(c.p_a_better, se_a), f"P(|a − b| < {ROPE:g})": _prob(c.p_rope, se_rope),
+            "P(b better)": _prob(c.p_b_better, se_b), BAYES_COLUMN: c.bayes,
         })
     return pd.DataFrame(rows)
 
@@ -370,13 +385,16 @@ def separated_counts(pairs: list[PairComparison], ranks: dict[str, float], cd: f
                      alpha: float = ALPHA) -> dict[str, int]:
     """How many of the pairs each test separates: Nemenyi (average ranks at least CD
     apart), Wilcoxon–Holm (adjusted p < alpha), Bayesian (one side's probability >=
-    0.95), and how many the Bayesian test calls practically equivalent."""
+    0.95 by more than its Monte Carlo error), how many the Bayesian test calls
+    practically equivalent, and how many it leaves undecided only because a probability
+    lies within its Monte Carlo error of 0.95."""
     return {
         "pairs": len(pairs),
         "nemenyi": sum(abs(ranks[c.a] - ranks[c.b]) >= cd for c in pairs),
         "wilcoxon_holm": sum(c.significant(alpha) for c in pairs),
         "bayes_decided": sum(c.bayes in ("better", "worse") for c in pairs),
         "bayes_equivalent": sum(c.bayes == "equivalent" for c in pairs),
+        "bayes_near_threshold": sum(c.bayes_near_threshold for c in pairs),
     }
 
 
@@ -523,8 +541,11 @@ def write_ranking(table: pd.DataFrame, seconds: pd.DataFrame, out: Path, *, what
         "average ranks closer than CD are not significantly different (critical_difference.png joins them).",
         f"Of {counts['pairs']} pairs{' with ' + highlight if highlight else ''}, Nemenyi separates {counts['nemenyi']}, "
         f"Wilcoxon signed-rank with Holm's correction {counts['wilcoxon_holm']} (α = {alpha:g}), and the Bayesian "
-        f"signed-rank test decides {counts['bayes_decided']} (P ≥ {BAYES_DECISION:g}) and calls "
-        f"{counts['bayes_equivalent']} practically equivalent (ROPE ±{ROPE:g} point); pairwise.md lists them.",
+        f"signed-rank test decides {counts['bayes_decided']} (P ≥ {BAYES_DECISION:g} by more than "
+        f"{BAYES_MC_MARGIN:g} Monte Carlo standard errors) and calls {counts['bayes_equivalent']} practically "
+        f"equivalent (ROPE ±{ROPE:g} point); {counts['bayes_near_threshold']} pair(s) have a probability within "
+        f"{BAYES_MC_MARGIN:g} standard errors of {BAYES_DECISION:g} after {BAYES_NEAR_SAMPLES:,} draws and stay "
+        "undecided; pairwise.md lists them.",
     ]
     paths = write_table(ranking, out / "ranking", caption, notes)
     paths += write_table(pairwise_table(pairs, alpha), out / "pairwise",
@@ -534,7 +555,11 @@ def write_ranking(table: pd.DataFrame, seconds: pd.DataFrame, out: Path, *, what
                          "(scipy, zero differences split) and Holm's step-down adjustment over the pairs listed "
                          f"(statsmodels); Bayesian signed-rank (Benavoli et al. 2014, baycomp's prior, {ROPE:g}-point "
                          "ROPE): the posterior probabilities that a is better, that they are within the ROPE, that b is "
-                         f"better; a verdict needs P ≥ {BAYES_DECISION:g}", [])
+                         f"better, each ± its Monte Carlo standard error sqrt(P(1 − P)/draws) ({BAYES_SAMPLES:,} "
+                         f"Dirichlet draws, {BAYES_NEAR_SAMPLES:,} for a pair with a probability within "
+                         f"{BAYES_MC_MARGIN:g} standard errors of {BAYES_DECISION:g}; the data sets' differences "
+                         f"drawn sorted, so the order of the data sets does not matter); a verdict needs P − "
+                         f"{BAYES_MC_MARGIN:g}·MC error ≥ {BAYES_DECISION:g}", [])
     paths += write_table(speed_table(seconds.reindex(index=scores.index), result.ranks, order), out / "speed",
                          f"{what}{smoke_words}: fit (tuning search + refit on the training part) + predict seconds "
                          "per outer fold, median over the ranked data sets, one worker per fit", [])
@@ -544,6 +569,8 @@ def write_ranking(table: pd.DataFrame, seconds: pd.DataFrame, out: Path, *, what
         **result.as_dict(), "alpha": alpha, "q_alpha": q, "cd": cd, "significant": result.significant(alpha),
         "methods_by_rank": order, "datasets": list(scores.index), "nemenyi_groups": groups,
         "separated_pairs": counts, "rope": ROPE, "bayes_decision": BAYES_DECISION,
+        "bayes_draws": {"every pair": BAYES_SAMPLES, "near the decision level": BAYES_NEAR_SAMPLES,
+                        "margin (Monte Carlo standard errors)": BAYES_MC_MARGIN},
         "dropped_methods": dropped_methods, "dropped_datasets": dropped_sets,
         "reference": "J. Demšar, Statistical comparisons of classifiers over multiple data sets, JMLR 7 (2006) 1-30, "
                      "Sec. 3.2.2; A. Benavoli, G. Corani, J. Demšar, M. Zaffalon, Time for a change, JMLR 18 (2017)",
