@@ -168,8 +168,10 @@ def test_smoke_summary_ranks_every_method_of_the_spec(cross_root: Path) -> None:
     out = cross_root / "cross_paper_summary-smoke"
     names = {p.name for p in paths}
     assert {"ranking.md", "ranking.csv", "ranking.tex", "pairwise.md", "pairwise.csv", "speed.md", "friedman.json",
-            "critical_difference.png", "accuracy_time.png"} <= names
+            "critical_difference.png", "accuracy_time.png", "grid_edges.md", "grid_edges.csv"} <= names
     assert all(p.is_file() and p.parent == out for p in paths)
+    edges = pd.read_csv(out / "grid_edges.csv")
+    assert set(edges["method"]) == {m.name for m in load_spec(CROSS_SPEC, smoke=True).methods if m.tune is not None}
 
     from PIL import Image
 

@@ -23,6 +23,9 @@ al.'s Bayesian signed-rank test with a 1-point ROPE (:mod:`lkm.numerics.stats`).
   critical difference and α, the groups the diagram joins, and how many pairs each test
   separates.
 - ``critical_difference.png`` / ``.pdf``: the diagram (Demšar's Fig. 1 style).
+- ``grid_edges.md/.csv/.tex`` (the benchmark only): per method its tuning budget and
+  the share of its outer-fold selections at an edge of each tuned parameter's grid
+  (:mod:`lkm.report.tuning`).
 
 :mod:`lkm.report.compare` writes the same files for one new method against these.
 This module reads stored records only (nothing is fitted) and imports no paper.
@@ -595,9 +598,15 @@ def write_cross_paper(root: Path, smoke: bool = False, alpha: float = ALPHA) -> 
     root = Path(root)
     suffix = "-smoke" if smoke else ""
     run_dir = root / f"{RUN_NAME}{suffix}"
+    from lkm.report.tuning import GRID_EDGE_CAPTION, GRID_EDGE_NOTES, grid_edge_table
+
     spec, records, best = load_benchmark_run(run_dir)
     table = scores_table(run_dir, spec, records, best)
-    paths, _ = write_ranking(table, seconds_per_fold(spec, records), root / f"{SUMMARY_NAME}{suffix}",
+    out = root / f"{SUMMARY_NAME}{suffix}"
+    paths, _ = write_ranking(table, seconds_per_fold(spec, records), out,
                              what="The benchmark", protocol=spec.describe_protocol(), tuning=inner_cv_words(spec),
                              smoke=smoke, alpha=alpha, extra={"run": run_dir.name, "spec": spec.name})
+    smoke_words = " — SMOKE RUN (few data sets, 3 folds, tiny grids): not evidence" if smoke else ""
+    paths += write_table(grid_edge_table(spec, records), out / "grid_edges",
+                         f"The benchmark{smoke_words}: {GRID_EDGE_CAPTION}", list(GRID_EDGE_NOTES))
     return paths
