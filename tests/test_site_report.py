@@ -177,7 +177,7 @@ def test_paper_sections_hold_tables_figures_settings_and_differences(built: Path
             name = load_spec(REPO / experiment.spec, smoke=True).name
             assert f'id="run-{site.slug(name)}"' in html, name
     assert "settings and data versions" in html and "sha256" in html
-    # LRR's artificial sets are far from the paper's numbers: flagged, linking to the cause
+    # LRR's artificial sets are far from the paper's numbers: they differ, linking to the cause
     assert 'class="differs"' in html and 'href="#lrr-differ"' in html and 'id="lrr-differ"' in html
     assert "ours − paper" in html
     assert 'id="cross-paper"' in html and 'id="environment"' in html
@@ -432,48 +432,55 @@ def test_verdict_classes(cell: str, expected: tuple[str, bool]) -> None:
     assert verdict_class(cell) == expected
 
 
-def test_differences_are_added_and_rows_beyond_two_points_flagged() -> None:
+def test_differences_are_added_and_every_compared_row_gets_a_verdict() -> None:
     t = Table("x", "cap", ["dataset", "test % (ours)", "test % (paper)", "fit s (ours)", "fit s (paper)"],
               [["a", "90.00 ± 1.0", "91.50", "1.0", "9.0"], ["b", "80.00", "85.00", "1", "1"], ["c", "70", "–", "1", "1"]])
     out = with_differences(t, "p-differ")
     assert out.columns == ["dataset", "test % (ours)", "test % (paper)", "test %: ours − paper",
                            "fit s (ours)", "fit s (paper)"]
     assert [r[3] for r in out.rows] == ["-1.50", "-5.00", "–"]
-    assert out.flags == ["", f"test % -5.00 points, beyond ±2 points (no interval): {site.NO_CAUSE}", ""] and out.link == "p-differ"
+    assert out.flags == [f"test % untested (no interval): -1.50 points: {site.NO_CAUSE}",
+                         f"test % untested (no interval): -5.00 points: {site.NO_CAUSE}", ""] and out.link == "p-differ"
+    assert out.verdicts == ["untested (no interval)", "untested (no interval)", ""]
     metric = Table("y", "", ["metric", "paper", "ours"], [["accuracy", "95.0", "92.0 ± 0.1"], ["fit_seconds", "6", "0.5"]])
     out = with_differences(metric)
-    assert [r[-1] for r in out.rows] == ["-3.00", "–"] and out.flags == [f"accuracy -3.00 points, beyond ±2 points (no interval): {site.NO_CAUSE}", ""]
+    assert [r[-1] for r in out.rows] == ["-3.00", "–"] and out.flags == [f"accuracy untested (no interval): -3.00 points: {site.NO_CAUSE}", ""]
 
 
-def test_ours_paper_cells_and_paper_apostrophe_columns_are_compared() -> None:
+def test_ours_paper_cells_and_paper_apostrophe_columns_are_compared_and_a_tuned_column_gets_no_verdict() -> None:
     cells = Table("t2", "each cell: ours (paper)", ["dataset", "patterns ALL", "error ALL %"],
                   [["pima", "614 (615)", "25.32 (29.90)"], ["xor", "600 (600)", "7.60 (8.00)"]])
     out = with_differences(cells)
     assert out.columns[-1] == "error ALL %: ours − paper" and [r[-1] for r in out.rows] == ["-4.58", "-0.40"]
-    assert out.flags[0].startswith("error ALL % -4.58 points") and out.flags[1] == ""
+    assert out.flags[0].startswith("error ALL % untested (no interval): -4.58 points")
     apostrophe = Table("t1", "", ["method", "paper's error %", "ours, paper's K: error % (errors)", "ours, tuned: error % (errors)"],
                        [["SVM", "6.32", "10.51 (211/2007)", "8.67 (174/2007)"]])
     out = with_differences(apostrophe)
     assert out.columns == ["method", "paper's error %", "ours, paper's K: error % (errors)", "ours, paper's K − paper",
                            "ours, tuned: error % (errors)", "ours, tuned − paper"]
     assert out.rows[0][3] == "+4.19" and out.rows[0][5] == "+2.35"
-    assert out.flags[0] == f"error % (ours, paper's K) +4.19 points, beyond ±2 points (no interval); error % (ours, tuned) +2.35 points, beyond ±2 points (no interval): {site.NO_CAUSE}"
+    assert out.flags[0] == f"error % (ours, paper's K) untested (no interval): +4.19 points: {site.NO_CAUSE}"
 
 
-def test_a_flagged_row_names_the_first_cause_that_matches_it() -> None:
+def test_a_row_that_differs_names_the_first_cause_that_matches_it() -> None:
     causes = [
         Difference("the hard vicinity", runs=("lrr_art*",), rows=(("method", ("*-hard",)),)),
         Difference("training fits", quantities=("training %",)),
         Difference("the settings", runs=("lrr_artificial", "lrr_uci")),
     ]
-    t = Table("s", "", ["dataset", "method", "testing % (ours)", "testing % (paper)", "training % (ours)", "training % (paper)"],
-              [["art-2", "LRR1-hard", "62.5", "86.25", "70", "71"], ["art-2", "RLS", "96", "81", "70", "99"],
-               ["art-2", "LRR1", "96", "95", "70", "70.5"]])
+    t = Table("s", "", ["dataset", "method", "testing % (ours)", "testing % (ours) [95% CI]", "testing % (paper)",
+                        "training % (ours)", "training % (paper)"],
+              [["art-2", "LRR1-hard", "62.5", "[55.0, 70.0]", "86.25", "70", "71"],
+               ["art-2", "RLS", "96", "[93.0, 99.0]", "81", "70", "99"],
+               ["art-2", "LRR1", "96", "[94.0, 98.0]", "95", "70", "70.5"]])
     out = with_differences(t, "lrr-differ", site.cause_finder("lrr_artificial", causes))
-    assert out.flags == ["testing % -23.75 points, beyond ±2 points (no interval): the hard vicinity",
-                         "testing % +15.00 points, beyond ±2 points (no interval): the settings; training % -29.00 points, beyond ±2 points (no interval): training fits", ""]
+    assert out.flags[0] == ("testing % differs: -23.75 points, paper outside our 95% CI [55.00, 70.00]; "
+                            "training % untested (no interval): -1.00 points: the hard vicinity")
+    assert out.flags[1] == ("testing % differs: +15.00 points, paper outside our 95% CI [93.00, 99.00]: the settings; "
+                            "training % untested (no interval): -29.00 points: training fits")
+    assert out.flags[2].startswith("testing % consistent (our interval 4.0 points wide, margin ±1): +1.00 points; training %")
     elsewhere = with_differences(t, None, site.cause_finder("lrr_benchmark", causes))
-    assert elsewhere.flags[0] == f"testing % -23.75 points, beyond ±2 points (no interval): {site.NO_CAUSE}"
+    assert elsewhere.flags[0].startswith(f"testing % differs: -23.75 points, paper outside our 95% CI [55.00, 70.00]: {site.NO_CAUSE}")
 
 
 def test_a_bad_differences_file_is_one_line_naming_the_file_and_key(tmp_path: Path, monkeypatch) -> None:

@@ -222,21 +222,20 @@ def _readings_block(paper: ModuleType) -> Block:
     return Block(runs, lambda s: readings_table(s, paper), "the readings of the paper's open choices and what each gives")
 
 
-def flagged_counts(snap: Snapshot) -> pd.DataFrame:
-    """Per paper, the table rows the report flags (the paper's number outside our 95 %
-    interval) by verdict — reproduced under a documented reading, not reached under the
-    readings tried, no reading tried yet — and the rows over the 2-point margin whose
-    interval holds the paper's number, counted from the snapshot's records (tables rebuilt
-    in a temporary folder, no figures)."""
+def row_verdict_counts(snap: Snapshot) -> pd.DataFrame:
+    """Per paper, the table rows the report compares with the paper's number, by verdict
+    (:data:`lkm.reproduction.site.tables.ROW_VERDICTS`; a row of two tables counts twice),
+    counted from the snapshot's records (tables rebuilt in a temporary folder, no figures):
+    the counts the README and the guide print."""
     import tempfile
 
     from lkm.engine.store import RunStore
     from lkm.report import build_report
-    from lkm.reproduction.site.tables import FLAG_STATUSES
+    from lkm.reproduction.site.tables import ROW_VERDICTS
     from lkm.reproduction.site.views import collect
     from lkm.spec import load_spec
 
-    with tempfile.TemporaryDirectory(prefix="lkm-flags-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="lkm-verdicts-") as tmp:
         root = Path(tmp)
         for paper in snap.papers.values():
             for name in paper_runs(paper):
@@ -246,10 +245,8 @@ def flagged_counts(snap: Snapshot) -> pd.DataFrame:
         site = collect(root, snap.papers, None)
     rows = []
     for view in site.papers:
-        counts = view.flagged_rows()
-        rows.append({"paper": view.short, "flagged rows": sum(counts[s] for s in FLAG_STATUSES),
-                     **{s: counts[s] for s in FLAG_STATUSES},
-                     "over 2 points, inside our interval (not flagged)": counts["margin only"]})
+        counts = view.row_verdicts()
+        rows.append({"paper": view.short, "compared rows": sum(counts.values()), **{v: counts[v] for v in ROW_VERDICTS}})
     total = {"paper": "all", **{c: sum(r[c] for r in rows) for c in rows[0] if c != "paper"}} if rows else {}
     return pd.DataFrame([*rows, total] if rows else [])
 
@@ -281,7 +278,7 @@ def doc_blocks(papers: Papers) -> dict[str, Block]:
     every = tuple(r for paper in papers.values() for r in paper_runs(paper))
     out["all/claims"] = Block(every, claim_counts, "the papers' claims counted by verdict",
                               tuple(r for paper in papers.values() for r in perturbed_runs(paper)))
-    out["all/flagged"] = Block(every, flagged_counts, "the report's flagged rows per paper, by verdict")
+    out["all/row-verdicts"] = Block(every, row_verdict_counts, "the report's compared rows per paper, by verdict")
     out["all/benchmark"] = Block((BENCHMARK_RUN,), benchmark_methods, "the benchmark's methods by average rank")
     out["all/benchmark-tests"] = Block((BENCHMARK_RUN,), benchmark_tests,
                                        "the benchmark's Friedman test and the pairs each test separates")

@@ -37,25 +37,25 @@ def paper_values(package: str) -> dict[str, Any]:
 class Evidence:
     """An experiment a cause names (``evidence:`` in differences.yaml, one or a list): under
     the readings of ``choice`` (only ``reading``, when given; readings.yaml), each row the
-    cause matches (a dataset and method) is ``reproduced`` — the paper's number inside a
-    reading's interval, for our number at the stated or at the tuned setting — or not. A
-    cause whose own experiment says otherwise is contradicted (the report says so and a
-    test fails)."""
+    cause matches (a dataset and method) is ``reached`` — the paper's number inside a
+    reading's 95 % interval or that interval inside the margin (the reading's verdict
+    *reproduced* or *consistent*, whatever its provenance) — or not. A cause whose own
+    experiment says otherwise is contradicted (the report says so and a test fails)."""
 
     choice: str
-    reproduced: bool
+    reached: bool
     reading: str | None = None
 
     def describe(self) -> str:
         what = f"reading ‘{self.reading}’ of ‘{self.choice}’" if self.reading else f"the readings of ‘{self.choice}’"
-        return f"{what} {'reproduce' if self.reproduced else 'do not reproduce'} the paper's number"
+        return f"{what} {'reach' if self.reached else 'do not reach'} the paper's number"
 
 
 @dataclass(frozen=True)
 class Difference:
-    """A named cause for table rows where our number differs from the paper's by more
-    than the report's threshold (:data:`lkm.reproduction.site.DIFF_POINTS`), from the
-    ``differences.yaml`` of a paper's package. It applies to a row when every condition
+    """A named cause for table rows whose verdict against the paper is *differs* or
+    *untested* (:mod:`lkm.reproduction.site.tables`), from the ``differences.yaml`` of a
+    paper's package. It applies to a row when every condition
     matches (shell-style patterns, :func:`fnmatch.fnmatchcase`): ``runs`` the run
     folder's spec name, ``quantities`` the compared quantity (``accuracy %``, ``testing
     %``, or the ``metric`` cell of a ``paper``/``ours`` table), ``rows`` a column → value
@@ -139,10 +139,10 @@ def paper_differences(package: str) -> list[Difference]:
         evidence = evidence if isinstance(evidence, list) else [evidence]
         for j, e in enumerate(evidence):
             if (not isinstance(e, dict) or not isinstance(e.get("choice"), str)
-                    or not isinstance(e.get("reproduced"), bool) or set(e) - {"choice", "reproduced", "reading"}):
+                    or not isinstance(e.get("reached"), bool) or set(e) - {"choice", "reached", "reading"}):
                 raise LkmError(f"{where}: {key}.evidence[{j}]: expected {{choice: <readings.yaml choice>, "
-                               "reproduced: true|false, reading: <name> (optional)}")
-        evidence = tuple(Evidence(e["choice"], e["reproduced"], e.get("reading")) for e in evidence)
+                               "reached: true|false, reading: <name> (optional)}")
+        evidence = tuple(Evidence(e["choice"], e["reached"], e.get("reading")) for e in evidence)
         out.append(Difference(
             " ".join(cause.split()),
             strings(entry["runs"], f"{key}.runs") if "runs" in entry else (),
@@ -151,6 +151,75 @@ def paper_differences(package: str) -> list[Difference]:
             evidence,
         ))
     return out
+
+
+#: The equivalence margin, in points, of every compared row of a paper without ``verdicts.yaml``.
+DEFAULT_MARGIN = 1.0
+#: The keys of ``verdicts.yaml`` and of one of its overrides.
+MARGIN_KEYS = ("margin", "overrides")
+OVERRIDE_KEYS = ("margin", "source", "runs", "quantities", "rows")
+
+
+@dataclass(frozen=True)
+class Margins:
+    """The equivalence margin of a paper's compared rows (``verdicts.yaml`` of its package,
+    stated once, before the verdicts are read): ``default`` points for every row, and
+    ``overrides`` — ``(margin, source, runs, quantities, rows)``, allowed only where the
+    paper itself prints a spread for the row, ``source`` citing it — matched like a cause
+    (:func:`row_matches`), the first that matches winning."""
+
+    default: float = DEFAULT_MARGIN
+    overrides: tuple[tuple[float, str, tuple[str, ...], tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...]], ...] = ()
+
+    def for_row(self, run: str, quantity: str, row: dict[str, str]) -> float:
+        """The margin of one compared row of ``run``."""
+        return next((m for m, _, runs, quantities, rows in self.overrides
+                     if row_matches(run, quantity, row, runs, quantities, rows)), self.default)
+
+
+def paper_margins(package: str) -> Margins:
+    """The margins of ``verdicts.yaml`` of a paper's package (:class:`Margins`; the
+    :data:`DEFAULT_MARGIN` when absent)::
+
+        margin: 1.0            # points, every compared row
+        overrides:             # only where the paper prints a spread for the row
+          - {runs: cevikalp_segmentation, rows: {method: NN}, margin: 0.92, source: "Table II: 96.36 ± 0.92"}
+    """
+    resource = files(package) / "verdicts.yaml"
+    where = f"{package.replace('.', '/')}/verdicts.yaml"
+    if not resource.is_file():
+        return Margins()
+    data = yaml.safe_load(resource.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise LkmError(f"{where}: expected a mapping with {', '.join(MARGIN_KEYS)}")
+    unknown = sorted(set(data) - set(MARGIN_KEYS))
+    if unknown:
+        raise LkmError(f"{where}: {unknown[0]}: unknown key{did_you_mean(str(unknown[0]), MARGIN_KEYS)}")
+
+    def points(value: Any, key: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise LkmError(f"{where}: {key}: expected a positive number of points, got {value!r}")
+        return float(value)
+
+    overrides = []
+    for i, entry in enumerate(data.get("overrides") or []):
+        key = f"overrides[{i}]"
+        if not isinstance(entry, dict):
+            raise LkmError(f"{where}: {key}: expected a mapping with {', '.join(OVERRIDE_KEYS)}")
+        unknown = sorted(set(entry) - set(OVERRIDE_KEYS))
+        if unknown:
+            raise LkmError(f"{where}: {key}.{unknown[0]}: unknown key{did_you_mean(str(unknown[0]), OVERRIDE_KEYS)}")
+        source = entry.get("source")
+        if not isinstance(source, str) or not source.strip():
+            raise LkmError(f"{where}: {key}.source: where the paper prints the spread is required")
+        rows = entry.get("rows") or {}
+        if not isinstance(rows, dict):
+            raise LkmError(f"{where}: {key}.rows: expected a mapping column -> value(s)")
+        overrides.append((points(entry.get("margin"), f"{key}.margin"), " ".join(source.split()),
+                          names(entry["runs"], f"{where}: {key}.runs") if "runs" in entry else (),
+                          names(entry["quantities"], f"{where}: {key}.quantities") if "quantities" in entry else (),
+                          tuple((str(c), names(v, f"{where}: {key}.rows.{c}")) for c, v in rows.items())))
+    return Margins(points(data.get("margin", DEFAULT_MARGIN), "margin"), tuple(overrides))
 
 
 #: What every paper package defines (checked when it is discovered).

@@ -24,9 +24,11 @@ It reads only files the runs wrote:
 Where a table has the paper's number beside ours for a rate in percent (``X (ours)`` and
 ``X (paper)``; ``paper's X`` and ``ours, …: X``; ``ours`` and ``paper`` with an
 accuracy/error ``metric``; or "ours (paper)" cells), the report adds the difference and
-flags rows whose paper's number lies outside our 95 % interval (beyond
-:data:`DIFF_POINTS` points where no interval is given) with their named cause (the first
-entry of the paper's ``differences.yaml`` that matches the row,
+gives every such row a verdict (:data:`ROW_VERDICTS`: *reproduced* when our 95 % interval
+lies within the paper's stated margin of its number, *consistent*, *differs*, *untested*
+without an interval; :func:`lkm.reproduction.site.tables.equivalence`), what the paper's
+readings give where it differs, and for a row that differs or is untested the named
+cause (the first entry of the paper's ``differences.yaml`` that matches the row,
 :class:`lkm.reproduction.paper.Difference`) and a link to the paper's "where we differ"
 section; a wide table leads with those columns and folds the full table below.
 
@@ -53,23 +55,24 @@ from urllib.parse import unquote
 from lkm.reproduction.site.html import SCRIPT, render_html
 from lkm.reproduction.site.markdown import render_markdown
 from lkm.reproduction.site.tables import (
-    DIFF_POINTS,
     NO_CAUSE,
-    Flag,
-    ReadingVerdict,
+    ROW_VERDICTS,
+    Comparison,
+    ReadingResult,
+    ReadingsTried,
     Table,
     cause_finder,
     contradictions,
-    is_flagged,
+    equivalence,
     reading_finder,
-    row_status,
+    row_verdict,
     with_differences,
 )
 from lkm.reproduction.site.views import (
     Site,
     collect,
     counts_line,
-    differing_line,
+    row_verdicts_line,
     slug,
     verdict_class,
 )
@@ -146,23 +149,24 @@ def build_site(results: Path, papers: dict[str, Any], cross_spec: str | None, ou
     if site.cross.note:
         missing.append(f"cross-paper: {site.cross.note}")
     return SiteFiles([index, markdown, *copied], index, markdown, dict(counts_line(site)), len(site.claims), missing,
-                     differing_line(site))
+                     row_verdicts_line(site))
 
 
 __all__ = [
-    "DIFF_POINTS",
     "NO_CAUSE",
-    "Flag",
-    "ReadingVerdict",
+    "ROW_VERDICTS",
+    "Comparison",
+    "ReadingResult",
+    "ReadingsTried",
     "SiteFiles",
     "Table",
     "build_site",
     "cause_finder",
     "collect",
     "contradictions",
-    "is_flagged",
+    "equivalence",
     "reading_finder",
-    "row_status",
+    "row_verdict",
     "slug",
     "render_html",
     "render_markdown",

@@ -25,10 +25,11 @@ from lkm.reproduction.site.shared import (
 )
 from lkm.reproduction.site.tables import DASH, FLAG_COLUMN, Table
 from lkm.reproduction.site.views import (
+    ROW_VERDICT_RULE,
     PaperView,
     Site,
     counts_line,
-    differing_line,
+    row_verdicts_line,
     slug,
     verdict_class,
 )
@@ -118,8 +119,8 @@ def shown_columns(t: Table) -> tuple[list[int], bool]:
 
 
 def is_folded(t: Table) -> bool:
-    """A table shown folded (``<details>``): secondary, or long with no flagged row."""
-    return t.name in FOLDED or (len(t.rows) > FOLD_ROWS and not t.flags)
+    """A table shown folded (``<details>``): secondary, or long with no row that differs from the paper."""
+    return t.name in FOLDED or (len(t.rows) > FOLD_ROWS and not t.differs)
 
 
 def column_class(t: Table, j: int) -> str:
@@ -173,5 +174,6 @@ def _environment() -> Any:
 def render_html(site: Site) -> str:
     """The page ``index.html``."""
     return _environment().get_template("index.html.j2").render(
-        site=site, title=TITLE, smoke_prefix=SMOKE_PREFIX, counts=counts_line(site), differing=differing_line(site),
+        site=site, title=TITLE, smoke_prefix=SMOKE_PREFIX, counts=counts_line(site), differing=row_verdicts_line(site),
+        verdict_rule=ROW_VERDICT_RULE,
         environment=environment_rows(site))

@@ -26,7 +26,13 @@ from lkm.reproduction.site.shared import (
     strip_links,
 )
 from lkm.reproduction.site.tables import DASH, FLAG_COLUMN, Table
-from lkm.reproduction.site.views import PaperView, Site, counts_line, differing_line
+from lkm.reproduction.site.views import (
+    ROW_VERDICT_RULE,
+    PaperView,
+    Site,
+    counts_line,
+    row_verdicts_line,
+)
 
 
 def md_table(columns: list[str], rows: list[list[str]], raw_html: bool = False) -> Markup:
@@ -43,8 +49,8 @@ def table_md(t: Table) -> str:
     columns, rows = list(t.columns), [list(r) for r in t.rows]
     if t.flags:
         columns.append(FLAG_COLUMN)
-        for row, flag in zip(rows, t.flags, strict=True):
-            row.append(f"{flag} ([where we differ](#{t.link}))" if flag and t.link else flag)
+        for row, flag, parts in zip(rows, t.flags, t.details, strict=True):
+            row.append(f"{flag} ([where we differ](#{t.link}))" if flag and t.link and any(c.cause for c in parts) else flag)
     out = [f"**{markdown_text(t.caption)}**", "", md_table(columns, rows)] if t.caption else [md_table(columns, rows)]
     out += [f"\n{markdown_text(strip_links(n))}" for n in t.notes]
     return Markup("\n".join(out) + "\n")
@@ -92,6 +98,7 @@ def _environment() -> Any:
 def render_markdown(site: Site) -> str:
     """The text of ``report.md``."""
     text = _environment().get_template("report.md.j2").render(
-        site=site, title=TITLE, smoke_prefix=SMOKE_PREFIX, counts=counts_line(site), differing=differing_line(site),
+        site=site, title=TITLE, smoke_prefix=SMOKE_PREFIX, counts=counts_line(site), differing=row_verdicts_line(site),
+        verdict_rule=ROW_VERDICT_RULE,
         claims_summary=Markup(claims_summary(site)), environment=environment_rows(site))
     return text.rstrip() + "\n"

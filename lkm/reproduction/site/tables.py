@@ -1,6 +1,9 @@
 """The tables of the report: a run folder's ``tables/X.json`` read as a :class:`Table`
-(:func:`read_table`), and the rows that differ from the paper flagged with their named cause
-(:func:`with_differences`, :func:`cause_finder`, :data:`NO_CAUSE`)."""
+(:func:`read_table`), and a verdict for every row compared with the paper's number
+(:func:`with_differences`, :func:`equivalence`: *reproduced* within the paper's stated
+margin, *consistent*, *differs*, *untested*), what the readings of the paper's open choices
+give where it differs (:class:`ReadingsTried`), and the named cause (:func:`cause_finder`,
+:data:`NO_CAUSE`)."""
 
 from __future__ import annotations
 
@@ -11,11 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lkm.report.core import ci_column
-from lkm.reproduction.paper import Difference
+from lkm.reproduction.paper import DEFAULT_MARGIN, Difference
 from lkm.reproduction.readings import Choice, Reading
 
-#: Rows whose ours − paper exceeds this many points (percent) are flagged.
-DIFF_POINTS = 2.0
 #: ``metric`` values of a ``paper``/``ours`` table that are rates in percent.
 RATE_METRICS = frozenset({"accuracy", "error", "balanced_accuracy", "f1_macro", "macro_f1"})
 DASH = "–"
@@ -25,7 +26,9 @@ DASH = "–"
 @dataclass
 class Table:
     """One table of the report: cells as text, a caption, notes below it; ``flags`` per
-    row (empty or the "differs" text), ``link`` where a flag points (an anchor); ``lead``
+    row (empty or its verdict against the paper, as text), ``verdicts`` per row (empty or
+    one of :data:`ROW_VERDICTS`), ``details`` per row its :class:`Comparison` s, ``link``
+    where a verdict's cause points (an anchor); ``lead``
     the columns a reader compares first (the row's identity, ours beside the paper's
     number and their difference), ``files`` the table as CSV, LaTeX and Markdown
     ``(suffix, source, path in the report)``."""
@@ -37,12 +40,17 @@ class Table:
     notes: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     link: str | None = None
-    details: list[list[Flag]] = field(default_factory=list)
-    margin_only: int = 0  # rows beyond DIFF_POINTS whose interval holds the paper's number (not flagged)
+    details: list[list[Comparison]] = field(default_factory=list)
+    verdicts: list[str] = field(default_factory=list)
     lead: list[str] = field(default_factory=list)
     files: list[tuple[str, Path, str]] = field(default_factory=list)
 
     numeric_memo: tuple[tuple[int, int], list[bool]] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def differs(self) -> bool:
+        """Whether some row's verdict is *differs* (under every reading allowed to reach it)."""
+        return any(v.startswith(DIFFERS) for v in self.verdicts)
 
     @property
     def numeric(self) -> list[bool]:
@@ -134,79 +142,139 @@ def _ours_paper(row: list[str], io: int, ip: int) -> tuple[float | None, float |
     return _number(row[io]), _number(row[ip])
 
 
-#: ``(quantity, the row's cells by column) -> the differences.yaml entry naming the cause`` of a flagged row (None: none).
+#: ``(quantity, the row's cells by column) -> the differences.yaml entry naming the cause`` of a row that differs (None: none).
 CauseFor = Callable[[str, dict[str, str]], Difference | None]
-#: The heading of the column that says why a row is flagged.
-FLAG_COLUMN = "outside our 95% interval: readings and why"
-#: A flagged row's text when no cause matches it.
+#: ``(quantity, the row's cells by column) -> the equivalence margin in points`` (a paper's verdicts.yaml).
+MarginFor = Callable[[str, dict[str, str]], float]
+#: The heading of the column that gives each compared row's verdict.
+FLAG_COLUMN = "verdict against the paper (margin, readings, why)"
+#: A row's text when it differs and no cause matches it.
 NO_CAUSE = "no cause named yet"
 #: The interval a paper's number is compared with, ``(low, high)`` in the table's units.
 Interval = tuple[float, float]
 
+REPRODUCED, CONSISTENT, DIFFERS, UNTESTED = "reproduced", "consistent", "differs", "untested (no interval)"
+MATCHED_POST_HOC = "matched post hoc"
+NOT_REACHED, NO_READING = "differs, not reached under the readings", "differs, no reading tried"
+#: The verdicts of a compared row, best first; a row of several comparisons takes its worst.
+ROW_VERDICTS = (REPRODUCED, f"{REPRODUCED} under a reading", CONSISTENT, f"{CONSISTENT} under a reading",
+                UNTESTED, MATCHED_POST_HOC, NOT_REACHED, NO_READING)
+
+
+def equivalence(paper: float, interval: Interval | None, margin: float) -> str:
+    """Our 95 % interval against the paper's number ± ``margin`` points: *reproduced* when
+    the interval lies inside [paper − margin, paper + margin] — two one-sided tests at
+    2.5 % each, which the 95 % interval the tables carry decides —; *consistent* when it
+    holds the paper's number but is not inside the margin; *differs* when the paper's
+    number lies outside it; *untested (no interval)* without one (never reproduced)."""
+    if interval is None:
+        return UNTESTED
+    low, high = interval
+    if paper - margin <= low and high <= paper + margin:
+        return REPRODUCED
+    return CONSISTENT if low <= paper <= high else DIFFERS
+
+
+def _ci(interval: Interval) -> str:
+    return f"[{interval[0]:.2f}, {interval[1]:.2f}]"
+
+
+def _width(interval: Interval, margin: float) -> str:
+    return f"our interval {interval[1] - interval[0]:.1f} points wide, margin ±{margin:g}"
+
 
 @dataclass(frozen=True)
-class Flag:
-    """One comparison of a row with the paper that is flagged: the paper's number lies
-    outside our 95 % interval (:func:`lkm.numerics.stats.rate_interval`), or — for a
-    column without an interval — differs by more than :data:`DIFF_POINTS` points."""
+class ReadingResult:
+    """One reading's number for a compared row: ``name`` ``choice: reading`` (``stated``
+    for the row itself), its value and interval, and the :class:`Reading` (None: stated)."""
+
+    name: str
+    value: float
+    interval: Interval | None
+    reading: Reading | None = None
+
+    def shown(self) -> str:
+        return f"{self.value:.2f}" + (f" {_ci(self.interval)}" if self.interval else "")
+
+
+@dataclass(frozen=True)
+class ReadingsTried:
+    """What the readings of the choices that concern a row that differs give, judged
+    against the paper's number with the row's margin (:func:`equivalence`) and by their
+    provenance (:attr:`lkm.reproduction.readings.Reading.may_reproduce`)."""
+
+    tried: tuple[ReadingResult, ...]
+    paper: float
+    margin: float
+
+    def verdict(self, result: ReadingResult) -> str:
+        return equivalence(self.paper, result.interval, self.margin)
+
+    @property
+    def reached(self) -> list[ReadingResult]:
+        """The other readings that reach the paper's number (*reproduced* or *consistent*
+        under them), best first, leaving out tuned readings of a setting the paper prints."""
+        hits = [t for t in self.tried if t.reading is not None and not t.reading.judged_at_printed_setting
+                and self.verdict(t) in (REPRODUCED, CONSISTENT)]
+        return sorted(hits, key=lambda t: (self.verdict(t) != REPRODUCED, abs(t.value - self.paper)))
+
+    @property
+    def outcome(self) -> tuple[str, ReadingResult | None]:
+        """``(row verdict, the reading it rests on)``: *reproduced / consistent under a
+        reading* only under one that :attr:`~lkm.reproduction.readings.Reading.may_reproduce`,
+        else *matched post hoc*, else *not reached*."""
+        valid = [t for t in self.reached if t.reading is not None and t.reading.may_reproduce]
+        if valid:
+            return f"{self.verdict(valid[0])} under a reading", valid[0]
+        if self.reached:
+            return MATCHED_POST_HOC, self.reached[0]
+        return NOT_REACHED, None
+
+    def text(self) -> str:
+        verdict, result = self.outcome
+        if result is not None and result.reading is not None:
+            wide = f"; {_width(result.interval, self.margin)}" if self.verdict(result) == CONSISTENT and result.interval else ""
+            words = verdict.removesuffix(" under a reading")
+            return f"{words} under reading ‘{result.name}’ ({result.shown()}{wide}; {result.reading.provenance()})"
+        listed = "; ".join(f"‘{t.name}’ {t.shown()}" + (f" ({t.reading.provenance()})" if t.reading else "")
+                           for t in self.tried)
+        closest = min(self.tried, key=lambda t: abs(t.value - self.paper))
+        return f"not reached under the {len(self.tried)} readings tried ({listed}); closest ‘{closest.name}’"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One comparison of a row with the paper's number: our number's difference, our 95 %
+    interval (:func:`lkm.numerics.stats.rate_interval`; None where the table has none), the
+    margin, the row's ``verdict`` (one of :data:`ROW_VERDICTS`), and for a row that differs
+    or is untested the named cause and what the readings give."""
 
     label: str
     diff: float
     paper: float
     interval: Interval | None
-    cause: str
-    reading: ReadingVerdict | None = None
+    margin: float
+    verdict: str
+    cause: str = ""
+    readings: ReadingsTried | None = None
     difference: Difference | None = None  # the differences.yaml entry that names the cause
     row: tuple[str, ...] = ()  # the row's dataset and method (what a cause's evidence is checked per)
 
-    @property
-    def beyond_margin(self) -> bool:
-        return abs(self.diff) > DIFF_POINTS
-
     def text(self) -> str:
-        where = (f"paper outside our 95% CI [{self.interval[0]:.2f}, {self.interval[1]:.2f}]"
-                 if self.interval else f"beyond ±{DIFF_POINTS:g} points (no interval)")
-        return f"{self.label} {self.diff:+.2f} points, {where}".strip()
+        head = f"{self.label} " if self.label else ""
+        if self.interval is None:
+            return f"{head}{UNTESTED}: {self.diff:+.2f} points"
+        if self.verdict == REPRODUCED:
+            return f"{head}reproduced: our 95% CI {_ci(self.interval)} within {self.paper:g} ± {self.margin:g}"
+        if self.verdict == CONSISTENT:
+            return f"{head}consistent ({_width(self.interval, self.margin)}): {self.diff:+.2f} points"
+        out = f"{head}differs: {self.diff:+.2f} points, paper outside our 95% CI {_ci(self.interval)}"
+        return out + (f" — {self.readings.text()}" if self.readings else "")
 
 
-@dataclass(frozen=True)
-class ReadingVerdict:
-    """What the readings of the choices that concern a flagged row give: every reading
-    tried with its number (and interval), the one that reproduces the paper (its number
-    inside that reading's interval) or none."""
-
-    tried: tuple[tuple[str, float, Interval | None], ...]
-    paper: float
-
-    @property
-    def inside(self) -> list[tuple[str, float, Interval | None]]:
-        """The readings whose interval holds the paper's number, closest first."""
-        hits = [t for t in self.tried if t[2] is not None and t[2][0] <= self.paper <= t[2][1]]
-        return sorted(hits, key=lambda t: abs(t[1] - self.paper))
-
-    @property
-    def reproduced(self) -> tuple[str, float, Interval | None] | None:
-        return self.inside[0] if self.inside else None
-
-    @property
-    def closest(self) -> tuple[str, float, Interval | None]:
-        return min(self.tried, key=lambda t: abs(t[1] - self.paper))
-
-    def text(self) -> str:
-        if self.inside:
-            return "reproduced under " + "; ".join(f"reading ‘{t[0]}’ ({_with_interval(t)})" for t in self.inside)
-        listed = "; ".join(f"‘{name}’ {_with_interval((name, v, ci))}" for name, v, ci in self.tried)
-        return (f"not reached under the {len(self.tried)} readings tried ({listed}); "
-                f"closest ‘{self.closest[0]}’")
-
-
-def _with_interval(t: tuple[str, float, Interval | None]) -> str:
-    return f"{t[1]:.2f}" + (f" [{t[2][0]:.2f}, {t[2][1]:.2f}]" if t[2] else "")
-
-
-#: ``(table, pair, row cells, paper, ours, interval) -> verdict`` of the readings that
-#: concern a flagged row (None: no choice concerns it).
-ReadingFor = Callable[[str, str, str, dict[str, str], float, float, "Interval | None"], "ReadingVerdict | None"]
+#: ``(table, pair, quantity, row cells, ours, interval) -> every reading's number`` for a
+#: row that differs, the row itself first as ``stated`` (None: no choice concerns it).
+ReadingFor = Callable[[str, str, str, dict[str, str], float, "Interval | None"], "tuple[ReadingResult, ...] | None"]
 
 _INTERVAL_CELL = re.compile(r"\s*\[\s*([+\-−]?[\d.]+)\s*,\s*([+\-−]?[\d.]+)\s*\]\s*")
 
@@ -217,14 +285,6 @@ def _interval(cell: str) -> Interval | None:
         return None
     low, high = (float(g.replace("−", "-")) for g in m.groups())
     return (low, high) if low <= high else None
-
-
-def is_flagged(ours: float, paper: float, interval: Interval | None) -> bool:
-    """The report's flag rule: the paper's number outside our 95 % interval; where a
-    table gives no interval, a difference of more than :data:`DIFF_POINTS` points."""
-    if interval is not None:
-        return not interval[0] <= paper <= interval[1]
-    return abs(ours - paper) > DIFF_POINTS
 
 
 def row_comparisons(table: Table) -> list[tuple[str, str, int, int, int | None]]:
@@ -238,6 +298,9 @@ def row_comparisons(table: Table) -> list[tuple[str, str, int, int, int | None]]
 
 #: The columns that identify a row across the run folders of one paper's readings.
 KEY_COLUMNS = ("dataset", "method", "the paper's row", "paper row", "metric", "setting")
+#: An "ours, tuned: …" column: our number at the setting inner CV chose, not the row's own
+#: (judged as the tuned reading of the row, never as the row).
+_TUNED_COLUMN = re.compile(r"\btuned\b")
 
 
 def row_value(table: Table, pair: str, key: dict[str, str]) -> tuple[float, Interval | None] | None:
@@ -257,13 +320,22 @@ def row_value(table: Table, pair: str, key: dict[str, str]) -> tuple[float, Inte
     return None
 
 
+def row_verdict(parts: list[Comparison]) -> str:
+    """A compared row's verdict: the worst of its comparisons' (:data:`ROW_VERDICTS`)."""
+    return max((c.verdict for c in parts), key=ROW_VERDICTS.index)
+
+
 def with_differences(table: Table, link: str | None = None, cause_for: CauseFor | None = None,
-                     reading_for: ReadingFor | None = None) -> Table:
+                     reading_for: ReadingFor | None = None, margin_for: MarginFor | None = None) -> Table:
     """``table`` with an "ours − paper" column after each comparison with the paper that
-    has none (rates in percent only), and a flag (:func:`is_flagged`) for rows whose
-    paper's number lies outside our interval, naming the cause ``cause_for`` gives (the
-    paper's differences.yaml) or :data:`NO_CAUSE`, and what the readings give
-    (``reading_for``); ``link`` is the anchor of the paper's "where we differ" text."""
+    has none (rates in percent only), and a verdict for every compared row
+    (:func:`equivalence` with the margin ``margin_for`` gives, default
+    :data:`lkm.reproduction.paper.DEFAULT_MARGIN`): a row that differs gets what the
+    readings give (``reading_for``, :class:`ReadingsTried`); a row that differs or is
+    untested names the cause ``cause_for`` gives (the paper's differences.yaml) or
+    :data:`NO_CAUSE`. An "ours, tuned" column gets its difference but no verdict (the
+    row is judged at the paper's setting). ``link`` is the anchor of the paper's "where we
+    differ" text."""
     pairs = _pairs(table)
     if not pairs:
         return table
@@ -271,8 +343,7 @@ def with_differences(table: Table, link: str | None = None, cause_for: CauseFor 
     metric = table.columns.index("metric") if "metric" in table.columns else None
     has_diff = "ours − paper" in table.columns
     columns, rows = list(table.columns), [list(r) for r in table.rows]
-    found: list[list[Flag]] = [[] for _ in rows]
-    beyond = [False] * len(rows)
+    found: list[list[Comparison]] = [[] for _ in rows]
     inserts: list[tuple[int, str, list[str]]] = []
     for stem, io, ip, name, label in pairs:
         if stem and not _is_rate(stem):
@@ -286,15 +357,25 @@ def with_differences(table: Table, link: str | None = None, cause_for: CauseFor 
                 continue
             d = ours - paper
             diffs.append(f"{d:+.2f}")
+            if _TUNED_COLUMN.search(label or name):
+                continue
             ic = intervals.get(name)
             interval = _interval(row[ic]) if ic is not None else None
-            beyond[r] = beyond[r] or abs(d) > DIFF_POINTS
-            if is_flagged(ours, paper, interval):
-                cells = dict(zip(table.columns, table.rows[r], strict=True))
-                difference = cause_for(quantity, cells) if cause_for else None
-                reading = reading_for(table.name, name, quantity, cells, paper, ours, interval) if reading_for else None
-                found[r].append(Flag(label or quantity, d, paper, interval, difference.cause if difference else NO_CAUSE,
-                                     reading, difference, (cells.get("dataset", ""), cells.get("method", ""))))
+            cells = dict(zip(table.columns, table.rows[r], strict=True))
+            margin = margin_for(quantity, cells) if margin_for else DEFAULT_MARGIN
+            verdict = equivalence(paper, interval, margin)
+            if verdict in (REPRODUCED, CONSISTENT):
+                found[r].append(Comparison(label or quantity, d, paper, interval, margin, verdict))
+                continue
+            readings = None
+            if verdict == DIFFERS:
+                tried = reading_for(table.name, name, quantity, cells, ours, interval) if reading_for else None
+                readings = ReadingsTried(tried, paper, margin) if tried else None
+                verdict = readings.outcome[0] if readings else NO_READING
+            difference = cause_for(quantity, cells) if cause_for else None
+            found[r].append(Comparison(label or quantity, d, paper, interval, margin, verdict,
+                                       difference.cause if difference else NO_CAUSE, readings, difference,
+                                       (cells.get("dataset", ""), cells.get("method", ""))))
         if any(x != DASH for x in diffs) and not (has_diff and len(pairs) == 1):
             inserts.append((max(io, ip) + 1, name, diffs))
     for pos, name, diffs in sorted(inserts, key=lambda t: -t[0]):
@@ -303,11 +384,10 @@ def with_differences(table: Table, link: str | None = None, cause_for: CauseFor 
             row.insert(pos, d)
     if not any(found) and not inserts:
         return table
-    flags = [_flag_text(parts) for parts in found]
-    out = Table(table.name, table.caption, columns, rows, table.notes, flags if any(flags) else [], link,
-                files=table.files)
-    out.details = found if any(flags) else []
-    out.margin_only = sum(b and not f for b, f in zip(beyond, found, strict=True))
+    out = Table(table.name, table.caption, columns, rows, table.notes, [_row_text(parts) for parts in found] if any(found) else [],
+                link, files=table.files)
+    out.details = found if any(found) else []
+    out.verdicts = [row_verdict(parts) if parts else "" for parts in found] if any(found) else []
     inserted = {name for _, name, _ in inserts}
     compared = []
     for stem, io, ip, name, _ in pairs:
@@ -320,74 +400,61 @@ def with_differences(table: Table, link: str | None = None, cause_for: CauseFor 
     return out
 
 
-def _flag_text(parts: list[Flag]) -> str:
-    """"testing % -4.28 points, paper outside our 95% CI [..]: <readings>; <cause>", one clause per cause."""
+def _row_text(parts: list[Comparison]) -> str:
+    """"testing % differs: -4.28 points, paper outside our 95% CI [..] — <readings>: <cause>",
+    one clause per cause; "" for a row compared with nothing."""
     by_cause: dict[str, list[str]] = {}
-    for f in parts:
-        head = f.text() + (f" — {f.reading.text()}" if f.reading else "")
-        by_cause.setdefault(f.cause, []).append(head)
-    return "; ".join(f"{'; '.join(heads)}: {cause}" for cause, heads in by_cause.items())
-
-
-#: A flagged row's verdicts (:func:`row_status`), in the order the report counts them.
-FLAG_STATUSES = ("reproduced", "not reached", "no reading tried")
-
-
-def row_status(parts: list[Flag]) -> str:
-    """A flagged row's verdict: ``reproduced`` (every flagged comparison reached under a
-    reading), ``not reached`` (a comparison that readings were tried on and none reached),
-    or ``no reading tried``."""
-    if parts and all(f.reading is not None and f.reading.reproduced for f in parts):
-        return "reproduced"
-    if any(f.reading is not None and not f.reading.reproduced for f in parts):
-        return "not reached"
-    return "no reading tried"
+    for c in parts:
+        by_cause.setdefault(c.cause, []).append(c.text())
+    return "; ".join(f"{'; '.join(heads)}: {cause}" if cause else "; ".join(heads) for cause, heads in by_cause.items())
 
 
 def cause_finder(run: str, differences: list[Difference]) -> CauseFor:
-    """The first of a paper's ``differences`` that matches a flagged row of ``run``."""
+    """The first of a paper's ``differences`` that matches a row of ``run`` that differs."""
     def cause_for(quantity: str, row: dict[str, str]) -> Difference | None:
         return next((d for d in differences if d.matches(run, quantity, row)), None)
     return cause_for
 
 
-def contradictions(flags: list[Flag]) -> list[str]:
-    """The causes among ``flags`` (one run's flagged comparisons) that their own experiment
-    contradicts: for each differences.yaml entry with ``evidence`` and each row (dataset,
-    method) it names a cause for, the readings of the evidence's choice, over every flagged
-    comparison of that row, must reproduce the paper's number — or not — as the entry says;
-    an evidence no reading of which was run is reported too."""
-    groups: dict[tuple[int, tuple[str, ...]], list[Flag]] = {}
-    for f in flags:
-        if f.difference is not None and f.difference.evidence:
-            groups.setdefault((id(f.difference), f.row), []).append(f)
+def contradictions(comparisons: list[Comparison]) -> list[str]:
+    """The causes among ``comparisons`` (one run's) that their own experiment contradicts:
+    for each differences.yaml entry with ``evidence`` and each row (dataset, method) it
+    names a cause for, the readings of the evidence's choice, over every comparison of that
+    row, must reach the paper's number (*reproduced* or *consistent* under one, whatever
+    its provenance) — or not — as the entry says; an evidence no reading of which was run
+    is reported too."""
+    groups: dict[tuple[int, tuple[str, ...]], list[Comparison]] = {}
+    for c in comparisons:
+        if c.difference is not None and c.difference.evidence:
+            groups.setdefault((id(c.difference), c.row), []).append(c)
     out = []
     for (_, row), group in groups.items():
         for evidence in group[0].difference.evidence:
             prefix = f"{evidence.choice}: "
             verdicts = []
-            for f in group:
-                tried = tuple(t for t in (f.reading.tried if f.reading else ())
-                              if t[0].startswith(prefix) and (evidence.reading is None or t[0] == prefix + evidence.reading))
+            for c in group:
+                tried = [t for t in (c.readings.tried if c.readings else ())
+                         if t.name.startswith(prefix) and (evidence.reading is None or t.name == prefix + evidence.reading)]
                 if tried:
-                    verdicts.append((f, ReadingVerdict(tried, f.paper)))
+                    verdicts.append((c, tried))
             where = " ".join(x for x in row if x)
             if not verdicts:
                 out.append(f"{where}: the cause names {evidence.describe()}, but no such reading was run")
                 continue
-            reached = any(v.reproduced is not None for _, v in verdicts)
-            if reached != evidence.reproduced:
-                shown = "; ".join(f"{f.label}: {', '.join(_with_interval(t) for t in v.tried)} (paper {f.paper:g})"
-                                  for f, v in verdicts)
+            reached = any(equivalence(c.paper, t.interval, c.margin) in (REPRODUCED, CONSISTENT)
+                          for c, tried in verdicts for t in tried)
+            if reached != evidence.reached:
+                shown = "; ".join(f"{c.label}: {', '.join(t.shown() for t in tried)} (paper {c.paper:g})"
+                                  for c, tried in verdicts)
                 out.append(f"{where}: the cause says {evidence.describe()}, but they give {shown}")
     return out
 
 
 def reading_finder(run: str, choices: list[Choice], tables: dict[str, dict[str, Table]]) -> ReadingFor:
-    """What the readings of ``choices`` concerning a flagged row of ``run`` give: each
+    """What the readings of ``choices`` concerning a row of ``run`` that differs give: each
     reading's number for the same row (the variant run's table of the same name, or the
     row its ``method`` names; else that row of the run's ``summary`` table), with the
-    flagged row itself as the stated reading."""
+    row itself as the stated reading."""
     def lookup(reading: Reading, table: str, pair: str, quantity: str, row: dict[str, str]) -> tuple[float, Interval | None] | None:
         folder = tables.get(reading.run_for(run), {})
         key = {c: row[c] for c in KEY_COLUMNS if c in row}
@@ -406,20 +473,20 @@ def reading_finder(run: str, choices: list[Choice], tables: dict[str, dict[str, 
         value, ci = found
         return 100.0 - value, (100.0 - ci[1], 100.0 - ci[0]) if ci else None
 
-    def reading_for(table: str, pair: str, quantity: str, row: dict[str, str], paper: float, ours: float,
-                    interval: Interval | None) -> ReadingVerdict | None:
+    def reading_for(table: str, pair: str, quantity: str, row: dict[str, str], ours: float,
+                    interval: Interval | None) -> tuple[ReadingResult, ...] | None:
         matching = [c for c in choices if c.matches(run, quantity, row)]
         if not matching:
             return None
-        tried: list[tuple[str, float, Interval | None]] = [("stated", ours, interval)]
+        tried = [ReadingResult("stated", ours, interval)]
         for choice in matching:
             for reading in choice.readings:
                 if reading.stated:
                     continue
                 found = lookup(reading, table, pair, quantity, row)
                 if found is not None:
-                    tried.append((f"{choice.key}: {reading.name}", found[0], found[1]))
-        return ReadingVerdict(tuple(tried), paper) if len(tried) > 1 else None
+                    tried.append(ReadingResult(f"{choice.key}: {reading.name}", found[0], found[1], reading))
+        return tuple(tried) if len(tried) > 1 else None
 
     return reading_for
 

@@ -17,18 +17,16 @@ from urllib.parse import quote
 from lkm.report.ranking import RUN_NAME as CROSS_RUN
 from lkm.report.ranking import SUMMARY_NAME as CROSS_SUMMARY
 from lkm.reproduction.claims import SMOKE_LABEL as SMOKE_PREFIX
-from lkm.reproduction.paper import paper_differences
+from lkm.reproduction.paper import paper_differences, paper_margins
 from lkm.reproduction.readings import paper_readings, reading_experiments
 from lkm.reproduction.runs import shown_path
 from lkm.reproduction.site.tables import (
-    DIFF_POINTS,
-    FLAG_STATUSES,
+    ROW_VERDICTS,
     Table,
     cause_finder,
     contradictions,
     read_table,
     reading_finder,
-    row_status,
     with_differences,
 )
 
@@ -94,7 +92,7 @@ class RunView:
     provenance: dict[str, Any] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)
     perturbed: dict[str, Any] | None = None  # {"name", "exists", "seconds"} of its fragility rerun
-    reading: bool = False  # a variant run of one of the paper's readings (its rows are not flagged)
+    reading: bool = False  # a variant run of one of the paper's readings (its rows get no verdict)
     older: bool = False  # its tables were written by an older lkm (no tables/*.json): `lkm report <folder>`
     problems: list[str] = field(default_factory=list)  # inputs missing or corrupt: named in "Still missing"
 
@@ -128,17 +126,11 @@ class PaperView:
     def claims_columns(self) -> list[str]:
         return self.claims_table.columns if self.claims_table else []
 
-    def flagged_rows(self) -> Counter:
-        """Flagged table rows (the paper's number outside our 95 % interval, or beyond
-        :data:`DIFF_POINTS` points where no interval is given) by status
-        (:func:`lkm.reproduction.site.tables.row_status`), and under ``"margin only"`` the
-        rows beyond the margin whose interval holds the paper's number (not flagged)."""
-        out: Counter = Counter(dict.fromkeys((*FLAG_STATUSES, "margin only"), 0))
-        for t in (t for run in self.runs for t in run.tables):
-            for parts in t.details:
-                if parts:
-                    out[row_status(parts)] += 1
-            out["margin only"] += t.margin_only
+    def row_verdicts(self) -> Counter:
+        """The table rows compared with the paper's number, by verdict
+        (:data:`lkm.reproduction.site.tables.ROW_VERDICTS`; a row of two tables counts twice)."""
+        out: Counter = Counter(dict.fromkeys(ROW_VERDICTS, 0))
+        out.update(v for run in self.runs for t in run.tables for v in t.verdicts if v)
         return out
 
     @property
@@ -183,20 +175,28 @@ class Site:
     def counts(self) -> Counter:
         return Counter(c.vclass for c in self.claims)
 
-    def flagged_rows(self) -> Counter:
-        """:meth:`PaperView.flagged_rows` summed over the papers."""
-        return sum((p.flagged_rows() for p in self.papers), Counter())
+    def row_verdicts(self) -> Counter:
+        """:meth:`PaperView.row_verdicts` summed over the papers."""
+        return sum((p.row_verdicts() for p in self.papers), Counter(dict.fromkeys(ROW_VERDICTS, 0)))
 
 
-def differing_line(site: Site) -> str:
-    """"12 table rows differ from the paper beyond our 95 % interval: 3 reproduced under a reading, …"."""
-    c = site.flagged_rows()
-    flagged = c["reproduced"] + c["not reached"] + c["no reading tried"]
+#: The rule the report's row verdicts follow, as its legend says it.
+ROW_VERDICT_RULE = (
+    "A row compared with the paper's number is reproduced when our 95% interval lies within the paper's stated "
+    "margin of it (two one-sided tests at 2.5% each; the margin, 1 point unless the paper prints a spread for the "
+    "row, is in the paper's verdicts.yaml), consistent when the interval holds the paper's number but is wider than "
+    "the margin, differs when it does not hold it, untested without an interval. A row that differs takes the verdict "
+    "of a reading of the paper's open choices that reaches it only if that reading is in the paper's text or was "
+    "declared before its results and does not contradict the text; any other reading gives at most matched post "
+    "hoc, and a tuned setting counts only where the paper tuned it.")
+
+
+def row_verdicts_line(site: Site) -> str:
+    """"120 table rows compared with the paper: 30 reproduced (5 under a reading), …", counted from the records."""
+    c = site.row_verdicts()
+    parts = [f"{c[v]} {v}" for v in ROW_VERDICTS if c[v]]
     unseen = sum(1 for p in site.papers for r in p.runs if r.exists and (r.older or r.problems))
-    line = (f"{flagged} table rows differ from the paper (its number outside our 95% interval): "
-            f"{c['reproduced']} reproduced under a documented reading, {c['not reached']} not reached under "
-            f"the readings tried, {c['no reading tried']} with no reading tried yet; {c['margin only']} more "
-            f"differ by over {DIFF_POINTS:g} points but hold the paper's number inside our interval")
+    line = f"{sum(c.values())} table rows compared with the paper's number: " + (", ".join(parts) or "none")
     if unseen:  # never claim agreement the report cannot see
         line += f"; {unseen} run(s) with missing or unreadable tables, figures or provenance are not fully counted (see Still missing)"
     return line
@@ -358,6 +358,7 @@ def _paper_view(results: Path, key: str, module: Any, smoke: bool) -> PaperView:
     perturbed = list(getattr(module, "PERTURBED", {}) or {})
     runs = [_run_view(results, e.spec, smoke, make, perturbed) for e in module.SPECS]
     choices = paper_readings(module.__name__)
+    margins = paper_margins(module.__name__)
     variants = {e.name for e in reading_experiments(module.__name__)}
 
     def base_name(run: RunView) -> str:
@@ -368,8 +369,9 @@ def _paper_view(results: Path, key: str, module: Any, smoke: bool) -> PaperView:
         base = base_name(run)
         run.reading = base in variants
         if not run.reading:
-            run.tables = [with_differences(t, anchor, cause_finder(base, differences), reading_finder(base, choices, tables))
-                          for t in run.tables]
+            margin_for = lambda quantity, row, base=base: margins.for_row(base, quantity, row)  # noqa: E731
+            run.tables = [with_differences(t, anchor, cause_finder(base, differences), reading_finder(base, choices, tables),
+                                           margin_for) for t in run.tables]
     folder = results / (f"{key}_claims-smoke" if smoke else f"{key}_claims")
     found, older = _tables(folder, folder.name, ["claims"])
     claims_table = next((t for t in found if t.name == "claims"), None)
@@ -391,8 +393,8 @@ def _paper_view(results: Path, key: str, module: Any, smoke: bool) -> PaperView:
         missing.append(f"claims table {folder.name}/claims not written yet: `{make}`")
     extra = [t for t in found if t.name != "claims"]
     for run in runs:
-        flags = [f for t in run.tables for parts in t.details for f in parts]
-        missing += [f"{run.name}: a cause contradicted by its own experiment — {why}" for why in contradictions(flags)]
+        compared = [c for t in run.tables for parts in t.details for c in parts]
+        missing += [f"{run.name}: a cause contradicted by its own experiment — {why}" for why in contradictions(compared)]
     for run in runs:
         if run.older:
             missing.append(f"{run.name}: {OLDER_TABLES}: run `lkm report {run.folder}`")
