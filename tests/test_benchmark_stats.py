@@ -198,3 +198,29 @@ def test_complete_scores_drop_sets_before_methods() -> None:
     assert list(dropped_methods) == ["C"]  # results on 1 of 4 sets
     assert list(dropped_sets) == ["d2"]  # B has no result there
     assert list(scores.columns) == ["A", "B", "D"] and list(scores.index) == ["d1", "d3", "d4"]
+
+
+def test_the_ranking_does_not_depend_on_the_order_of_data_sets_or_methods() -> None:
+    """Average ranks, Friedman and Iman–Davenport, the critical difference, the Nemenyi
+    groups, and every pair's Wilcoxon, Holm, Nemenyi and Bayesian result are the same
+    with the data sets (rows) and the methods (columns) shuffled."""
+    from lkm.report.ranking import rank_methods
+
+    rng = np.random.default_rng(7)
+    skill = np.array([0.0, 0.4, 1.1, 1.9, 2.6, 3.8])
+    table = pd.DataFrame(80 + skill + rng.normal(0, 1.5, (15, 6)).round(1),
+                         index=[f"set{i}" for i in range(15)], columns=[f"m{j}" for j in range(6)])
+    ref = rank_methods(table, "test")
+    assert len(set(ref.friedman.ranks.values())) == 6  # no tied average ranks: the order is the ranks'
+    assert {c.bayes_draws for c in ref.pairs} == {BAYES_SAMPLES, BAYES_NEAR_SAMPLES}  # a pair near 0.95 too
+    for seed in range(1):
+        shuffle = np.random.default_rng(seed)
+        other = table.iloc[shuffle.permutation(15), shuffle.permutation(6)]
+        again = rank_methods(other, "test")
+        assert again.order == ref.order and again.groups == ref.groups and again.counts == ref.counts
+        stats_again, stats_ref = again.friedman.as_dict(), ref.friedman.as_dict()
+        assert stats_again.pop("average_ranks") == pytest.approx(stats_ref.pop("average_ranks"))
+        assert stats_again == pytest.approx(stats_ref)
+        assert again.cd == ref.cd
+        for x, y in zip(again.pairs, ref.pairs, strict=True):
+            assert x.as_dict() == pytest.approx(y.as_dict())
