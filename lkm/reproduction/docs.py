@@ -183,7 +183,8 @@ def _claims_block(key: str, paper: ModuleType, short: bool) -> Block:
 
 
 def readings_table(snap: Snapshot, paper: ModuleType) -> pd.DataFrame:
-    """Every open choice of a paper (readings.yaml) with each reading tried and what it
+    """Every open choice of a paper (readings.yaml) with each reading tried, where it comes
+    from (found, whether it contradicts the text, the commit that declared it) and what it
     gives on the rows the choice concerns: accuracy % at the selected setting with its
     95 % interval (one dataset), or the mean over a family of binary tasks."""
     rows = []
@@ -192,6 +193,7 @@ def readings_table(snap: Snapshot, paper: ModuleType) -> pd.DataFrame:
             for base in choice.runs:
                 run = snap.run(reading.run_for(base))
                 rows.append({"choice": choice.key, "reading": reading.name + (" (stated)" if reading.stated else ""),
+                             "found": f"{reading.provenance()} ({reading.commit})",
                              "run": run.name, "what it gives (test accuracy %)": _reading_numbers(run, choice, reading)})
     return pd.DataFrame(rows)
 
