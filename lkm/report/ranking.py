@@ -558,7 +558,7 @@ def write_ranking(table: pd.DataFrame, seconds: pd.DataFrame, out: Path, *, what
                          "(scipy, zero differences split) and Holm's step-down adjustment over the pairs listed "
                          f"(statsmodels); Bayesian signed-rank (Benavoli et al. 2014, baycomp's prior, {ROPE:g}-point "
                          "ROPE): the posterior probabilities that a is better, that they are within the ROPE, that b is "
-                         f"better, each ± its Monte Carlo standard error sqrt(P(1 − P)/draws) ({BAYES_SAMPLES:,} "
+                         f"better, each ± its Monte Carlo standard error sqrt(P(1 − P)/draws) (the CSV's 'std' columns; {BAYES_SAMPLES:,} "
                          f"Dirichlet draws, {BAYES_NEAR_SAMPLES:,} for a pair with a probability within "
                          f"{BAYES_MC_MARGIN:g} standard errors of {BAYES_DECISION:g}; the data sets' differences "
                          f"drawn sorted, so the order of the data sets does not matter); a verdict needs P − "
