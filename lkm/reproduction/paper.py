@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from lkm.errors import LkmError, did_you_mean
+from lkm.numerics.stats import MARGIN_POINTS
 
 
 #: What every verdict of a smoke run (``--smoke``: few datasets and settings) is labelled:
@@ -153,8 +154,9 @@ def paper_differences(package: str) -> list[Difference]:
     return out
 
 
-#: The equivalence margin, in points, of every compared row of a paper without ``verdicts.yaml``.
-DEFAULT_MARGIN = 1.0
+#: The equivalence margin, in points, of every compared row of a paper without ``verdicts.yaml``:
+#: the claims' default margin (one margin for rows and claims).
+DEFAULT_MARGIN = MARGIN_POINTS
 #: The keys of ``verdicts.yaml`` and of one of its overrides.
 MARGIN_KEYS = ("margin", "overrides")
 OVERRIDE_KEYS = ("margin", "source", "runs", "quantities", "rows")
