@@ -509,7 +509,7 @@ def canonical_differences(a: Any, b: Any) -> tuple[np.ndarray, bool]:
     return (down if flipped else up), flipped
 
 
-def _staircase(diffs: np.ndarray, rope: float, above: bool) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+def _staircase(diffs: np.ndarray, rope: float, above: bool) -> tuple[float, np.ndarray, np.ndarray]:
     """Benavoli et al.'s quadratic form θ = Σ_ij w_i w_j H_ij over z = (0, ``diffs``),
     ``diffs`` ascending, H_ij = H(z_i + z_j − 2r) (``above``) or H(−z_i − z_j − 2r),
     H(0) = ½, with z_i + z_j rounded as baycomp adds them, in a few prefix sums
