@@ -303,7 +303,7 @@ def benchmark_tests(snap: Snapshot) -> pd.DataFrame:
         "data sets": r.friedman.n_datasets, "methods": r.friedman.n_methods,
         "Iman–Davenport p": format_p(r.friedman.p_f), "Nemenyi CD (ranks)": f"{r.cd:.2f}",
         "pairs": c["pairs"], "separated by Nemenyi": c["nemenyi"], "by Wilcoxon–Holm": c["wilcoxon_holm"],
-        "decided by Bayes (P ≥ 0.95)": c["bayes_decided"], "practically equivalent (Bayes)": c["bayes_equivalent"],
+        "decided by Bayes (P − 2 MC errors ≥ 0.95)": c["bayes_decided"], "practically equivalent (Bayes)": c["bayes_equivalent"],
     }])
 
 
