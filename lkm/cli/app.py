@@ -20,7 +20,7 @@ from typer._click.parser import (  # private: typer vendors click (see _GridOpti
     _normalize_opt,
     _OptionParser,
 )
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperCommand, TyperGroup, TyperOption
 from typer.exceptions import Abort, TyperException
 
 from lkm.engine.workers import interrupt_exit_code, interrupt_on
@@ -89,6 +89,28 @@ def _emoji_codes_off() -> Iterator[None]:
         yield
     finally:
         Emoji.replace = original  # type: ignore[method-assign]
+
+
+def _flags_show_no_type() -> None:
+    """Typer's Rich help (0.29) prints a type beside every option, flags included
+    (`--dry-run <bool>`, `--help <bool>`), where Click and Typer's own plain help print
+    none: a flag takes no value. Patched on the class, not inside :meth:`LkmGroup.main`,
+    so the documentation site, which renders the help without running the app
+    (docs/site/cli.md), reads the same. An option given a ``metavar`` keeps it."""
+    original = TyperOption.display_type_rich
+    if getattr(original, "lkm_flags_untyped", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        if (self.is_flag or self.count) and self.metavar is None:
+            return None
+        return original(self, ctx)
+
+    display_type_rich.lkm_flags_untyped = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_show_no_type()
 
 
 # -- options that take an optional value, and ad-hoc `--NAME GRID` options ------------------

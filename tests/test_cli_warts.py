@@ -1,0 +1,37 @@
+"""The command line's small things a new user trips on (issue 43, point 5): one line per
+mistake that teaches the fix, help that prints what a flag is, one --jobs default."""
+
+from __future__ import annotations
+
+import typer
+from typer.testing import CliRunner
+
+from lkm.cli import app
+
+runner = CliRunner()
+
+
+def _command_paths(group=None, prefix=()):
+    """Every command and group of `lkm`, as the words that name it (() is `lkm` itself)."""
+    group = group or typer.main.get_command(app)
+    yield prefix
+    for name, cmd in getattr(group, "commands", {}).items():
+        yield from _command_paths(cmd, (*prefix, name))
+
+
+def _help(path) -> str:
+    res = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "120"})
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def test_flags_show_no_type_in_any_help():
+    """A flag takes no value: `--dry-run`, `--fresh/--resume` and `--help` print no
+    `<bool>` (as Click prints none), while an option that takes a value keeps its type."""
+    paths = list(_command_paths())
+    assert len(paths) > 15, paths
+    shown = {path: _help(path) for path in paths}
+    with_bool = [" ".join(("lkm", *p)) for p, text in shown.items() if "<bool>" in text]
+    assert not with_bool, with_bool
+    run_help = shown[("run",)]
+    assert "--dry-run" in run_help and "<int>" in run_help  # --jobs still says what it takes
