@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lkm.engine.workers import DEFAULT_JOBS
 from lkm.errors import LkmError, SpecError
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ def check_same_run(spec: Spec, plan: Plan, store: RunStore, fresh: bool) -> None
         store.check_same_run(spec_to_yaml(spec), plan.task_ids)
 
 
-def execute_plan(spec: Spec, plan: Plan, store: RunStore, source: str, *, jobs: int = 1, fresh: bool = False,
+def execute_plan(spec: Spec, plan: Plan, store: RunStore, source: str, *, jobs: int = DEFAULT_JOBS, fresh: bool = False,
                  cluster: Any = None, command: str, observer: RunObserver = QUIET) -> RunOutcome:
     """Fit what the run folder does not hold yet, write provenance and rebuild the report
     unless it is current, holding the folder's lock throughout (a second run on it stops
@@ -292,7 +293,7 @@ def _records(outcome: RunOutcome) -> pd.DataFrame:
     return outcome.store.records_frame(outcome.plan.task_ids)
 
 
-def run(spec: Any, out: str | os.PathLike[str] | None = None, *, jobs: int = 1, smoke: bool = False,
+def run(spec: Any, out: str | os.PathLike[str] | None = None, *, jobs: int = DEFAULT_JOBS, smoke: bool = False,
         data_dir: str | os.PathLike[str] | None = None, max_fits: int | None = None) -> RunResult:
     """Run a spec as ``lkm run`` does, silently, and return its records.
 

@@ -35,3 +35,26 @@ def test_flags_show_no_type_in_any_help():
     assert not with_bool, with_bool
     run_help = shown[("run",)]
     assert "--dry-run" in run_help and "<int>" in run_help  # --jobs still says what it takes
+
+
+def _commands(group=None, prefix=()):
+    """(words, click command) for every command of `lkm`."""
+    group = group or typer.main.get_command(app)
+    for name, cmd in getattr(group, "commands", {}).items():
+        yield (*prefix, name), cmd
+        yield from _commands(cmd, (*prefix, name))
+
+
+def test_every_jobs_option_has_the_one_default():
+    """`--jobs` defaulted to 1 for run/sweep/compare and 2 for reproduce/report: now one
+    default (lkm.engine.workers.DEFAULT_JOBS), the library's too. `lkm bench --cost --jobs`
+    is another option (timing cells run side by side) and is left out."""
+    from lkm.api import run
+    from lkm.engine.workers import DEFAULT_JOBS
+
+    defaults = {" ".join(path): p.default for path, cmd in _commands() if path != ("bench",)
+                for p in cmd.params if p.name == "jobs"}
+    assert {"run", "sweep", "compare", "reproduce", "report"} <= set(defaults), defaults
+    assert set(defaults.values()) == {DEFAULT_JOBS}, defaults
+    assert run.__kwdefaults__["jobs"] == DEFAULT_JOBS
+    assert f"[default: {DEFAULT_JOBS}]" in " ".join(_help(("reproduce",)).split())

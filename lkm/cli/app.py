@@ -244,7 +244,11 @@ def _check_jobs(value: int) -> int:
     return value
 
 
-JobsOpt = Annotated[int, typer.Option("--jobs", "-j", callback=_check_jobs, help="Parallel worker processes (-1: one per core).")]
+#: Every command's ``--jobs``, its default :data:`lkm.engine.workers.DEFAULT_JOBS` in every command.
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", callback=_check_jobs, help=(
+    "Parallel worker processes (-1: one per core). The default, the same for every command, is one "
+    "worker given every core's BLAS and OpenMP threads; more workers run fits side by side and hold "
+    "more copies of the data."))]
 DataDirOpt = Annotated[Path | None, typer.Option("--data-dir", help=DATA_DIR_HELP)]
 ClusterOpt = Annotated[str | None, typer.Option(
     "--cluster", envvar="LKM_CLUSTER", metavar="ADDRESS", show_default=False,

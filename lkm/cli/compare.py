@@ -23,6 +23,7 @@ from lkm.cli.app import (
     use_data_dir,
 )
 from lkm.cli.running import cluster_label, engine, run_spec
+from lkm.engine.workers import DEFAULT_JOBS
 from lkm.errors import LkmError, SpecError
 
 
@@ -34,7 +35,7 @@ def compare(
     name: Annotated[str | None, typer.Option("--name", help="The name shown in the tables (default: the class name).", show_default=False)] = None,
     against: Annotated[Path | None, typer.Option("--against", help="A run folder of the benchmark to rank against (default: the published results that ship with lkm, docs/runs/cross_paper, sha256-checked; with --smoke: results/cross_paper-smoke).", show_default=False)] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Run folder of the new method (default: results/compare/NAME, or NAME-smoke); rerunning resumes. The comparison goes to its comparison/ subfolder.", show_default=False)] = None,
-    jobs: JobsOpt = 1,
+    jobs: JobsOpt = DEFAULT_JOBS,
     data_dir: DataDirOpt = None,
     dry_run: DryOpt = False,
     progress: ProgressOpt = True,

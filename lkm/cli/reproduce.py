@@ -24,6 +24,7 @@ from lkm.cli.app import (
     use_data_dir,
 )
 from lkm.cli.running import cluster_label, engine, print_notes, print_site, run_spec
+from lkm.engine.workers import DEFAULT_JOBS
 from lkm.errors import LkmError, did_you_mean
 
 
@@ -32,7 +33,7 @@ def reproduce(
     ctx: typer.Context,
     paper: Annotated[str, typer.Argument(help="Paper key: `lpl` (Tsuji, Kudo, Tanaka, Localized Projection Learning) `npps` (Shin, Cho, NPPS and kNN invariance), `lrr` (Li, Chen, Tang, local risk regularization), `cevikalp` (Cevikalp, Larlus, Douze, Jurie, local subspace classifiers) or `prls` (Yang, King, Lyu, partially penalized RLS); `benchmark`: the field's benchmark alone (every method on 26 data sets) and its ranking; or `all`: every paper, the benchmark and the report.", show_default=False)],
     results: Annotated[Path, typer.Option("--results", help="Folder holding one run folder per experiment.")] = Path("results"),
-    jobs: JobsOpt = 2,
+    jobs: JobsOpt = DEFAULT_JOBS,
     data_dir: DataDirOpt = None,
     smoke: SmokeOpt = False,
     progress: ProgressOpt = True,

@@ -40,6 +40,7 @@ from lkm.cli.running import (
     run_spec,
     spec_path,
 )
+from lkm.engine.workers import DEFAULT_JOBS
 from lkm.errors import LkmError, SpecError, did_you_mean
 
 
@@ -48,7 +49,7 @@ def run(
     ctx: typer.Context,
     spec: Annotated[Path, typer.Argument(help="Experiment spec: a YAML file (e.g. configs/quickstart.yaml in a clone) or the name of a spec lkm ships (e.g. quickstart, lpl_vs_svm; `lkm specs list`).", show_default=False)],
     out: OutOpt = None,
-    jobs: JobsOpt = 1,
+    jobs: JobsOpt = DEFAULT_JOBS,
     data_dir: DataDirOpt = None,
     fresh: FreshOpt = False,
     dry_run: DryOpt = False,
@@ -89,7 +90,7 @@ def sweep(
     method: Annotated[list[str] | None, typer.Option("--method", "-m", help="Ad-hoc sweep: estimator keys or dotted paths (default: pl, lpl, svm). See `lkm methods`.", show_default=False)] = None,
     dataset: Annotated[list[str] | None, typer.Option("--dataset", "-d", help="Ad-hoc sweep: dataset names (default: the quickstart data). See `lkm datasets list`.", show_default=False)] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default: `results/<sweep name>`, a name made of the methods, datasets, swept parameters and a hash of the spec). Rerunning the same sweep resumes.")] = None,
-    jobs: JobsOpt = 1,
+    jobs: JobsOpt = DEFAULT_JOBS,
     data_dir: DataDirOpt = None,
     fresh: FreshOpt = False,
     dry_run: DryOpt = False,
@@ -257,7 +258,7 @@ def report(
     results: Annotated[str, typer.Option("--results", metavar="FOLDER|PACK", help="With --all: the folder holding the run folders (what `lkm reproduce --results` wrote), or a results pack: `published`, the one that ships with lkm (from any folder; in a clone it is `docs/runs`, which works too), a pack folder, a pack archive (.tar.gz) or its URL (append #sha256=HEX, the archive's 64-hex-digit sha256, to check it). An archive may unpack to at most 1 GiB and weigh at most 256 MiB; LKM_PACK_MAX_BYTES sets the first (the second is a quarter of it).")] = "results",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="With --all: the report folder (default: RESULTS/report; for a pack, results/snapshot-report). A pack's report and its run tables are written there only, never into the pack.", show_default=False)] = None,
     smoke: Annotated[bool, typer.Option("--smoke", help="With --all: the report of the smoke runs (`lkm reproduce all --smoke`), into RESULTS/report-smoke/.")] = False,
-    jobs: JobsOpt = 2,
+    jobs: JobsOpt = DEFAULT_JOBS,
 ) -> None:
     """Rebuild tables and figures of RUN_DIR from its stored records, without refitting; or,
     with --all, the report of every reproduction.
@@ -274,7 +275,7 @@ def report(
     lkm, from any folder (a results pack: records, specs and provenance, its manifest
     checked against lkm's pin and every file against the manifest's sha256; in a clone
     it is `docs/runs`): every run's tables and figures, every claim and the benchmark's
-    ranking are computed from the records into --out (on --jobs processes, about 25 s on
+    ranking are computed from the records into --out (on --jobs processes: about 25 s with --jobs 2 on
     2 cores; seconds the second time), never into the pack.
 
     Examples: `lkm report results/quickstart`; `lkm report --all` (= `make report`);

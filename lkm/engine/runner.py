@@ -39,7 +39,7 @@ import numpy as np
 from lkm import __version__
 from lkm.data import Dataset
 from lkm.engine.store import NOT_APPLICABLE, RunStore, task_id
-from lkm.engine.workers import describe_user_failure, user_code_failures
+from lkm.engine.workers import DEFAULT_JOBS, describe_user_failure, user_code_failures
 from lkm.errors import DataError, DatasetUnavailable, LkmError, NotApplicable, SpecError
 from lkm.methods import resolve_estimator
 from lkm.methods.base import accepts_keyword, cache_kwargs
@@ -255,7 +255,7 @@ def execute(
     plan: Plan,
     store: RunStore,
     *,
-    jobs: int = 1,
+    jobs: int = DEFAULT_JOBS,
     on_progress: Callable[[int], None] | None = None,
     in_process: bool = False,
     cluster: Cluster | None = None,

@@ -98,6 +98,15 @@ def interrupt_on(*signums: int) -> Iterator[None]:
             signal.signal(s, h)
 
 
+#: Worker processes when none are asked for (every command's ``--jobs``, :func:`lkm.api.run`):
+#: one worker, which gets every usable core's BLAS and OpenMP threads
+#: (:func:`threads_per_worker`), so the numerical fits still use the whole machine; more
+#: workers (``--jobs 2``, ``-1`` for one per core) also hold more copies of the data and
+#: the kernel matrices, and are asked for. The same on every machine, as scikit-learn's
+#: ``n_jobs=None``.
+DEFAULT_JOBS = 1
+
+
 def effective_jobs(jobs: int) -> int:
     """Worker count for ``--jobs``: ``-1`` is one per core, ``-2`` all but one, and so on."""
     if jobs == 0:
