@@ -3,7 +3,9 @@ mistake that teaches the fix, help that prints what a flag is, one --jobs defaul
 
 from __future__ import annotations
 
+import pytest
 import typer
+from cli_output import error_line
 from typer.testing import CliRunner
 
 from lkm.cli import app
@@ -58,3 +60,17 @@ def test_every_jobs_option_has_the_one_default():
     assert set(defaults.values()) == {DEFAULT_JOBS}, defaults
     assert run.__kwdefaults__["jobs"] == DEFAULT_JOBS
     assert f"[default: {DEFAULT_JOBS}]" in " ".join(_help(("reproduce",)).split())
+
+
+@pytest.mark.parametrize("args", [("--sigma", "0.1:10"), ("--sigma", "0.1-10"), ("--sigma", "0.1..10"),
+                                  ("--param", "sigma=0.1:10"), ("--sigma=0.1 to 10",)])
+def test_a_range_without_its_count_teaches_the_grid_syntax(args):
+    """`--sigma 0.1:10` (no count), or a range written as other tools write one, is one
+    line naming the option and showing both ways to write a grid, with the user's own
+    numbers; never the estimator's parameter-range error."""
+    res = runner.invoke(app, ["sweep", "-m", "lpl", "-d", "moons", *args, "--dry-run"])
+    assert res.exit_code == 2, res.output
+    line = error_line(res)
+    assert line.startswith("error: --sigma: "), line  # `--param sigma=...` is the same option
+    assert "START:STOP:COUNT" in line and "(0.1:10:9)" in line and "(0.1,10)" in line, line
+    assert "must be a float" not in line

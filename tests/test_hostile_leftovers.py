@@ -185,7 +185,8 @@ def test_a_base_60_looking_grid_is_a_grid_not_a_silent_number(workdir):
     assert msg == "sweep: C: grid '1:10:0': log-spaced grids need finite start, stop > 0 and count >= 1"
     assert run_error(workdir, BASE + SVM + "sweep: {C: -1:10:3}\n").startswith("sweep: C: grid '-1:10:3': ")
     msg = run_error(workdir, BASE + SVM + "sweep: {C: 1:10}\n")
-    assert msg == "sweep: C: grid '1:10': a log-spaced grid is 'start:stop:count' (three numbers)"
+    assert msg == ("sweep: C: grid '1:10': write a range as START:STOP:COUNT, COUNT log-spaced values (1:10:9), "
+                   "or list the values with commas (1,10)")
 
 
 @pytest.mark.parametrize("grid, shown", [("{a: 1}", "grid {'a': 1} is a mapping"),

@@ -7,6 +7,7 @@ A grid is a list, a scalar, ``"a:b:n"`` (n log-spaced values), ``"a,b,c"``, or
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,10 @@ def parse_grid(value: Any) -> list[Scalar]:
     if isinstance(value, str):
         s = value.strip()
         if ":" in s and s.count(":") != 2 and _all_numbers(s.split(":")):
-            raise ValueError(f"grid {short_repr(value)}: a log-spaced grid is 'start:stop:count' (three numbers)")
+            raise ValueError(_not_a_range(value, s.split(":")))
+        written_as_range = _RANGE.fullmatch(s)
+        if written_as_range:  # '0.1-10', '0.1..10', '0.1 to 10': a range, not a value
+            raise ValueError(_not_a_range(value, list(written_as_range.groups())))
         if s.count(":") == 2:
             a, b, n = (p.strip() for p in s.split(":"))
             try:
@@ -59,6 +63,20 @@ def parse_grid(value: Any) -> list[Scalar]:
             return [_finite(_coerce(v), value) for v in parts]
         return [_finite(_coerce(s), value)]
     return [_finite(_coerce(value), value)]
+
+
+#: A number in a grid string, for :data:`_RANGE`.
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+#: A range written as other tools write one (``0.1-10``, ``0.1..10``, ``0.1 to 10``): refused, with how a grid is written.
+_RANGE = re.compile(rf"\s*({_NUMBER})\s*(?:\.\.\.?|-|\u2013|\u2014|\bto\b)\s*({_NUMBER})\s*")
+
+
+def _not_a_range(value: str, parts: list[str]) -> str:
+    """The message on a range written without its count (``0.1:10``) or not as a grid
+    (``0.1-10``): how a grid is written, with an example from its own numbers."""
+    start, stop = (p.strip() for p in parts[:2]) if len(parts) >= 2 else ("0.1", "10")
+    return (f"grid {short_repr(value)}: write a range as START:STOP:COUNT, COUNT log-spaced values "
+            f"({start}:{stop}:9), or list the values with commas ({start},{stop})")
 
 
 #: How a grid can be written, for the message on anything else.
