@@ -74,3 +74,22 @@ def test_a_range_without_its_count_teaches_the_grid_syntax(args):
     assert line.startswith("error: --sigma: "), line  # `--param sigma=...` is the same option
     assert "START:STOP:COUNT" in line and "(0.1:10:9)" in line and "(0.1,10)" in line, line
     assert "must be a float" not in line
+
+
+def test_every_listed_spec_has_a_description_of_its_own():
+    """`lkm specs list` showed one text for lpl_vs_svm and lpl_vs_svm_scaled, and one for
+    lpl_k_diabetes and lpl_k_diabetes_raw (an `extends:` spec took its base's
+    description): every shipped spec now says what sets it apart."""
+    from lkm.papers import packaged_specs
+    from lkm.spec import load_spec
+
+    listed = {name: (load_spec(path, max_fits=1 << 62).description or "").strip().split("\n")[0]
+              for name, path in packaged_specs().items()}
+    assert all(listed.values()), [n for n, d in listed.items() if not d]
+    by_text: dict[str, list[str]] = {}
+    for name, text in listed.items():
+        by_text.setdefault(text, []).append(name)
+    assert not [names for names in by_text.values() if len(names) > 1]
+    out = " ".join(runner.invoke(app, ["specs", "list"], env={"COLUMNS": "400"}).output.split())
+    for name in ("lpl_vs_svm_scaled", "lpl_k_diabetes_raw"):
+        assert listed[name] in out
