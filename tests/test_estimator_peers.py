@@ -16,6 +16,7 @@ from rich.console import Console
 from sklearn.datasets import load_breast_cancer, load_iris, make_moons
 from sklearn.model_selection import train_test_split
 from sklearn.svm import SVC
+from svm_reference import canonical
 
 import lkm.methods.svm as svm_module
 from lkm.methods import (
@@ -85,7 +86,8 @@ def test_scale_works_with_a_distance_cache_across_a_sweep() -> None:
 
 def test_svm_scale_matches_svc_gamma_scale_on_breast_cancer() -> None:
     X_train, y_train, X_test, y_test = _split(load_breast_cancer)
-    ours, svc = SVMClassifier().fit(X_train, y_train), SVC().fit(X_train, y_train)
+    order = canonical(X_train, y_train)  # SVC trained on the rows in SVMClassifier's order
+    ours, svc = SVMClassifier().fit(X_train, y_train), SVC().fit(X_train[order], y_train[order])
     np.testing.assert_array_equal(ours.predict(X_test), svc.predict(X_test))
     # LIBSVM stops at tol=1e-3 and the two builds evaluate the kernel with different round-off
     np.testing.assert_allclose(ours.decision_function(X_test), svc.decision_function(X_test), atol=5e-3)
@@ -139,7 +141,10 @@ def test_svm_predict_proba_is_libsvms(load, monkeypatch) -> None:
     assert proba.shape == (len(X_test), clf.classes_.size)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
     reference = np.empty_like(proba)
-    reference[:, clf.libsvm_class_order_] = _libsvm_probabilities(models[-1], gaussian_gram(X_test, X_train, clf.sigma_))
+    # the model's precomputed-kernel columns are its training rows in the order LIBSVM got them
+    order = canonical(X_train, y_train)
+    reference[:, clf.libsvm_class_order_] = _libsvm_probabilities(
+        models[-1], gaussian_gram(X_test, X_train[order], clf.sigma_))
     np.testing.assert_allclose(proba, reference, atol=1e-12)  # columns in classes_ order
     assert np.mean(clf.classes_[proba.argmax(axis=1)] == clf.predict(X_test)) > 0.9
     # -b 1 only adds the sigmoids: the classifier itself is unchanged

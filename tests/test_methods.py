@@ -11,6 +11,7 @@ from libsvm.svmutil import svm_predict, svm_train
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
+from svm_reference import canonical
 
 import lkm.methods.svm as svm_module
 from lkm.methods import (
@@ -171,8 +172,11 @@ def test_lpl_batched_equals_per_point_loop() -> None:
 
 
 def _libsvm_direct(X_train, labels, X_test, sigma: float, C: float = 1.0):
+    """libsvm-official's own svm_train/svm_predict, on the training rows in SVMClassifier's
+    canonical order (LIBSVM's solution and its vote ties follow the row order)."""
+    order = canonical(X_train, labels)
     options = f"-s 0 -t 2 -g {1.0 / (2 * sigma**2)!r} -c {C!r} -q"
-    model = svm_train(labels.astype(float), scipy.sparse.csr_matrix(X_train), options)
+    model = svm_train(labels[order].astype(float), scipy.sparse.csr_matrix(X_train[order]), options)
     predicted, _, values = svm_predict(np.zeros(X_test.shape[0]), scipy.sparse.csr_matrix(X_test), model, "-q")
     return model, np.asarray(predicted), np.asarray(values)
 

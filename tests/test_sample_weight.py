@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer
 from sklearn.utils.validation import has_fit_parameter
+from svm_reference import canonical
 
 from lkm.methods import METHOD_PATHS, LocalKernelClassifier, resolve_estimator
 
@@ -94,7 +95,8 @@ def test_svm_sample_weight_is_scikit_learns_weighted_svc_binary(class_weight: st
     train, test = slice(0, 400), slice(400, None)
     est = resolve_estimator("svm")(C=2.0, sigma=3.0, class_weight=class_weight)
     est.fit(X[train], y[train], sample_weight=w[train])
-    ref = _svc_like(est).fit(X[train], y[train], sample_weight=w[train])
+    order = np.arange(y.size)[train][canonical(X[train], y[train])]  # SVC on SVMClassifier's row order
+    ref = _svc_like(est).fit(X[order], y[order], sample_weight=w[order])
     np.testing.assert_allclose(est.decision_function(X[test]), ref.decision_function(X[test]), rtol=0, atol=1e-8)
     np.testing.assert_array_equal(est.predict(X[test]), ref.predict(X[test]))
     assert est.info_["backend"] == "sklearn-svc (sample_weight)"
@@ -108,7 +110,8 @@ def test_svm_sample_weight_is_scikit_learns_weighted_svc_multiclass() -> None:
     w = np.random.default_rng(1).uniform(0.1, 3.0, y.size)
     train, test = np.arange(y.size) % 3 != 0, np.arange(y.size) % 3 == 0
     est = resolve_estimator("svm")(sigma=1.0).fit(X[train], y[train], sample_weight=w[train])
-    ref = _svc_like(est).set_params(decision_function_shape="ovo").fit(X[train], y[train], sample_weight=w[train])
+    order = np.flatnonzero(train)[canonical(X[train], y[train])]  # SVC on SVMClassifier's row order
+    ref = _svc_like(est).set_params(decision_function_shape="ovo").fit(X[order], y[order], sample_weight=w[order])
     pairs = ref.decision_function(X[test])  # pairs (i, j), i < j, positive for i
     votes = np.zeros((pairs.shape[0], 3))
     for p, (i, j) in enumerate([(0, 1), (0, 2), (1, 2)]):
@@ -118,7 +121,8 @@ def test_svm_sample_weight_is_scikit_learns_weighted_svc_multiclass() -> None:
     np.testing.assert_array_equal(est.predict(X[test]), ref.predict(X[test]))
 
     ova = resolve_estimator("svm")(sigma=1.0, multiclass="ova").fit(X[train], y[train], sample_weight=w[train])
-    columns = [_svc_like(ova).fit(X[train], (y[train] == c).astype(int), sample_weight=w[train]).decision_function(X[test])
+    # each binary model on the same order as SVMClassifier's: the three-class canonical one
+    columns = [_svc_like(ova).fit(X[order], (y[order] == c).astype(int), sample_weight=w[order]).decision_function(X[test])
                for c in range(3)]
     np.testing.assert_allclose(ova.decision_function(X[test]), np.column_stack(columns), rtol=0, atol=1e-8)
 

@@ -19,19 +19,26 @@ def _standardized(loader) -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("n", [1, 2, 7, 40, 301])
 def test_precomputed_problem_gives_libsvm_every_kernel_entry_and_serial_number(n: int, monkeypatch) -> None:
     """Two rows share one node array (8 bytes per entry): what LIBSVM reads through
-    ``x[i][s].value`` must be the serial number (s = 0) and K[i, s - 1], for even and odd
-    rows, across several blocks, with the upper triangle mirrored below."""
+    ``x[i][s].value`` must be the serial number (s = 0) and K[i, s - 1] of the rows in
+    training order (here a shuffle of X's), for even and odd rows, across several blocks,
+    with the upper triangle mirrored below; on both fillers (one distance block for n <= 3,
+    blocks of distances beyond)."""
     monkeypatch.setattr(svm_module, "GRAM_BLOCK_BYTES", 8 * 3 * max(n, 1))  # blocks of 4 rows
     X = np.random.default_rng(0).normal(size=(n, 5))
-    K = gaussian_gram(X, X, 1.3)
+    order = np.random.default_rng(1).permutation(n)
+    K = gaussian_gram(X[order], X[order], 1.3)
     model = SVMClassifier(sigma=1.3)
     model.sigma_ = 1.3  # the filler reads the resolved width
     model.kernel = "gaussian"
-    problem = svm_module._precomputed_problem(n, np.ones(n), model._gram_filler(X, None))
+    problem = svm_module._precomputed_problem(n, np.ones(n), model._gram_filler(X, None, order))
     read = np.array([[problem.x[i][s].value for s in range(n + 1)] for i in range(n)])
-    np.testing.assert_array_equal(read[:, 0], np.arange(1, n + 1))
+    np.testing.assert_array_equal(read[:, 0], np.arange(1, n + 1))  # positions in training order
     np.testing.assert_allclose(read[:, 1:], K, rtol=1e-13, atol=1e-15)
     np.testing.assert_array_equal(read[:, 1:], read[:, 1:].T)
+    model.kernel = "linear"
+    problem = svm_module._precomputed_problem(n, np.ones(n), model._gram_filler(X, None, order))
+    read = np.array([[problem.x[i][s].value for s in range(1, n + 1)] for i in range(n)])
+    np.testing.assert_allclose(read, X[order] @ X[order].T, rtol=1e-13, atol=1e-13)  # BLAS blocks round apart
 
 
 def test_a_user_gram_is_copied_whole_not_mirrored() -> None:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer, load_digits, load_iris
 from sklearn.model_selection import train_test_split
+from svm_reference import canonical, libsvm_binary_decisions
 
 import lkm.methods.svm as svm_module
 from lkm.methods import SVMClassifier
@@ -156,7 +157,8 @@ def test_bench_busy_core_runs_a_burner_only_inside_the_block() -> None:
 # ---------------------------------------------------------------- class_weight (LIBSVM's -wi)
 
 #: Decision values of SVMClassifier before class_weight existed (commit 44fd0cf) on
-#: standardized breast cancer, fit on X[::2], evaluated on X[1::40].
+#: standardized breast cancer, fit on X[::2], evaluated on X[1::40]: LIBSVM's model on the
+#: rows in the order given (SVMClassifier has since trained on a canonical order).
 _BEFORE_CLASS_WEIGHT = {
     "gaussian": [-1.77031696, 0.20692879, 0.34555793, -2.07143266, -0.85964481, -1.72663657, 1.74879347,
                  1.54150966, -1.48482492, 1.58414442, 1.88677479, -1.79388586, 0.9226015, -1.37455489,
@@ -174,11 +176,19 @@ def _standardized_breast_cancer() -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.mark.parametrize("kernel", ["gaussian", "linear"])
 def test_class_weight_none_keeps_the_model(kernel: str) -> None:
+    """class_weight=None is LIBSVM without per-label weights: the recorded model (LIBSVM
+    on the rows as given) and SVMClassifier's (LIBSVM on its canonical row order)."""
     X, y = _standardized_breast_cancer()
     params = {"C": 2.0, "sigma": 4.0} if kernel == "gaussian" else {"C": 0.5, "kernel": "linear"}
-    model = SVMClassifier(**params, class_weight=None).fit(X[::2], y[::2])
-    np.testing.assert_allclose(model.decision_function(X[1::40]), _BEFORE_CLASS_WEIGHT[kernel], rtol=0, atol=1e-7)
-    ones = SVMClassifier(**params, class_weight={0: 1.0, 1: 1.0}).fit(X[::2], y[::2])
+    options = "-s 0 -t 2 -g 0.03125 -c 2.0" if kernel == "gaussian" else "-s 0 -t 0 -c 0.5"  # gamma = 1/(2 sigma^2)
+    X_train, y_train, X_query = X[::2], y[::2], X[1::40]
+    recorded = libsvm_binary_decisions(X_train, y_train == 1, X_query, options)
+    np.testing.assert_allclose(recorded, _BEFORE_CLASS_WEIGHT[kernel], rtol=0, atol=1e-7)
+    model = SVMClassifier(**params, class_weight=None).fit(X_train, y_train)
+    order = canonical(X_train, y_train)
+    reference = libsvm_binary_decisions(X_train[order], y_train[order] == 1, X_query, options)
+    np.testing.assert_allclose(model.decision_function(X_query), reference, rtol=0, atol=1e-7)
+    ones = SVMClassifier(**params, class_weight={0: 1.0, 1: 1.0}).fit(X_train, y_train)
     np.testing.assert_array_equal(ones.support_, model.support_)
     np.testing.assert_allclose(ones.decision_function(X), model.decision_function(X), rtol=0, atol=1e-12)
 
@@ -212,7 +222,9 @@ def test_class_weight_matches_svc(class_weight, route: str, monkeypatch) -> None
     sigma = 4.0
     ours = _fit_on(route, monkeypatch, SVMClassifier(C=2.0, sigma=sigma, tol=1e-8, class_weight=class_weight),
                    X_train, y_train)
-    svc = SVC(C=2.0, gamma=1.0 / (2.0 * sigma**2), tol=1e-8, class_weight=class_weight).fit(X_train, y_train)
+    order = canonical(X_train, y_train)  # SVC on the rows in SVMClassifier's order
+    svc = SVC(C=2.0, gamma=1.0 / (2.0 * sigma**2), tol=1e-8, class_weight=class_weight).fit(X_train[order],
+                                                                                           y_train[order])
     np.testing.assert_allclose(ours.decision_function(X_test), svc.decision_function(X_test), rtol=0, atol=1e-6)
     np.testing.assert_array_equal(ours.predict(X_test), svc.predict(X_test))
 
@@ -223,7 +235,9 @@ def test_class_weight_matches_svc_with_three_classes() -> None:
     X_train, y_train, X_test, _ = _split(load_iris)
     weights = {0: 0.5, 1: 3.0, 2: 1.5}
     ours = SVMClassifier(C=2.0, sigma=1.0, tol=1e-8, class_weight=weights).fit(X_train, y_train)
-    svc = SVC(C=2.0, gamma=0.5, tol=1e-8, class_weight=weights, decision_function_shape="ovo").fit(X_train, y_train)
+    order = canonical(X_train, y_train)  # SVC on the rows in SVMClassifier's order
+    svc = SVC(C=2.0, gamma=0.5, tol=1e-8, class_weight=weights, decision_function_shape="ovo").fit(X_train[order],
+                                                                                                  y_train[order])
     # same dual solution (LIBSVM's label order and pair signs differ from SVC's: compared as sorted sets)
     assert ours.n_support_.sum() == svc.n_support_.sum()
     np.testing.assert_allclose(np.sort(np.abs(ours.dual_coef_.ravel())), np.sort(np.abs(svc.dual_coef_.ravel())),

@@ -141,6 +141,16 @@ def memoized(cache: DistanceCache | None, key: Any, compute: Callable[[], T], *a
     return compute() if cache is None else cache.memo(key, compute, *arrays)
 
 
+def canonical_row_order(X: Any, y_index: np.ndarray) -> np.ndarray:
+    """Row indices that sort the training rows by class index, then lexicographically by
+    their features: the same rows in any input order give the same sequence (rows equal
+    in every feature and class are interchangeable). A solver whose result follows the
+    order of its rows (LIBSVM's working-set choice, its label order for vote ties) trained
+    in this order gives predictions that do not depend on the order the rows came in."""
+    dense = densify(X)
+    return np.lexsort((*np.asarray(dense).T[::-1], y_index)).astype(np.intp)
+
+
 def densify(X: Any) -> Any:
     """scipy sparse input (CSR, CSC, COO, ...) as a dense array, anything else unchanged.
 

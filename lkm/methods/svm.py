@@ -81,6 +81,7 @@ from lkm.methods.base import (
     SIGMA_CONSTRAINT,
     LocalKernelClassifier,
     available_unless,
+    canonical_row_order,
 )
 from lkm.methods.risk import check_sample_weight
 from lkm.numerics.kernels import (
@@ -404,7 +405,9 @@ class SVMClassifier(LocalKernelClassifier):
     ``classes_[1]``. More classes, ``multiclass="ovo"``: LIBSVM's one-vs-one voting;
     ``decision_function`` returns, per class, its number of votes plus a fraction in
     (0, 1) that decreases along LIBSVM's label order, so its argmax is LIBSVM's
-    prediction (ties go to the class LIBSVM lists first). ``"ova"``: the C one-vs-rest
+    prediction (ties go to the class LIBSVM lists first: the lowest class index, since
+    LIBSVM is trained on the rows in :func:`~lkm.methods.base.canonical_row_order`, which
+    also makes its solution independent of the order of the training rows). ``"ova"``: the C one-vs-rest
     decision values (n × C), positive for "this class"; the largest wins (exact ties:
     the larger prior, then the lower class index). With two classes both schemes are
     the same single LIBSVM model.
@@ -598,14 +601,17 @@ class SVMClassifier(LocalKernelClassifier):
         return "" if pair is None else f" -w1 {pair[0]!r} -w-1 {pair[1]!r}"
 
     def _store_one_vs_rest(self, svs: list[np.ndarray], coefs: list[np.ndarray], rho: np.ndarray,
-                           per_model: dict[str, int]) -> None:
-        """The C one-vs-rest models (support vector indices, coefficients oriented positive
-        for "this class", intercepts) as one support set: ``K(x, support_vectors_) @
-        ova_coef_.T - ova_rho_``."""
-        self.support_ = np.unique(np.concatenate(svs))
-        self.ova_coef_ = np.zeros((len(svs), self.support_.size))
+                           per_model: dict[str, int], order: np.ndarray) -> None:
+        """The C one-vs-rest models (support vector positions in the training ``order``,
+        coefficients oriented positive for "this class", intercepts) as one support set:
+        ``K(x, support_vectors_) @ ova_coef_.T - ova_rho_``. The support vectors stay in
+        training order (``support_`` maps them to rows of X): the sums over them, and so the
+        decision values, are bit for bit the same for any order of the input rows."""
+        positions = np.unique(np.concatenate(svs))
+        self.ova_coef_ = np.zeros((len(svs), positions.size))
         for c, (sv, coef) in enumerate(zip(svs, coefs, strict=True)):
-            self.ova_coef_[c, np.searchsorted(self.support_, sv)] = coef
+            self.ova_coef_[c, np.searchsorted(positions, sv)] = coef
+        self.support_ = order[positions]
         self.ova_rho_ = rho
         self.info_["n_support_per_model"] = per_model
 
@@ -653,8 +659,12 @@ class SVMClassifier(LocalKernelClassifier):
         options = self._solver_options(y_index, ova)
         sigma = self.sigma_
         weights = check_sample_weight(sample_weight, n, type(self).__name__)
+        # LIBSVM's solution and its vote ties follow the order of the rows it is given:
+        # it trains on the rows in a canonical order, so no prediction depends on theirs
+        order = np.arange(n) if self.kernel == "precomputed" else canonical_row_order(X, y_index)
+        targets = targets[order]
         if self.backend == "intelex" or weights is not None:
-            self._fit_svc(X, y_index, ova, weights)
+            self._fit_svc(X, y_index, ova, weights, order)
             return self
         stored = float(np.count_nonzero(X)) / max(n, 1) if self.kernel != "precomputed" else float(n)
         # a width whose gamma is not a normal float64 is evaluated exactly only in numpy
@@ -664,11 +674,11 @@ class SVMClassifier(LocalKernelClassifier):
             # the Gram is built block by block: each block's product decides its threads
             block_rows = min(n, max(1, GRAM_BLOCK_BYTES // (8 * n)))
             with small_blas(2.0 * block_rows * n * X.shape[1]):
-                problem = _precomputed_problem(n, targets, self._gram_filler(X, cache),
+                problem = _precomputed_problem(n, targets, self._gram_filler(X, cache, order),
                                                symmetric=self.kernel != "precomputed")
             options += f" -t 4 -m {self._cache_mb(n, own_kernel=False)!r}"
         elif route == "linear":
-            problem = _feature_problem(X, targets)
+            problem = _feature_problem(X[order], targets)
             options += f" -t 0 -m {self._cache_mb(n, own_kernel=True)!r}"
         else:
             gamma = exponent_scale(2.0 * sigma, sigma)
@@ -678,13 +688,13 @@ class SVMClassifier(LocalKernelClassifier):
                     f"normal range, which LIBSVM's built-in kernel (used for {n} training rows: "
                     "their precomputed kernel would not fit in memory) "
                     "cannot evaluate; rescale the features or choose a sigma nearer their scale")
-            problem = _feature_problem(sparsest_translation(X), targets)
+            problem = _feature_problem(sparsest_translation(X)[order], targets)
             options += f" -t 2 -g {gamma!r} -m {self._cache_mb(n, own_kernel=True)!r}"
         self.X_fit_ = X
         self.info_: dict[str, Any] = {"route": route, "sigma": sigma}
         self.multiclass_ = "ova" if ova else "ovo"  # in use: two classes are one model either way
         if ova:
-            self._fit_one_vs_rest(problem, y_index, options)
+            self._fit_one_vs_rest(problem, y_index[order], options, order)
             return self
         model = svm_train(problem, _parameter(options))
 
@@ -693,7 +703,7 @@ class SVMClassifier(LocalKernelClassifier):
         labels = np.asarray(model.get_labels())
         self.libsvm_class_order_ = (labels == 1).astype(np.intp) if binary else labels.astype(np.intp)
         self.n_support_ = np.ctypeslib.as_array(model.nSV, (n_class,)).copy()
-        self.support_ = np.asarray(model.get_sv_indices(), dtype=np.intp) - 1  # 1-based
+        self.support_ = order[np.asarray(model.get_sv_indices(), dtype=np.intp) - 1]  # 1-based
         self.dual_coef_ = np.array(
             [np.ctypeslib.as_array(model.sv_coef[j], (n_sv,)) for j in range(n_class - 1)]
         )
@@ -710,7 +720,8 @@ class SVMClassifier(LocalKernelClassifier):
         }
         return self
 
-    def _fit_svc(self, X: np.ndarray, y_index: np.ndarray, ova: bool, weights: np.ndarray | None) -> None:
+    def _fit_svc(self, X: np.ndarray, y_index: np.ndarray, ova: bool, weights: np.ndarray | None,
+                 order: np.ndarray) -> None:
         """Train through an ``SVC`` class instead of libsvm-official: scikit-learn-intelex's
         for ``backend="intelex"``, else scikit-learn's own (its bundled LIBSVM, the route of
         ``sample_weight``: libsvm-official's ``svm_problem`` has no instance weights). Same
@@ -719,7 +730,8 @@ class SVMClassifier(LocalKernelClassifier):
         intercepts are stored in LIBSVM's layout (scikit-learn's public attributes:
         ``decision = K(x, SV) @ dual_coef_.T + intercept_``), so prediction is the LIBSVM
         model's. Without ``probability``: oneDAL's Platt scaling is not LIBSVM's, and
-        scikit-learn deprecated ``SVC(probability=True)`` in 1.9."""
+        scikit-learn deprecated ``SVC(probability=True)`` in 1.9. The rows are trained on
+        in ``order`` (:func:`~lkm.methods.base.canonical_row_order`)."""
         intelex = self.backend == "intelex"
         if intelex and self.probability:
             raise ValueError("SVMClassifier(backend='intelex') does not train LIBSVM's Platt scaling; "
@@ -742,9 +754,11 @@ class SVMClassifier(LocalKernelClassifier):
 
         # scikit-learn's LIBSVM drops zero-weight rows before training and numbers the
         # support vectors within the rows it kept (support_ then indexes those rows only)
+        y_index = y_index[order]
+        weights = None if weights is None else weights[order]
         kept = None if weights is None or weights.all() else np.flatnonzero(weights)
 
-        def support(model: Any) -> np.ndarray:
+        def positions(model: Any) -> np.ndarray:  # in the training order
             index = np.asarray(model.support_, dtype=np.intp)
             return index if kept is None else kept[index]
 
@@ -754,7 +768,7 @@ class SVMClassifier(LocalKernelClassifier):
                       class_weight=class_weight)
             return svc.fit(X_svc, targets, sample_weight=weights)
 
-        X_svc = np.ascontiguousarray(X)  # scikit-learn's LIBSVM reads C-ordered arrays
+        X_svc = np.ascontiguousarray(X[order])  # scikit-learn's LIBSVM reads C-ordered arrays
         weights = None if weights is None else np.ascontiguousarray(weights)
 
         self.X_fit_ = X
@@ -770,11 +784,11 @@ class SVMClassifier(LocalKernelClassifier):
             for c in range(n_class):
                 pair = self._ova_weights(class_weights, counts, c)
                 model = solve((y_index == c).astype(np.intp), None if pair is None else {1: pair[0], 0: pair[1]})
-                svs.append(support(model))
+                svs.append(positions(model))
                 coefs.append(model.dual_coef_[0])  # positive for label 1, class c
                 rho[c] = -model.intercept_[0]
                 per_model[str(self.classes_[c])] = int(model.support_.size)
-            self._store_one_vs_rest(svs, coefs, rho, per_model)
+            self._store_one_vs_rest(svs, coefs, rho, per_model, order)
         else:
             class_weight = None if class_weights is None else dict(enumerate(map(float, class_weights)))
             model = solve(y_index, class_weight)
@@ -782,7 +796,7 @@ class SVMClassifier(LocalKernelClassifier):
             # (support vectors grouped by class); with two classes scikit-learn negates the
             # coefficients and intercept so that positive means classes_[1], LIBSVM's second
             sign = -1.0 if n_class == 2 else 1.0
-            self.support_ = support(model)
+            self.support_ = order[positions(model)]
             self.n_support_ = np.asarray(model.n_support_, dtype=np.intp)
             self.dual_coef_ = sign * np.asarray(model.dual_coef_, dtype=np.float64)
             self.rho_ = -sign * np.asarray(model.intercept_, dtype=np.float64)
@@ -808,17 +822,21 @@ class SVMClassifier(LocalKernelClassifier):
             return DEFAULT_CACHE_MB
         return float(max(DEFAULT_CACHE_MB, min(whole, OWN_KERNEL_CACHE_SHARE * available_memory()[0] / 2**20)))
 
-    def _gram_filler(self, X: np.ndarray, cache: DistanceCache | None) -> Callable[[int, int, int, np.ndarray], Any]:
+    def _gram_filler(self, X: np.ndarray, cache: DistanceCache | None,
+                     order: np.ndarray) -> Callable[[int, int, int, np.ndarray], Any]:
         """``fill(start, stop, first, out)`` for :func:`_precomputed_problem`: the training
-        kernel's rows ``start:stop``, columns ``first:``."""
+        kernel's rows ``start:stop``, columns ``first:``, the rows of X taken in ``order``
+        (a given Gram matrix is taken as it is)."""
         if self.kernel == "precomputed":
             return lambda start, stop, first, out: np.copyto(out, X[start:stop, first:])
+        sigma = self.sigma_
+        if self.kernel == "gaussian" and (cache is not None or X.shape[0] ** 2 * 8 <= GRAM_BLOCK_BYTES):
+            D = sq_dists(X, X, cache)  # shared with the cache's other users, or one block
+            return lambda start, stop, first, out: gaussian_from_sq(D[np.ix_(order[start:stop], order[first:])],
+                                                                    sigma, out=out)
+        X = X[order]
         if self.kernel == "linear":
             return lambda start, stop, first, out: np.matmul(X[start:stop], X[first:].T, out=out)
-        sigma = self.sigma_
-        if cache is not None or X.shape[0] ** 2 * 8 <= GRAM_BLOCK_BYTES:
-            D = sq_dists(X, X, cache)  # shared with the cache's other users, or one block
-            return lambda start, stop, first, out: gaussian_from_sq(D[start:stop, first:], sigma, out=out)
 
         def fill(start: int, stop: int, first: int, out: np.ndarray) -> None:
             # distances block by block: the n x n float64 matrix is never held
@@ -829,9 +847,9 @@ class SVMClassifier(LocalKernelClassifier):
 
         return fill
 
-    def _fit_one_vs_rest(self, problem: svm_problem, y_index: np.ndarray, options: str) -> None:
+    def _fit_one_vs_rest(self, problem: svm_problem, y_index: np.ndarray, options: str, order: np.ndarray) -> None:
         """One binary LIBSVM model per class on the same ``problem`` (its Gram matrix or feature nodes built
-        once); only the targets change. Coefficients are stored so that each model's
+        once, rows in ``order``; ``y_index`` in that order too); only the targets change. Coefficients are stored so that each model's
         value is positive for "its class": ``K(x, support_vectors_) @ ova_coef_.T - ova_rho_``."""
         n_class = self.classes_.size
         y_out = np.ctypeslib.as_array(problem.y, (problem.l,))
@@ -843,13 +861,13 @@ class SVMClassifier(LocalKernelClassifier):
             model = svm_train(problem, _parameter(options + self._ova_weight_options(weights, counts, c)))
             n_sv = model.get_nr_sv()
             sign = 1.0 if model.get_labels()[0] == 1 else -1.0  # LIBSVM's value favours its first label
-            svs.append(np.asarray(model.get_sv_indices(), dtype=np.intp) - 1)
+            svs.append(np.asarray(model.get_sv_indices(), dtype=np.intp) - 1)  # 1-based positions
             coefs.append(sign * np.ctypeslib.as_array(model.sv_coef[0], (n_sv,)))
             rho[c] = sign * model.rho[0]
             if self.probability:  # P(class c) = 1/(1 + exp(f·A + B)) in this orientation
                 prob_a[c], prob_b[c] = model.probA[0], sign * model.probB[0]
             per_model[str(self.classes_[c])] = int(n_sv)
-        self._store_one_vs_rest(svs, coefs, rho, per_model)
+        self._store_one_vs_rest(svs, coefs, rho, per_model, order)
         if self.probability:
             self.prob_a_, self.prob_b_ = prob_a, prob_b
         self.support_vectors_ = self.X_fit_[self.support_]
