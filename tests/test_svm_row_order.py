@@ -75,3 +75,14 @@ def test_canonical_order_is_the_same_for_any_input_order() -> None:
     perm = rng.permutation(50)
     again = perm[canonical_row_order(X[perm], y[perm])]
     np.testing.assert_array_equal(np.column_stack([y, X])[again], np.column_stack([y, X])[base])
+
+
+@pytest.mark.parametrize("multiclass", ["ovo", "ova"])
+def test_platt_probabilities_are_the_same_for_the_same_fit(blobs, multiclass) -> None:
+    """LIBSVM draws Platt scaling's inner folds from C's ``rand()``, one state per process:
+    lkm seeds it per fit, so refitting the same model gives the same probabilities."""
+    X, y, queries = blobs
+    first = SVMClassifier(C=1, sigma=2.0, multiclass=multiclass, probability=True).fit(X, y).predict_proba(queries)
+    SVMClassifier(C=3, sigma=1.0, probability=True).fit(X[::2], y[::2])  # moves the shared state
+    again = SVMClassifier(C=1, sigma=2.0, multiclass=multiclass, probability=True).fit(X, y).predict_proba(queries)
+    np.testing.assert_array_equal(again, first)

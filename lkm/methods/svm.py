@@ -201,6 +201,20 @@ def _one_openmp_thread() -> Iterator[None]:
         set_(old)
 
 
+#: The seed of C's ``rand()`` before a LIBSVM fit with Platt scaling (:func:`_seed_c_rand`).
+PLATT_SEED = 0
+
+
+def _seed_c_rand() -> None:
+    """Seed the C library's ``rand()``, which LIBSVM's Platt scaling draws its internal
+    cross-validation folds from (``svm_binary_svc_probability``): the process shares one
+    state, so without this two identical fits in one process get different probabilities."""
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c")).srand(PLATT_SEED)
+    except (OSError, AttributeError, TypeError):  # no C library to seed: folds as LIBSVM draws them
+        pass
+
+
 def svm_train(problem: svm_problem, param: svm_parameter) -> Any:
     """LIBSVM's ``svm_train`` on a problem built here, on one OpenMP thread.
 
@@ -211,6 +225,8 @@ def svm_train(problem: svm_problem, param: svm_parameter) -> Any:
     err = clib.svm_check_parameter(problem, param)
     if err:
         raise ValueError(f"LIBSVM: {err.decode()}")
+    if param.probability:
+        _seed_c_rand()
     with _one_openmp_thread():
         model = toPyModel(clib.svm_train(problem, param))
     model.x_space = problem.x_space  # the support vectors point into the node array
