@@ -93,3 +93,34 @@ def test_every_listed_spec_has_a_description_of_its_own():
     out = " ".join(runner.invoke(app, ["specs", "list"], env={"COLUMNS": "400"}).output.split())
     for name in ("lpl_vs_svm_scaled", "lpl_k_diabetes_raw"):
         assert listed[name] in out
+
+
+@pytest.mark.parametrize("method, said", [
+    ("lkm_no_such_module.MyEstimator",
+     "estimator 'lkm_no_such_module.MyEstimator': cannot import module 'lkm_no_such_module' "
+     "(No module named 'lkm_no_such_module'); install it or put its folder on PYTHONPATH"),
+    ("lkm_no_such_module:MyEstimator",
+     "estimator 'lkm_no_such_module:MyEstimator': write a class's path with dots, 'lkm_no_such_module.MyEstimator'"),
+])
+def test_a_user_module_that_cannot_be_imported_is_named_without_lkms_keys(method, said):
+    """A missing user module ended "(choose from: hknn, laprls, ...)", lkm's own keys the
+    user did not mean: now one line naming the module and the import error."""
+    res = runner.invoke(app, ["sweep", "-m", method, "-d", "moons", "--sigma", "1", "--dry-run"])
+    assert res.exit_code == 2, res.output
+    line = error_line(res)
+    assert line.startswith(f"error: --method {method}: "), line
+    assert said in line
+    assert "choose from" not in line and "hknn" not in line
+
+
+def test_a_user_module_whose_own_import_fails_names_that_import(tmp_path, monkeypatch):
+    """The module is there but imports a package that is not: the error names that
+    package, not the user's module as missing."""
+    (tmp_path / "lkm_user_mod_broken.py").write_text("import lkm_no_such_dependency\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    res = runner.invoke(app, ["sweep", "-m", "lkm_user_mod_broken.Est", "-d", "moons", "--C", "1", "--dry-run"])
+    assert res.exit_code == 2, res.output
+    line = error_line(res)
+    assert ("importing module 'lkm_user_mod_broken' failed: ModuleNotFoundError: "
+            "No module named 'lkm_no_such_dependency'") in line, line
+    assert "choose from" not in line and "PYTHONPATH" not in line

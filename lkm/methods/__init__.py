@@ -120,6 +120,10 @@ def resolve_estimator(key_or_path: str) -> type:
     """
     if key_or_path in METHOD_PATHS:
         return _import_path(METHOD_PATHS[key_or_path])
+    module_part, colon, class_part = key_or_path.partition(":")
+    if colon and all(part.isidentifier() for part in [*module_part.split("."), *class_part.split(".")]):
+        raise SpecError(f"estimator {key_or_path!r}: write a class's path with dots, "
+                        f"{f'{module_part}.{class_part}'!r}")
     if "." not in key_or_path.strip(".") or not all(part.isidentifier() for part in key_or_path.split(".")):
         if key_or_path in SAMPLER_PATHS:
             raise SpecError(f"{key_or_path!r} is a sampler (fit_resample), not a classifier; use 'npps_svm'")
@@ -134,10 +138,16 @@ def resolve_estimator(key_or_path: str) -> type:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise SpecError(
-            f"estimator {key_or_path!r}: cannot import module {module_name!r} ({exc}); install it or put its "
-            f"folder on PYTHONPATH (the spec's folder is not on sys.path){did_you_mean(key_or_path, METHOD_PATHS)}"
-        ) from None
+        missing = getattr(exc, "name", None)
+        if isinstance(exc, ModuleNotFoundError) and missing and f"{module_name}.".startswith(f"{missing}."):
+            # the module named (or its package) is not there: no list of lkm's own keys,
+            # which the user did not mean
+            raise SpecError(
+                f"estimator {key_or_path!r}: cannot import module {module_name!r} ({exc}); install it or put its "
+                "folder on PYTHONPATH (the spec's folder is not on sys.path)"
+            ) from None
+        raise SpecError(f"estimator {key_or_path!r}: importing module {module_name!r} failed: "
+                        f"{type(exc).__name__}: {exc}") from None  # found, but one of its own imports fails
     except Exception as exc:  # the user's module itself fails while importing
         raise SpecError(f"estimator {key_or_path!r}: importing module {module_name!r} failed: "
                         f"{type(exc).__name__}: {exc}") from None

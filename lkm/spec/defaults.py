@@ -33,8 +33,8 @@ def default_spec_data(
         key = m.lower()
         if key in METHOD_PATHS:
             chosen.append({"name": m.upper() if key in keys else m, "estimator": key})
-        elif "." in m.strip("."):  # a dotted path: checked with the spec
-            chosen.append({"name": m.rsplit(".", 1)[1], "estimator": m})
+        elif "." in m.strip(".") or ":" in m.strip(":"):  # a class's path: checked with the spec
+            chosen.append({"name": m.replace(":", ".").rsplit(".", 1)[1], "estimator": m})
         else:
             raise SpecError(f"--method: unknown method {m!r}{did_you_mean(key, METHOD_PATHS)}; give a key "
                             "(`lkm methods`) or a classifier's dotted path, e.g. sklearn.neighbors.KNeighborsClassifier")
