@@ -124,3 +124,43 @@ def test_a_user_module_whose_own_import_fails_names_that_import(tmp_path, monkey
     assert ("importing module 'lkm_user_mod_broken' failed: ModuleNotFoundError: "
             "No module named 'lkm_no_such_dependency'") in line, line
     assert "choose from" not in line and "PYTHONPATH" not in line
+
+
+#: A command that runs twice with different --jobs in one process, as `lkm reproduce --jobs 2`
+#: does (its perturbed variants run on fewer workers, so joblib replaces the pool), then
+#: ends as the `lkm` command does (lkm.cli.main).
+_TWO_POOLS = """
+import sys
+from lkm.api import run
+from lkm.cli import main
+
+run("a.yaml", "run_a", jobs=2)
+sys.argv = ["lkm", "run", "b.yaml", "--out", "run_b", "--jobs", "1", "--no-progress"]
+main()
+"""
+#: spambase's features (4601 x 57 floats, 2 MB) are over joblib's 1 MB: shared as memmaps.
+_SPEC = """name: {name}
+datasets: [spambase]
+preprocessing: standardize
+protocol: {{kind: kfold, folds: 2, seed: 0}}
+methods:
+  - {{name: NN, estimator: nn}}
+"""
+
+
+def test_a_command_that_changes_its_pool_ends_without_joblibs_leak_warning(tmp_path, data_dir):
+    """`lkm reproduce lpl --smoke --jobs 2` ended with joblib's "resource_tracker: There
+    appear to be 2 leaked file objects to clean up at shutdown": the pool joblib replaced
+    kept its shared arrays registered. No such warning now."""
+    import os
+    import subprocess
+    import sys
+
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.yaml").write_text(_SPEC.format(name=f"pools_{name}"))
+    env = {**os.environ, "LKM_DATA_DIR": str(data_dir)}
+    done = subprocess.run([sys.executable, "-c", _TWO_POOLS], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert "leaked" not in done.stderr and "resource_tracker" not in done.stderr, done.stderr
+    assert (tmp_path / "run_b" / "results.csv").is_file()

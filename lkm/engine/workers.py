@@ -311,11 +311,28 @@ def _executor(jobs: int, context: str | None = None) -> Any:
     global _pool
     from joblib.executor import get_memmapping_executor
 
+    previous = _pool
     _pool = get_memmapping_executor(
         jobs, timeout=IDLE_SECONDS, env=worker_env(threads_per_worker(jobs)), initializer=_init_worker,
         initargs=(os.getpid(),), context_id=context,
     )
+    if previous is not None and _pool is not previous:
+        _end_replaced(previous)
     return _pool
+
+
+def _end_replaced(pool: Any) -> None:
+    """Delete the shared memmaps of a pool that joblib replaced by a new one (other
+    settings: ``lkm reproduce`` runs its perturbed variants with another thread count).
+
+    joblib shuts the old pool down and waits for its workers, but a plain shutdown leaves
+    the shared arrays its workers had received still counted in joblib's resource
+    tracker (this run's own release, :func:`_release_memmaps`, only lowers the count),
+    which deleted them only at exit, warning "resource_tracker: There appear to be N
+    leaked file objects to clean up at shutdown".
+    Terminating it, as a broken pool is, deletes and unregisters them: its workers are gone."""
+    with contextlib.suppress(Exception):  # a pool already ended has nothing left to delete
+        pool.terminate(kill_workers=True)
 
 
 #: The pool :func:`_executor` last returned (None before the first): what :func:`stop_workers` ends.
