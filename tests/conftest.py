@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,50 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "(the shipped_refit tests; tens of minutes; `make check-shipped`)")
 
 
+#: The modules holding the suite's longest work, in two lanes: under pytest-xdist each lane
+#: leads one worker's share of the run, so the long work starts first, on both workers, and
+#: no long test is left for the end (`make test` runs `--dist worksteal`, which gives the
+#: first worker the first half of the items and the second worker the rest, then moves
+#: items from the end of a worker's queue to a worker that ran out). The first lane makes
+#: the smoke reproductions and the benchmark's smoke run and holds most of the tests that
+#: read them (the other worker seldom waits on its lock); the second the wheel, the
+#: documentation site, `lkm docs check` and the kill/resume runs (`--durations=0`).
+LANES = (
+    ("test_site_report.py", "test_reproduce.py", "test_outputs_as_data.py",
+     "test_api.py", "test_cross_paper.py", "test_hostile_compare.py"),
+    ("test_wheel.py", "test_docs_site.py", "test_docs.py", "test_hostile_signals.py", "test_cluster.py",
+     "test_blocked_distances.py"),
+)
+
+
+def lanes_first(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """``items`` with the modules of lane k at the head of the k-th worker's share (the
+    share worksteal's first distribution gives it: ``remaining // workers_left`` items),
+    every module's items together and otherwise in collection order."""
+    where = {name: k % workers for k, lane in enumerate(LANES) for name in lane}
+    order = {name: i for lane in LANES for i, name in enumerate(lane)}
+    lanes: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    rest: list[pytest.Item] = []
+    for item in items:
+        name = item.path.name
+        (lanes[where[name]] if name in where else rest).append(item)
+    for lane in lanes:
+        lane.sort(key=lambda item: order[item.path.name])  # stable: a module's own order is kept
+    out: list[pytest.Item] = []
+    left = len(items)
+    for k, lane in enumerate(lanes):
+        share = left // (workers - k)
+        fill = max(0, share - len(lane)) if k < workers - 1 else len(rest)
+        out += lane + rest[:fill]
+        rest = rest[fill:]
+        left -= len(lane) + fill
+    return out + rest
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    if workers > 1:
+        items[:] = lanes_first(items, workers)
     if config.getoption("--refit-shipped"):
         return
     skip = pytest.mark.skip(reason="re-fits every shipped record: `pytest --refit-shipped` (make check-shipped)")
@@ -51,12 +95,47 @@ def smoke_root(tmp_path_factory) -> Path:
     """The folder of the smoke reproductions (`lkm reproduce KEY --smoke`), one per test
     session: under pytest-xdist the workers of a session share it (the session's base
     temporary folder), so each paper's smoke runs are made once, not once per worker."""
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # <session>/popen-gwN -> <session>, shared by its workers
-    root = base / "reproduce-smoke"
+    root = session_base(tmp_path_factory) / "reproduce-smoke"
     root.mkdir(exist_ok=True)
     return root
+
+
+def session_base(tmp_path_factory) -> Path:
+    """The base temporary folder of the test session, shared by its pytest-xdist workers
+    (each worker's own base is ``<session>/popen-gwN``)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def once(folder: Path, key: str, make) -> None:
+    """Call ``make()`` once per test session for ``key``: whichever pytest-xdist worker
+    asks first runs it, the others wait on a lock in ``folder`` (the pattern pytest-xdist
+    documents) and reuse what it made. A ``make`` that fails is tried again by the next
+    worker that asks, so each of its tests fails with the error."""
+    folder.mkdir(parents=True, exist_ok=True)
+    done = folder / f".{key}.done"
+    with open(folder / f".{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if done.is_file():
+            return
+        make()
+        done.write_text("ok\n")
+
+
+def made_once(tmp_path_factory, key: str, make) -> Path:
+    """``<session>/shared/KEY``, a folder ``make(folder)`` fills once per test session,
+    whichever worker asks first (:func:`once`); the tests read it, and copy it to edit."""
+    root = session_base(tmp_path_factory) / "shared"
+    folder = root / key
+
+    def fresh() -> None:
+        if folder.exists():  # left by a failed attempt
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        make(folder)
+
+    once(root, key, fresh)
+    return folder
 
 
 def lkm_once(smoke_root: Path, data_dir: Path, key: str, args: list[str]) -> None:
@@ -66,11 +145,7 @@ def lkm_once(smoke_root: Path, data_dir: Path, key: str, args: list[str]) -> Non
 
     from lkm.cli import app
 
-    done = smoke_root / f".{key}.done"
-    with open(smoke_root / f".{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if done.is_file():
-            return
+    def run() -> None:
         mp = pytest.MonkeyPatch()
         mp.chdir(REPO)
         mp.setenv("LKM_DATA_DIR", str(data_dir))
@@ -79,7 +154,8 @@ def lkm_once(smoke_root: Path, data_dir: Path, key: str, args: list[str]) -> Non
         finally:
             mp.undo()
         assert res.exit_code == 0, res.output
-        done.write_text("ok\n")
+
+    once(smoke_root, key, run)
 
 
 @pytest.fixture(scope="session")

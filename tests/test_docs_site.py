@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import made_once
 
 # the build runs every example: about 2 min on 2 cores
 pytestmark = pytest.mark.slow
@@ -63,19 +64,22 @@ def repository_copy(root: Path) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def built_site(tmp_path_factory, data_dir: Path) -> Path:
-    """The site built from a fresh copy with `sphinx-build -W --keep-going` (as `make docs`)."""
-    root = repository_copy(tmp_path_factory.mktemp("repo"))
-    html = tmp_path_factory.mktemp("html")
-    env = os.environ | {"LKM_DATA_DIR": str(data_dir), "MPLBACKEND": "Agg"}
-    result = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-         str(root / "docs" / "site"), str(html)],
-        cwd=root, env=env, capture_output=True, text=True, timeout=1800,
-    )
-    assert result.returncode == 0, f"sphinx-build failed:\n{result.stderr[-6000:]}"
-    return html
+    """The site built from a fresh copy with `sphinx-build -W --keep-going` (as `make docs`),
+    once per test session: the pytest-xdist workers share it (tests/conftest.made_once)."""
+    def build(folder: Path) -> None:
+        (folder / "repo").mkdir()
+        root = repository_copy(folder / "repo")
+        env = os.environ | {"LKM_DATA_DIR": str(data_dir), "MPLBACKEND": "Agg"}
+        result = subprocess.run(
+            [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+             str(root / "docs" / "site"), str(folder / "html")],
+            cwd=root, env=env, capture_output=True, text=True, timeout=1800,
+        )
+        assert result.returncode == 0, f"sphinx-build failed:\n{result.stderr[-6000:]}"
+
+    return made_once(tmp_path_factory, "docs-site", build) / "html"
 
 
 def test_landing_page_links_every_section(built_site: Path) -> None:

@@ -14,7 +14,6 @@ lkm`. "Installing" ``lkm[fast]`` links those in."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -28,6 +27,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from conftest import made_once
 
 REPO = Path(__file__).resolve().parents[1]
 #: Generous: building, installing and a smoke reproduction on a loaded 2-core machine.
@@ -41,17 +41,15 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="session")
-def wheel(smoke_root: Path) -> Path:
-    """lkm's wheel, built once per test session: a build writes the clone's build/ folder,
-    so the workers of a session take turns on a lock (two at once collided there) and
-    the later ones reuse the first one's wheel."""
-    dist = smoke_root.parent / "wheel-dist"
-    with open(smoke_root.parent / ".wheel.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if not list(dist.glob("lkm-*.whl")):
-            _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist),
-                  str(REPO)])
-    (built,) = dist.glob("lkm-*.whl")
+def wheel(tmp_path_factory) -> Path:
+    """lkm's wheel, built once per test session (tests/conftest.made_once): a build writes
+    the clone's build/ folder, so the workers of a session take turns on a lock (two at
+    once collided there) and the later ones reuse the first one's wheel."""
+    def build(dist: Path) -> None:
+        _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist),
+              str(REPO)])
+
+    (built,) = made_once(tmp_path_factory, "wheel-dist", build).glob("lkm-*.whl")
     return built
 
 
@@ -100,10 +98,12 @@ def _venv(root: Path, wheel: Path, with_extras: bool = False) -> Path:
     return venv
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def installed(tmp_path_factory, wheel: Path) -> Path:
-    """A fresh venv holding lkm's wheel and its dependencies, none of the optional extras."""
-    return _venv(tmp_path_factory.mktemp("wheel"), wheel)
+    """A fresh venv holding lkm's wheel and its dependencies, none of the optional extras:
+    made once per test session, shared by the pytest-xdist workers (the tests only run
+    it, from folders of their own)."""
+    return made_once(tmp_path_factory, "wheel-venv", lambda root: _venv(root, wheel)) / "venv"
 
 
 def _timed(cmd: list[str], **kw) -> tuple[subprocess.CompletedProcess, float]:
