@@ -39,10 +39,8 @@ lock: install  ## rewrite requirements.lock from .venv (pip freeze --exclude-edi
 demo: install  ## run the embedded default (offline data) and write results/quickstart/
 	$(LKM) run configs/quickstart.yaml --jobs 2
 
-# Two workers; worksteal hands a worker that ran out the end of the other's queue, and
-# tests/conftest.py puts the longest modules at the head of each worker's share (LANES).
 test: install  ## run the test suite (uses the dataset mirror in $$LKM_DATA_DIR)
-	$(BIN)/python -m pytest -q -n 2 --dist worksteal --durations=30
+	$(BIN)/python -m pytest -q -n 2 --durations=30
 
 check-shipped: install  ## re-fit every shipped record a faster solver route touches (PRLS/PLapRLS, SVM-KNN), label for label (~1 h)
 	$(BIN)/python -m pytest -q -n 2 -m shipped_refit --refit-shipped

@@ -19,50 +19,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "(the shipped_refit tests; tens of minutes; `make check-shipped`)")
 
 
-#: The modules holding the suite's longest work, in two lanes: under pytest-xdist each lane
-#: leads one worker's share of the run, so the long work starts first, on both workers, and
-#: no long test is left for the end (`make test` runs `--dist worksteal`, which gives the
-#: first worker the first half of the items and the second worker the rest, then moves
-#: items from the end of a worker's queue to a worker that ran out). The first lane makes
-#: the smoke reproductions and the benchmark's smoke run and holds most of the tests that
-#: read them (the other worker seldom waits on its lock); the second the wheel, the
-#: documentation site, `lkm docs check` and the kill/resume runs (`--durations=0`).
-LANES = (
-    ("test_site_report.py", "test_reproduce.py", "test_outputs_as_data.py",
-     "test_api.py", "test_cross_paper.py", "test_hostile_compare.py"),
-    ("test_wheel.py", "test_docs_site.py", "test_docs.py", "test_hostile_signals.py", "test_cluster.py",
-     "test_blocked_distances.py"),
-)
-
-
-def lanes_first(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
-    """``items`` with the modules of lane k at the head of the k-th worker's share (the
-    share worksteal's first distribution gives it: ``remaining // workers_left`` items),
-    every module's items together and otherwise in collection order."""
-    where = {name: k % workers for k, lane in enumerate(LANES) for name in lane}
-    order = {name: i for lane in LANES for i, name in enumerate(lane)}
-    lanes: list[list[pytest.Item]] = [[] for _ in range(workers)]
-    rest: list[pytest.Item] = []
-    for item in items:
-        name = item.path.name
-        (lanes[where[name]] if name in where else rest).append(item)
-    for lane in lanes:
-        lane.sort(key=lambda item: order[item.path.name])  # stable: a module's own order is kept
-    out: list[pytest.Item] = []
-    left = len(items)
-    for k, lane in enumerate(lanes):
-        share = left // (workers - k)
-        fill = max(0, share - len(lane)) if k < workers - 1 else len(rest)
-        out += lane + rest[:fill]
-        rest = rest[fill:]
-        left -= len(lane) + fill
-    return out + rest
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    workers = getattr(config, "workerinput", {}).get("workercount", 1)
-    if workers > 1:
-        items[:] = lanes_first(items, workers)
     if config.getoption("--refit-shipped"):
         return
     skip = pytest.mark.skip(reason="re-fits every shipped record: `pytest --refit-shipped` (make check-shipped)")
