@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--refit-shipped", action="store_true",
                      help="also re-fit every shipped record of the runs a solver route touches "
                           "(the shipped_refit tests; tens of minutes; `make check-shipped`)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite started as a background job of a non-interactive shell (``cmd &``,
+    ``nohup``) inherits SIGINT ignored, and so would every ``lkm`` it starts: the tests of
+    Ctrl-C would fail for the shell's reason. Restore Python's own handler first."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
