@@ -96,6 +96,29 @@ def names(value: Any, where: str) -> tuple[str, ...]:
     return tuple(str(v) for v in values)
 
 
+def checked_entry(entry: Any, keys: tuple[str, ...], where: str) -> dict[str, Any]:
+    """``entry`` of a paper's YAML file when it is a mapping of ``keys`` only; a one-line
+    error naming ``where`` (file and entry) and the key otherwise."""
+    if not isinstance(entry, dict):
+        raise LkmError(f"{where}: expected a mapping with {', '.join(keys)}")
+    unknown = sorted(set(entry) - set(keys))
+    if unknown:
+        raise LkmError(f"{where}.{unknown[0]}: unknown key{did_you_mean(str(unknown[0]), keys)}")
+    return entry
+
+
+def row_conditions(entry: dict[str, Any], where: str) -> tuple[tuple[str, ...], tuple[str, ...],
+                                                                tuple[tuple[str, tuple[str, ...]], ...]]:
+    """``(runs, quantities, rows)`` of an entry (absent: match all), the conditions
+    :func:`row_matches` reads; a one-line error naming ``where`` for a malformed one."""
+    rows = entry.get("rows") or {}
+    if not isinstance(rows, dict):
+        raise LkmError(f"{where}.rows: expected a mapping column -> value(s)")
+    return (names(entry["runs"], f"{where}.runs") if "runs" in entry else (),
+            names(entry["quantities"], f"{where}.quantities") if "quantities" in entry else (),
+            tuple((str(c), names(v, f"{where}.rows.{c}")) for c, v in rows.items()))
+
+
 #: The keys of one ``differences.yaml`` entry.
 DIFFERENCE_KEYS = ("cause", "runs", "quantities", "rows", "evidence")
 
@@ -118,39 +141,23 @@ def paper_differences(package: str) -> list[Difference]:
     """The named causes of ``differences.yaml`` of a paper's package (none if absent), in
     file order: the report names the first that matches a flagged row."""
     where, entries = package_yaml_list(package, "differences.yaml", "causes")
-
-    def strings(value: Any, key: str) -> tuple[str, ...]:
-        return names(value, f"{where}: {key}")
-
     out = []
     for i, entry in enumerate(entries):
-        key = f"[{i}]"
-        if not isinstance(entry, dict):
-            raise LkmError(f"{where}: {key}: expected a mapping with {', '.join(DIFFERENCE_KEYS)}")
-        unknown = sorted(set(entry) - set(DIFFERENCE_KEYS))
-        if unknown:
-            raise LkmError(f"{where}: {key}.{unknown[0]}: unknown key{did_you_mean(str(unknown[0]), DIFFERENCE_KEYS)}")
+        at = f"{where}: [{i}]"
+        checked_entry(entry, DIFFERENCE_KEYS, at)
         cause = entry.get("cause")
         if not isinstance(cause, str) or not cause.strip():
-            raise LkmError(f"{where}: {key}.cause: a one-sentence cause is required")
-        rows = entry.get("rows") or {}
-        if not isinstance(rows, dict):
-            raise LkmError(f"{where}: {key}.rows: expected a mapping column -> value(s)")
+            raise LkmError(f"{at}.cause: a one-sentence cause is required")
+        conditions = row_conditions(entry, at)
         evidence = entry.get("evidence") or []
         evidence = evidence if isinstance(evidence, list) else [evidence]
         for j, e in enumerate(evidence):
             if (not isinstance(e, dict) or not isinstance(e.get("choice"), str)
                     or not isinstance(e.get("reached"), bool) or set(e) - {"choice", "reached", "reading"}):
-                raise LkmError(f"{where}: {key}.evidence[{j}]: expected {{choice: <readings.yaml choice>, "
+                raise LkmError(f"{at}.evidence[{j}]: expected {{choice: <readings.yaml choice>, "
                                "reached: true|false, reading: <name> (optional)}")
         evidence = tuple(Evidence(e["choice"], e["reached"], e.get("reading")) for e in evidence)
-        out.append(Difference(
-            " ".join(cause.split()),
-            strings(entry["runs"], f"{key}.runs") if "runs" in entry else (),
-            strings(entry["quantities"], f"{key}.quantities") if "quantities" in entry else (),
-            tuple((str(c), strings(v, f"{key}.rows.{c}")) for c, v in rows.items()),
-            evidence,
-        ))
+        out.append(Difference(" ".join(cause.split()), *conditions, evidence))
     return out
 
 
@@ -206,21 +213,12 @@ def paper_margins(package: str) -> Margins:
     overrides = []
     for i, entry in enumerate(data.get("overrides") or []):
         key = f"overrides[{i}]"
-        if not isinstance(entry, dict):
-            raise LkmError(f"{where}: {key}: expected a mapping with {', '.join(OVERRIDE_KEYS)}")
-        unknown = sorted(set(entry) - set(OVERRIDE_KEYS))
-        if unknown:
-            raise LkmError(f"{where}: {key}.{unknown[0]}: unknown key{did_you_mean(str(unknown[0]), OVERRIDE_KEYS)}")
+        checked_entry(entry, OVERRIDE_KEYS, f"{where}: {key}")
         source = entry.get("source")
         if not isinstance(source, str) or not source.strip():
             raise LkmError(f"{where}: {key}.source: where the paper prints the spread is required")
-        rows = entry.get("rows") or {}
-        if not isinstance(rows, dict):
-            raise LkmError(f"{where}: {key}.rows: expected a mapping column -> value(s)")
         overrides.append((points(entry.get("margin"), f"{key}.margin"), " ".join(source.split()),
-                          names(entry["runs"], f"{where}: {key}.runs") if "runs" in entry else (),
-                          names(entry["quantities"], f"{where}: {key}.quantities") if "quantities" in entry else (),
-                          tuple((str(c), names(v, f"{where}: {key}.rows.{c}")) for c, v in rows.items())))
+                          *row_conditions(entry, f"{where}: {key}")))
     return Margins(points(data.get("margin", DEFAULT_MARGIN), "margin"), tuple(overrides))
 
 

@@ -46,8 +46,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from lkm.errors import LkmError, did_you_mean
-from lkm.reproduction.paper import names, package_yaml_list, row_matches
+from lkm.errors import LkmError
+from lkm.reproduction.paper import (
+    checked_entry,
+    names,
+    package_yaml_list,
+    row_conditions,
+    row_matches,
+)
 from lkm.reproduction.runs import Experiment, spec_folder
 
 #: The keys of one choice and of one reading in ``readings.yaml``.
@@ -132,16 +138,8 @@ def _text(entry: dict[str, Any], key: str, where: str) -> str:
     return " ".join(value.split())
 
 
-def _unknown(entry: dict[str, Any], keys: tuple[str, ...], where: str) -> None:
-    unknown = sorted(set(entry) - set(keys))
-    if unknown:
-        raise LkmError(f"{where}.{unknown[0]}: unknown key{did_you_mean(str(unknown[0]), keys)}")
-
-
 def _reading(entry: Any, runs: tuple[str, ...], where: str) -> Reading:
-    if not isinstance(entry, dict):
-        raise LkmError(f"{where}: expected a mapping with {', '.join(READING_KEYS)}")
-    _unknown(entry, READING_KEYS, where)
+    checked_entry(entry, READING_KEYS, where)
     variants = entry.get("runs") or {}
     if not isinstance(variants, dict) or not all(isinstance(v, str) for v in variants.values()):
         raise LkmError(f"{where}.runs: expected a mapping base run -> variant spec name")
@@ -174,13 +172,9 @@ def paper_readings(package: str) -> list[Choice]:
     out = []
     for i, entry in enumerate(entries):
         at = f"{where}: [{i}]"
-        if not isinstance(entry, dict):
-            raise LkmError(f"{at}: expected a mapping with {', '.join(CHOICE_KEYS)}")
-        _unknown(entry, CHOICE_KEYS, at)
+        checked_entry(entry, CHOICE_KEYS, at)
         runs = names(entry.get("runs"), f"{at}.runs")
-        rows = entry.get("rows") or {}
-        if not isinstance(rows, dict):
-            raise LkmError(f"{at}.rows: expected a mapping column -> value(s)")
+        _, quantities, rows = row_conditions(entry, at)
         readings = entry.get("readings")
         if not isinstance(readings, list) or len(readings) < 2:
             raise LkmError(f"{at}.readings: a choice needs the stated reading and at least one other")
@@ -189,9 +183,7 @@ def paper_readings(package: str) -> list[Choice]:
             raise LkmError(f"{at}.readings: exactly one reading is the stated one (stated: true)")
         out.append(Choice(
             _text(entry, "choice", at), _text(entry, "question", at), _text(entry, "paper", at), runs,
-            tuple((str(c), names(v, f"{at}.rows.{c}")) for c, v in rows.items()),
-            names(entry["quantities"], f"{at}.quantities") if "quantities" in entry else (),
-            parsed,
+            rows, quantities, parsed,
         ))
     return out
 
