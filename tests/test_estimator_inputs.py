@@ -36,7 +36,7 @@ from lkm.methods import (
     SVMClassifier,
     describe_estimators,
 )
-from lkm.methods.manifold import penalty_bracket
+from lkm.numerics.heat_semigroup import penalty_bracket
 from lkm.numerics.kernels import heat_from_sq, squared_euclidean
 
 

@@ -9,15 +9,15 @@ import pytest
 
 from lkm.data import load_dataset
 from lkm.methods import LocalizedProjectionLearning, ProjectionLearning
-from lkm.methods.projection import (
+from lkm.methods.risk import LocalRiskPair, RegularizedLeastSquares
+from lkm.numerics.kernels import exp_rows_scaled, underflows
+from lkm.numerics.preprocessing import preprocess
+from lkm.numerics.psd_pinv import (
     clear_inverse_solve,
     eigh_pinv_solve,
     largest_eigenvalue,
     psd_pinv_solve,
 )
-from lkm.methods.risk import LocalRiskPair, RegularizedLeastSquares
-from lkm.numerics.kernels import exp_rows_scaled, underflows
-from lkm.numerics.preprocessing import preprocess
 
 
 def _fold(name: str, data_dir, fold: int = 0):

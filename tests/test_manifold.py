@@ -11,17 +11,15 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from lkm.errors import NumericalError
 from lkm.methods import METHODS, PRLS, LapRLS, PLapRLS, RegularizedLeastSquares, resolve_estimator
-from lkm.methods.manifold import (
-    LapRLSRegressor,
-    PRLSRegressor,
-    poly_gram,
+from lkm.methods.manifold import LapRLSRegressor, PRLSRegressor, poly_gram
+from lkm.numerics.kernels import DistanceCache, gaussian_gram, heat_gram, squared_euclidean
+from lkm.numerics.manifold_solvers import (
     solve_belkin,
     solve_reduced,
     solve_semidefinite,
     solve_stationary,
     stationary_system,
 )
-from lkm.numerics.kernels import DistanceCache, gaussian_gram, heat_gram, squared_euclidean
 from lkm.numerics.threads import blas_threads
 
 
@@ -324,7 +322,7 @@ def test_graph_neighbours_tied_in_distance_go_to_the_lower_index():
     """knn_laplacian selects with lkm.numerics.neighbors.k_smallest: point 0 is 1 away from both
     point 1 and point 2, and with k = 1 joins point 1 (whose own nearest, like point 2's,
     is elsewhere, so symmetrization adds no 0-2 edge)."""
-    from lkm.methods.manifold import knn_laplacian
+    from lkm.numerics.graph_laplacian import knn_laplacian
     from lkm.numerics.kernels import squared_euclidean
 
     X = np.array([[0.0], [1.0], [-1.0], [1.1], [-1.1]])
@@ -637,14 +635,14 @@ def test_regressors_keep_minus_one_targets_and_reject_all_unlabeled() -> None:
 
 
 def test_lower_product_is_the_lower_triangle_of_the_full_product(monkeypatch) -> None:
-    from lkm.methods import manifold
+    from lkm.numerics import manifold_solvers
 
-    monkeypatch.setattr(manifold, "LOWER_PRODUCT_BLOCK", 7)  # several column blocks, one ragged
+    monkeypatch.setattr(manifold_solvers, "LOWER_PRODUCT_BLOCK", 7)  # several column blocks, one ragged
     rng = np.random.default_rng(0)
     K = rng.normal(size=(30, 30))
     K = K @ K.T
     G = np.diag(rng.random(30)) + 0.1
-    M = manifold.lower_product(K, G @ K)
+    M = manifold_solvers.lower_product(K, G @ K)
     full = K @ (G @ K)
     np.testing.assert_allclose(np.tril(M), np.tril(full), rtol=0, atol=1e-12 * np.abs(full).max())
     assert M.flags.f_contiguous and not np.triu(M, 7).any()  # above the diagonal blocks: nothing

@@ -20,8 +20,9 @@ from lkm.methods import (
     ProjectionLearning,
     SVMClassifier,
 )
-from lkm.methods.projection import EPS, RUN_DEPENDENT_INFO, auto_k, psd_pinv_solve
+from lkm.methods.projection import EPS, RUN_DEPENDENT_INFO, auto_k
 from lkm.numerics.kernels import DistanceCache, gaussian_kernel
+from lkm.numerics.psd_pinv import psd_pinv_solve
 
 # ---------------------------------------------------------------- data
 

@@ -1,4 +1,4 @@
-"""PL's pivoted Cholesky (LAPACK dpstrf, :func:`lkm.methods.projection.psd_pinv_solve`)
+"""PL's pivoted Cholesky (LAPACK dpstrf, :func:`lkm.numerics.psd_pinv.psd_pinv_solve`)
 runs on the caller's BLAS threads (issue 41, point 4): every core when the process owns
 them, one under a worker's cap, one above the crash order. Its outputs must not depend
 on the thread count: predictions equal, decision values within 1e-6 of max |f|."""
@@ -11,8 +11,9 @@ import scipy.linalg
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from lkm.bench.speed import spambase_fold
-from lkm.methods import ProjectionLearning, projection
-from lkm.methods.projection import SINGLE_THREAD_FACTOR_ORDER, factor_threads
+from lkm.methods import ProjectionLearning
+from lkm.numerics import psd_pinv
+from lkm.numerics.psd_pinv import SINGLE_THREAD_FACTOR_ORDER, factor_threads
 
 #: Relative tolerance of PL's decision values across BLAS thread counts (of max |f|).
 THREAD_RTOL = 1e-6
@@ -72,10 +73,10 @@ def test_factorizations_stay_on_one_thread_when_small_or_above_the_crash_order(m
     assert factor_threads(SINGLE_THREAD_FACTOR_ORDER) == 1
     assert factor_threads(SINGLE_THREAD_FACTOR_ORDER - 1) is None
     # above the (lowered) crash order dpstrf runs on one thread whatever the caller allows
-    monkeypatch.setattr(projection, "SINGLE_THREAD_FACTOR_ORDER", 1500)
+    monkeypatch.setattr(psd_pinv, "SINGLE_THREAD_FACTOR_ORDER", 1500)
     X = np.random.default_rng(0).normal(size=(1600, 3))
     G = np.exp(-0.5 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
     with threadpool_limits(limits=2):
-        _, rank, route = projection.psd_pinv_solve(G, X[:, 0])
+        _, rank, route = psd_pinv.psd_pinv_solve(G, X[:, 0])
     assert route == "pseudo-inverse" and rank < 1600
     assert dpstrf_threads == [(1600, 1)]

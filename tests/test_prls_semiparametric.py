@@ -20,15 +20,10 @@ from shipped_records import refit_records
 
 import lkm.methods.manifold as manifold
 from lkm.data import load_dataset
-from lkm.methods.manifold import (
-    PRLS,
-    PLapRLS,
-    PRLSRegressor,
-    certificate_tolerance,
-    penalty_bracket,
-    solve_semiparametric,
-)
+from lkm.methods.manifold import PRLS, PLapRLS, PRLSRegressor
+from lkm.numerics.heat_semigroup import bracket_correction_product, penalty_bracket
 from lkm.numerics.kernels import heat_from_sq, sq_dists
+from lkm.numerics.manifold_solvers import certificate_tolerance, solve_belkin, solve_semiparametric
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -145,7 +140,7 @@ def test_weighted_semiparametric_solution_solves_the_weighted_system() -> None:
     Y = rng.normal(size=(60, 2))
     every = np.ones(60, dtype=bool)
     chol, how = solve_semiparametric(K, np.ones((60, 1)), Y, every, 0.3, weights=w)
-    lu = manifold.solve_belkin(K, np.ones((60, 1)), Y, every, 0.3, weights=w)[0]
+    lu = solve_belkin(K, np.ones((60, 1)), Y, every, 0.3, weights=w)[0]
     assert how["factorization"] == "cholesky"
     np.testing.assert_allclose(chol, lu, rtol=1e-9, atol=1e-11)
     assert np.abs(chol[:60].sum(axis=0)).max() < 1e-10  # Ψᵀa = 0
@@ -230,7 +225,7 @@ def test_certificate_weights_match_the_bracket() -> None:
     D = sq_dists(X, X)
     a = rng.normal(size=(70, 3))
     E = heat_from_sq(D, 1.5) - penalty_bracket(D, 1.5, 6)
-    np.testing.assert_allclose(manifold.bracket_correction_product(D, 1.5, 6, a, block=16), E @ a,
+    np.testing.assert_allclose(bracket_correction_product(D, 1.5, 6, a, block=16), E @ a,
                                rtol=1e-12, atol=1e-14)
 
 

@@ -319,7 +319,7 @@ def _result(
 def manifold_route(info: dict[str, Any]) -> str:
     """The solver route of a PRLS / LapRLS / PLapRLS fit from its ``info_``: the solver,
     the rank, and for the bracket penalty the semiparametric certificate against its
-    tolerance (:func:`lkm.methods.manifold.semiparametric_certificate`)."""
+    tolerance (:func:`lkm.numerics.manifold_solvers.semiparametric_certificate`)."""
     route = f"{info['solver']} (rank {info['rank']})"
     if info.get("certificate") is not None:
         verdict = "<=" if info["certificate"] <= info["certificate_tol"] else ">"

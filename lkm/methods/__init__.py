@@ -234,7 +234,7 @@ def describe_estimators() -> list[dict[str, str]]:
             try:
                 shown = repr(ast.literal_eval(node))
             except ValueError:
-                shown = _imported_constant(node) or ast.unparse(default)
+                shown = _imported_constant(node, tree) or ast.unparse(default)
             params.append(f"{arg.arg}={shown}")
         doc = (ast.get_docstring(cls) or "").strip().split("\n\n")[0]
         rows.append({"key": key, "kind": kind, "class": f"{__name__}.{name}",  # every class is re-exported here
@@ -242,23 +242,27 @@ def describe_estimators() -> list[dict[str, str]]:
     return rows
 
 
-def _imported_constant(node: Any) -> str | None:
-    """``repr`` of a default named after a constant of :mod:`lkm.methods.base` (``SCALE``),
-    read from base.py's source like the rest (no import)."""
+def _imported_constant(node: Any, tree: Any = None) -> str | None:
+    """``repr`` of a default named after an imported constant, read from the source of the
+    module the estimator's module imports it from (``from lkm.numerics.psd_pinv import
+    DEFAULT_RCOND``), else of :mod:`lkm.methods.base` (``SCALE``), like the rest (no import)."""
     import ast
     import importlib.util
 
     if not isinstance(node, ast.Name):
         return None
-    spec = importlib.util.find_spec("lkm.methods.base")
-    assert spec is not None and spec.origin is not None
-    with open(spec.origin, encoding="utf-8") as f:
-        for n in ast.parse(f.read()).body:
-            if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id for t in n.targets):
-                try:
-                    return repr(ast.literal_eval(n.value))
-                except ValueError:
-                    return None
+    sources = [n.module for n in getattr(tree, "body", []) if isinstance(n, ast.ImportFrom) and n.module
+               and n.level == 0 and any(a.name == node.id and a.asname is None for a in n.names)]
+    for module in [*sources, "lkm.methods.base"]:
+        spec = importlib.util.find_spec(module)
+        assert spec is not None and spec.origin is not None
+        with open(spec.origin, encoding="utf-8") as f:
+            for n in ast.parse(f.read()).body:
+                if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id for t in n.targets):
+                    try:
+                        return repr(ast.literal_eval(n.value))
+                    except ValueError:
+                        return None
     return None
 
 
