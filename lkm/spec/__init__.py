@@ -9,7 +9,8 @@ reports the first problem as one line naming the file and key path.
 
 Submodules:
 
-- :mod:`lkm.spec.schema` — the pydantic models (:class:`Spec` and its parts), :func:`spec_from_dict`, :func:`load_spec` (with ``extends``), :func:`spec_to_yaml`.
+- :mod:`lkm.spec.model` — the pydantic models (:class:`Spec` and its parts); below validation and size, which read them.
+- :mod:`lkm.spec.schema` — reading a spec: :func:`spec_from_dict`, :func:`load_spec` (with ``extends``), :func:`spec_to_yaml` (the models re-exported).
 - :mod:`lkm.spec.grids` — the grid language (``[..]``, ``a:b:n``, ``a,b,c``): :func:`parse_grid`, :func:`unique_values`.
 - :mod:`lkm.spec.yaml_text` — bounded reading of spec text (size, encoding, nesting, aliases, duplicate keys).
 - :mod:`lkm.spec.validation` — semantic checks (registries, seeds, parameter values, outputs) and unused parameters.

@@ -140,4 +140,5 @@ def _coerce(v: Any) -> Scalar:
             return float(v)
         except ValueError:
             return v
-    return v
+    scalar: Scalar = v  # a number, bool or None as YAML read it
+    return scalar

@@ -92,9 +92,9 @@ class KFoldProtocol(_Protocol):
     """Stratified k-fold cross-validation, repeated ``repeats`` times with seeds ``seed + r``."""
 
     kind: Literal["kfold"] = "kfold"
-    folds: int = Field(10, ge=2, description="number of folds")
-    repeats: int = Field(1, ge=1, description="independent reshuffles of the folds")
-    seed: int = Field(0, description="seed of the first repeat; repeat r uses seed + r")
+    folds: int = Field(default=10, ge=2, description="number of folds")
+    repeats: int = Field(default=1, ge=1, description="independent reshuffles of the folds")
+    seed: int = Field(default=0, description="seed of the first repeat; repeat r uses seed + r")
     stratified: bool = True
 
     def splits(self, dataset: Dataset) -> list[Split]:
@@ -128,7 +128,7 @@ class HoldoutProtocol(_Protocol):
     kind: Literal["holdout"] = "holdout"
     train_size: float | int
     test_size: float | int | None = None
-    repeats: int = Field(1, ge=1, description="number of random realizations")
+    repeats: int = Field(default=1, ge=1, description="number of random realizations")
     seed: int = 0
     stratified: bool = True
 
@@ -149,7 +149,8 @@ class HoldoutProtocol(_Protocol):
         return out
 
     def describe(self) -> str:
-        return f"{self.repeats} random hold-out realization(s), train {self.train_size}, test {self.test_size} (seed {self.seed})"
+        test = "the rest" if self.test_size is None else self.test_size
+        return f"{self.repeats} random hold-out realization(s), train {self.train_size}, test {test} (seed {self.seed})"
 
 
 class PredefinedProtocol(_Protocol):
@@ -180,8 +181,8 @@ class LearningCurveProtocol(_Protocol):
 
     kind: Literal["learning_curve"] = "learning_curve"
     sizes: list[int] = Field(min_length=1, description="training-set sizes")
-    test_size: float | int = Field(0.25, gt=0, description="test rows (count or fraction)")
-    repeats: int = Field(1, ge=1)
+    test_size: float | int = Field(default=0.25, gt=0, description="test rows (count or fraction)")
+    repeats: int = Field(default=1, ge=1)
     seed: int = 0
 
     _sizes = field_validator("test_size")(split_size)
@@ -227,12 +228,12 @@ class RealizationsProtocol(_Protocol):
     """
 
     kind: Literal["realizations"] = "realizations"
-    count: int | None = Field(None, ge=1, description="realizations used (default: the dataset's official number, else 100)")
-    first: int = Field(1, ge=1, description="number of the first realization (1-based)")
-    seed: int = Field(0, description="seeded random realizations: realization r uses seed + r")
-    stratified: bool = Field(False, description="stratify the seeded random realizations by class")
-    train_size: int | None = Field(None, ge=1, description="training rows (default: the registry's official size)")
-    test_size: int | None = Field(None, ge=1, description="test rows (default: the registry's official size)")
+    count: int | None = Field(default=None, ge=1, description="realizations used (default: the dataset's official number, else 100)")
+    first: int = Field(default=1, ge=1, description="number of the first realization (1-based)")
+    seed: int = Field(default=0, description="seeded random realizations: realization r uses seed + r")
+    stratified: bool = Field(default=False, description="stratify the seeded random realizations by class")
+    train_size: int | None = Field(default=None, ge=1, description="training rows (default: the registry's official size)")
+    test_size: int | None = Field(default=None, ge=1, description="test rows (default: the registry's official size)")
     _official: dict[str, bool] = PrivateAttr(default_factory=dict)
 
     def official(self, dataset: Dataset) -> bool:
@@ -319,20 +320,20 @@ class SemiSupervisedProtocol(_Protocol):
     """
 
     kind: Literal["semisupervised"] = "semisupervised"
-    pool: Literal["predefined"] | int = Field("predefined", description="'predefined' or the first N rows")
+    pool: Literal["predefined"] | int = Field(default="predefined", description="'predefined' or the first N rows")
     test: Literal["rest", "predefined"] = Field(
-        "rest", description="with pool: N, the test set: the other rows, or the official test part (Isolet: isolet5)"
+        default="rest", description="with pool: N, the test set: the other rows, or the official test part (Isolet: isolet5)"
     )
-    labeled: int | None = Field(None, ge=1, description="labeled rows per realization, drawn from the pool")
-    labeled_per_class: int | None = Field(None, ge=1, description="labeled rows of every class per realization")
+    labeled: int | None = Field(default=None, ge=1, description="labeled rows per realization, drawn from the pool")
+    labeled_per_class: int | None = Field(default=None, ge=1, description="labeled rows of every class per realization")
     per_class_of: Literal["task", "original"] = Field(
-        "task", description="labeled_per_class counts the task's classes, or the classes before `groups`/`tasks` "
+        default="task", description="labeled_per_class counts the task's classes, or the classes before `groups`/`tasks` "
         "merged them (Letter: 2 of each of the 26 letters in every one-vs-all task)"
     )
     labeled_group: str | None = Field(
-        None, description="one realization per group of the dataset's row_groups (e.g. speaker), labeling its pool rows"
+        default=None, description="one realization per group of the dataset's row_groups (e.g. speaker), labeling its pool rows"
     )
-    repeats: int = Field(1, ge=1, description="number of realizations")
+    repeats: int = Field(default=1, ge=1, description="number of realizations")
     seed: int = 0
 
     @model_validator(mode="after")

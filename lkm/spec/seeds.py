@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lkm.methods import estimator_param_names, resolve_estimator
-from lkm.spec.schema import MethodSpec, Spec
+from lkm.spec.model import MethodSpec, Spec
 
 
 def with_seed(method: MethodSpec, params: dict[str, Any], spec: Spec) -> dict[str, Any]:

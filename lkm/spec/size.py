@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from lkm.errors import LkmError, SpecError
+from lkm.spec.model import MethodSpec, Spec
 from lkm.spec.names import short_repr
 from lkm.spec.protocols import (
     DEFAULT_REALIZATIONS,
@@ -18,9 +18,6 @@ from lkm.spec.protocols import (
     RealizationsProtocol,
     SemiSupervisedProtocol,
 )
-
-if TYPE_CHECKING:  # annotations only: lkm.spec.schema imports lkm.spec.validation, which imports this module
-    from lkm.spec.schema import MethodSpec, Spec
 
 #: Default limit on the fits a plan may have (override: ``LKM_MAX_FITS`` or ``--max-fits``).
 MAX_FITS = 100_000

@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from lkm.errors import LkmError, SpecError, did_you_mean
 from lkm.spec.grids import unique_values
+from lkm.spec.model import MethodSpec, Spec
 from lkm.spec.names import short_repr
 from lkm.spec.outputs import FIGURES, TABLES, load_plugins
 from lkm.spec.protocols import DEFAULT_REALIZATIONS, RealizationsProtocol
 from lkm.spec.size import check_plan_size
-
-if TYPE_CHECKING:  # annotations only: lkm.spec.schema imports this module at run time
-    from lkm.spec.schema import MethodSpec, Spec
 
 #: Seeds go to numpy, which takes 0 <= seed < 2**32.
 SEED_LIMIT = 2**32
@@ -92,8 +90,8 @@ def validate_semantics(spec: Spec, source: str, max_fits: int | None = None) -> 
             if key not in all_params:
                 raise SpecError(f"{source}: selection.over: unknown parameter {key!r}{did_you_mean(key, all_params)}")
     load_plugins()
-    for kind, names, registry in (("tables", spec.outputs.tables, TABLES), ("figures", spec.outputs.figures, FIGURES)):
-        for j, name in enumerate(names):
+    for kind, outputs, registry in (("tables", spec.outputs.tables, TABLES), ("figures", spec.outputs.figures, FIGURES)):
+        for j, name in enumerate(outputs):
             if name not in registry:
                 raise SpecError(f"{source}: outputs.{kind}[{j}]: unknown output {name!r}{did_you_mean(name, registry)}")
     for name in spec.outputs.options:
@@ -103,8 +101,8 @@ def validate_semantics(spec: Spec, source: str, max_fits: int | None = None) -> 
         from lkm.studies import study_outputs
 
         study_tables, study_figures = study_outputs()
-        for kind, names, allowed in (("tables", spec.outputs.tables, study_tables), ("figures", spec.outputs.figures, study_figures)):
-            for j, name in enumerate(names):
+        for kind, outputs, allowed in (("tables", spec.outputs.tables, study_tables), ("figures", spec.outputs.figures, study_figures)):
+            for j, name in enumerate(outputs):
                 if name not in allowed:
                     raise SpecError(
                         f"{source}: outputs.{kind}[{j}]: {name!r} reads classifier accuracy and this spec has no methods; "
@@ -233,10 +231,10 @@ def _check_params(estimator: str, params: dict[str, Any], where: str) -> None:
         if hasattr(cls, "_parameter_constraints") and callable(getattr(est, "_validate_params", None)):
             est._validate_params()  # scikit-learn's checks of its _parameter_constraints
     except (ValueError, TypeError) as exc:
-        key = next((k for k in params if f"'{k}'" in str(exc)), None)
-        value = f" = {params[key]!r}" if key else ""
+        named = next((k for k in params if f"'{k}'" in str(exc)), None)
+        value = f" = {params[named]!r}" if named else ""
         text = str(exc).split(". Got")[0]
-        raise SpecError(f"{where}.params.{key or '?'}{value}: {text}") from None
+        raise SpecError(f"{where}.params.{named or '?'}{value}: {text}") from None
 
 
 def _check_value(key: str, value: Any, constraints: list[Any], where: str) -> None:

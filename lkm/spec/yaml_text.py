@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
-from yaml.resolver import Resolver
+from yaml.resolver import BaseResolver, Resolver
 
 from lkm.errors import SpecError
 from lkm.spec.names import short_repr
@@ -91,7 +91,7 @@ class _Bounded:
 if getattr(yaml, "__with_libyaml__", False):
     from yaml._yaml import CParser
 
-    class _SpecLoader(_Bounded, Composer, CParser, SafeConstructor, Resolver):  # type: ignore[misc]
+    class _SpecLoader(_Bounded, Composer, CParser, SafeConstructor, Resolver):
         """Safe loading with libyaml's parser, Python's composer (for the limits of
         :class:`_Bounded`) and YAML 1.2 floats: ``1e-8`` is a number, not the string
         '1e-8' that YAML 1.1 (which requires a dot) makes of it."""
@@ -121,7 +121,7 @@ _SpecLoader.add_implicit_resolver(
 
 
 
-def _without_sexagesimal(loader: type) -> None:
+def _without_sexagesimal(loader: type[BaseResolver]) -> None:
     """YAML 1.2 numbers only: YAML 1.1 reads ``1:10:3`` as the base-60 integer 4203, so
     a grid written without its decimal point (``sigma: 1:10:3``) became one silent value.
     With this, a scalar holding ``:`` is never an int or a float (it stays a string)."""
@@ -139,7 +139,11 @@ def load_yaml(text: str, source: str = "<spec>") -> Any:
     """Parse spec text (safe tags only, within the limits of :class:`_Bounded`); every
     problem is a one-line SpecError naming ``source`` and the line."""
     try:
-        return yaml.load(text, Loader=_SpecLoader)  # noqa: S506 (safe constructor)
+        loader = _SpecLoader(text)  # what yaml.load(text, Loader=_SpecLoader) does (its stub takes only PyYAML's own loaders)
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}:" if mark else ""
