@@ -77,6 +77,7 @@ def cpu_info() -> dict[str, Any]:
     except OSError:
         pass
     model = model or platform.processor() or platform.machine() or None
+    usable: int | None
     try:
         usable = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

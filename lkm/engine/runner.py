@@ -25,6 +25,7 @@ a not-run record is not a completed one, so a rerun with the extra installed fit
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import traceback
@@ -46,8 +47,8 @@ from lkm.methods.base import accepts_keyword, cache_kwargs
 from lkm.methods.extras import NOT_RUN, Extra, missing_extra
 from lkm.numerics.kernels import DISTANCE_CHECKS, DistanceCache
 from lkm.numerics.metrics import fit_scores, non_finite_rows, one_class_warning
-from lkm.numerics.preprocessing import preprocess
-from lkm.spec import MethodSpec, Spec
+from lkm.numerics.preprocessing import Preprocessing, preprocess
+from lkm.spec import DatasetSpec, MethodSpec, Spec
 from lkm.spec.protocols import Split
 from lkm.spec.seeds import with_seed
 
@@ -115,7 +116,7 @@ class Plan:
                 out[t.method] = (extra, out.get(t.method, (extra, 0))[1] + 1)
         return out
 
-    def counts(self) -> Counter:
+    def counts(self) -> Counter[tuple[str, str]]:
         """Number of tasks per (dataset, method or study name)."""
         return Counter((t.dataset, t.method) for t in self.tasks)
 
@@ -124,7 +125,7 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
     """Load the datasets, draw the splits and expand every method's parameter grid."""
     datasets: dict[str, Dataset] = {}
     unavailable: dict[str, str] = {}
-    loaded: dict = {}  # whole datasets read once for all their binary tasks
+    loaded: dict[str, Any] = {}  # whole datasets read once for all their binary tasks
     for i, d in enumerate(spec.datasets):
         try:
             datasets[d.id] = d.load(data_dir, loaded)
@@ -143,7 +144,7 @@ def build_plan(spec: Spec, *, data_dir: str | Path | None = None, source: str = 
             splits[ds_id] = spec.protocol_for(ds_id).splits(ds)
         except LkmError as exc:
             raise type(exc)(f"{source}: {exc}") from None
-    tasks = []
+    tasks: list[Task | StudyTask] = []
     not_run: dict[str, Extra] = {}
     checked: set[tuple[str, str]] = set()
     for ds_spec in spec.datasets:
@@ -206,7 +207,7 @@ def _check_metric_on(metric: Any, dataset: Dataset, method: MethodSpec, spec: Sp
                         f"({dataset.X.shape[0]} x {dataset.X.shape[1]}): {exc}") from None
 
 
-def _dataset_payload(ds_spec: Any) -> dict[str, Any]:
+def _dataset_payload(ds_spec: DatasetSpec) -> dict[str, Any]:
     """A dataset's part of a task id; without a per-dataset ``protocol`` the key is left
     out, so ids of specs that do not use it stay what they were."""
     dump = ds_spec.model_dump()
@@ -415,7 +416,7 @@ class DeadWorkers:
         params = json.dumps(task.params, default=str)
         if isinstance(task, StudyTask):
             msg = f"{task.dataset}/{task.name} {params}: {reason}"
-            record = {"task_id": task.id, "kind": "study", "dataset": task.dataset, "study": task.name,
+            record: dict[str, Any] = {"task_id": task.id, "kind": "study", "dataset": task.dataset, "study": task.name,
                       "study_key": task.study, "params": task.params}
         else:
             msg = f"{task.dataset}/{task.split.id}/{task.method} {params}: {reason}"
@@ -430,7 +431,7 @@ class DeadWorkers:
 
 # -- perturbed runs (Spec.perturb: the claims tables' fragility check) ---------------
 def run_job(
-    sink: RecordSink, X: np.ndarray, y: np.ndarray, tasks: list[Task], preprocessing: str,
+    sink: RecordSink, X: np.ndarray, y: np.ndarray, tasks: list[Task], preprocessing: Preprocessing,
     score_train: bool = False,
 ) -> JobResult:
     """:func:`_run_job`, under the tasks' ``perturb``: each split's training rows in a
@@ -452,7 +453,7 @@ def run_job(
 
 
 def _run_job(
-    sink: RecordSink, X: np.ndarray, y: np.ndarray, tasks: list[Task], preprocessing: str,
+    sink: RecordSink, X: np.ndarray, y: np.ndarray, tasks: list[Task], preprocessing: Preprocessing,
     score_train: bool = False,
 ) -> JobResult:
     """Fit and score every task of one (dataset, split, method), sharing one distance cache;
@@ -548,11 +549,11 @@ def checked_predictions(y_pred: Any, expected: int, rows: str) -> np.ndarray:
     naming the expected and the returned counts, or how many rows it predicted NaN or
     infinite for (a user estimator's wrong shape or NaN is a failed fit, never a score
     nor a crash of the run)."""
-    y_pred = np.asarray(y_pred)
-    if y_pred.ndim == 1 and y_pred.shape[0] == expected:
-        check_finite_output(y_pred, "predict", rows)
-        return y_pred
-    got = f"{y_pred.shape[0]} predictions" if y_pred.ndim == 1 else f"an array of shape {y_pred.shape}"
+    pred: np.ndarray = np.asarray(y_pred)
+    if pred.ndim == 1 and pred.shape[0] == expected:
+        check_finite_output(pred, "predict", rows)
+        return pred
+    got = f"{pred.shape[0]} predictions" if pred.ndim == 1 else f"an array of shape {pred.shape}"
     raise ValueError(f"predict returned {got} for {expected} {rows} rows (expected {expected} predictions)")
 
 
@@ -588,10 +589,16 @@ def decision_values(est: Any, X: np.ndarray, cache: Any = None) -> np.ndarray | 
     return None
 
 
+def _fit_takes_unlabeled(est: Any) -> bool:
+    """Whether the estimator's ``fit`` takes ``unlabeled=`` (a mask of the unlabeled rows)."""
+    cls: type = type(est)  # typed as a class: mypy does not see type[Any] as Hashable (accepts_keyword is cached)
+    return accepts_keyword(cls, "fit", "unlabeled")
+
+
 def _supervised_inputs(est: Any, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Every row labeled: an estimator whose ``fit`` takes ``unlabeled=`` gets an all-False
     mask, so a class labelled -1 is not read as "unlabeled" (sklearn's convention)."""
-    return X, y, ({"unlabeled": np.zeros(len(y), dtype=bool)} if accepts_keyword(type(est), "fit", "unlabeled") else {})
+    return X, y, ({"unlabeled": np.zeros(len(y), dtype=bool)} if _fit_takes_unlabeled(est) else {})
 
 
 @dataclass
@@ -623,7 +630,7 @@ class _SemiSupervised:
         return cls(mask, y_masked, (X_train[~mask], y_train[~mask]), X_train[mask], y_train[mask], X_train)
 
     def fit_inputs(self, est: Any) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-        if accepts_keyword(type(est), "fit", "unlabeled"):
+        if _fit_takes_unlabeled(est):
             return self.X_pool, self.y_masked, {"unlabeled": self.mask}
         return self.labeled[0], self.labeled[1], {}
 
@@ -655,7 +662,7 @@ def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.n
                           cv=folds, refit=best_setting, error_score=np.nan, n_jobs=1)
     # an estimator that reads unlabeled rows from y (sklearn's -1) is told none are: a
     # class labelled -1 (e.g. the IDA sets' ±1) is a class here
-    labeled = {"unlabeled": np.zeros(len(y_train), dtype=bool)} if accepts_keyword(type(est), "fit", "unlabeled") else {}
+    labeled = {"unlabeled": np.zeros(len(y_train), dtype=bool)} if _fit_takes_unlabeled(est) else {}
     import warnings
 
     from sklearn.exceptions import FitFailedWarning
@@ -706,12 +713,12 @@ def _raise_first_failure(est: Any, tune: dict[str, Any], X: np.ndarray, y: np.nd
     from sklearn.base import clone
 
     first = {k: list(v)[0] for k, v in tune["grid"].items()}
-    labeled = {"unlabeled": np.zeros(len(y), dtype=bool)} if accepts_keyword(type(est), "fit", "unlabeled") else {}
+    labeled = {"unlabeled": np.zeros(len(y), dtype=bool)} if _fit_takes_unlabeled(est) else {}
     clone(est).set_params(**first).fit(X, y, **labeled)
 
 
 def run_study(
-    sink: RecordSink, X: np.ndarray, y: np.ndarray, task: StudyTask, preprocessing: str
+    sink: RecordSink, X: np.ndarray, y: np.ndarray, task: StudyTask, preprocessing: Preprocessing
 ) -> JobResult:
     """Run one study task on the whole dataset; its record goes to ``sink`` and comes back."""
     from lkm.spec.outputs import load_plugins
@@ -796,9 +803,13 @@ def write_semisupervised_draws(plan: Plan, store: RunStore) -> list[Path]:
                         "test": np.asarray(s.test).tolist()} for s in splits if s.unlabeled is not None}
         path = store.root / "splits" / f"{ds_id.replace('/', '_')}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_save(path, lambda tmp, d=draws: Path(tmp).write_text(json.dumps(d, separators=(",", ":")) + "\n"))
+        atomic_save(path, functools.partial(_write_compact_json, draws))
         written.append(path)
     return written
+
+
+def _write_compact_json(data: Any, tmp: Path) -> None:
+    Path(tmp).write_text(json.dumps(data, separators=(",", ":")) + "\n")
 
 
 def dataset_provenance(plan: Plan) -> dict[str, Any]:

@@ -143,7 +143,8 @@ class RunLock:
     _held: dict[str, list[Any]] = {}  # resolved lock path -> [file object, depth]
 
     def __init__(self, store: RunStore, claim: bool = True) -> None:
-        self.store, self.claim, self._key = store, claim, None
+        self.store, self.claim = store, claim
+        self._key: str | None = None
 
     def acquire(self) -> RunLock:
         if self._key is not None:
@@ -535,7 +536,8 @@ class RunStore:
     # -- report freshness -------------------------------------------------------------
     def report_stamp(self, spec_yaml: str, task_ids: set[str]) -> str:
         """What the tables and figures were built from: lkm version, spec, recorded tasks."""
-        h = hashlib.sha1(_pkg_version("lkm").encode() if _pkg_version("lkm") else b"")
+        lkm_version = _pkg_version("lkm")
+        h = hashlib.sha1(lkm_version.encode() if lkm_version else b"")
         h.update(spec_yaml.encode())
         h.update("\n".join(sorted(self.completed_ids() & task_ids)).encode())
         return h.hexdigest()
@@ -607,12 +609,12 @@ def _history(path: Path) -> list[dict[str, Any]]:
     if not isinstance(old, dict):
         return []
     history = [h for h in old.get("history") or [] if isinstance(h, dict)]
-    git = old.get("git") if isinstance(old.get("git"), dict) else {}
+    git = given if isinstance(given := old.get("git"), dict) else {}
     history.append({
         "command": old.get("command"), "started_at": old.get("started_at"), "written_at": old.get("written_at"),
         "seconds": old.get("seconds"), "jobs": old.get("jobs"), "tasks": old.get("tasks"),
         "git_commit": git.get("commit"), "git_dirty": git.get("dirty"), "lkm_version": old.get("lkm_version"),
-        "hostname": (old.get("machine") or {}).get("hostname") if isinstance(old.get("machine"), dict) else None,
+        "hostname": machine.get("hostname") if isinstance(machine := old.get("machine"), dict) else None,
     })
     return history[-HISTORY_LIMIT:]
 
@@ -643,8 +645,10 @@ def _spec_change(planned: Any, current: str) -> str:
             return None
         if x == y:
             return None
-        show = lambda v: json.dumps(v, default=str) if not isinstance(v, (dict, list)) else "…"  # noqa: E731
-        return f"{path or 'spec'} {show(x)}→{show(y)}"[:200]
+        return f"{path or 'spec'} {shown(x)}→{shown(y)}"[:200]
+
+    def shown(v: Any) -> str:
+        return json.dumps(v, default=str) if not isinstance(v, (dict, list)) else "…"
 
     if isinstance(a, dict) and isinstance(b, dict):  # a derived name (sweeps) differs whenever the rest does
         unnamed = first_diff({k: v for k, v in a.items() if k != "name"}, {k: v for k, v in b.items() if k != "name"}, "")
