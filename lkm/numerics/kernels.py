@@ -25,7 +25,7 @@ from lkm.errors import InsufficientMemory, LkmError, NumericalError
 from lkm.files import exclusive_lock
 from lkm.numerics.threads import blas_threads
 
-SquaredDistanceFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+SquaredDistanceFn = Callable[[np.ndarray, np.ndarray | None], np.ndarray]
 
 #: A kernel's exponent coefficient c, for ``exp(-c·d²)``: a float, or, where c = 1/w
 #: is not a normal float64 (extreme widths, e.g. 2σ² = 2e-320), the divisors f1, f2, ...
