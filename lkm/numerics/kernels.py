@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -409,9 +409,9 @@ def gaussian_from_sq(D: np.ndarray, sigma: float, out: np.ndarray | None = None)
     """
     D = np.asarray(D)
     scale = exponent_scale(2.0 * sigma, sigma)
-    if D.ndim == 0:
-        x = float(times_scale(np.float64(D), scale, negate=True))
-        return np.float64(np.exp(x) if x >= EXP_FLUSH_BELOW else 0.0)
+    if D.ndim == 0:  # one distance: the same products on a one-entry array, and a float64 back
+        x = float(times_scale(D.astype(np.float64).reshape(1), scale, negate=True)[0])
+        return cast(np.ndarray, np.float64(np.exp(x) if x >= EXP_FLUSH_BELOW else 0.0))  # a numpy scalar, as ufuncs give for 0-d
     if out is None:
         out = np.empty(D.shape, dtype=D.dtype if D.dtype.kind == "f" else np.float64)
     for rows in _row_blocks(D):

@@ -29,7 +29,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -133,7 +133,12 @@ _U32 = float(np.finfo(np.float32).eps) / 2
 _TINY32 = 2.0**-150
 
 
-def _score_margin32(p: int, q_sq: np.ndarray, x_sq_max: float, q_abs_max: np.ndarray, x_abs_max: float) -> np.ndarray:
+@overload
+def _score_margin32(p: int, q_sq: np.ndarray, x_sq_max: float, q_abs_max: np.ndarray, x_abs_max: float) -> np.ndarray: ...
+@overload
+def _score_margin32(p: int, q_sq: float, x_sq_max: float, q_abs_max: float, x_abs_max: float) -> float: ...
+def _score_margin32(p: int, q_sq: np.ndarray | float, x_sq_max: float, q_abs_max: np.ndarray | float,
+                    x_abs_max: float) -> np.ndarray | float:
     """Per-query margin M on scores computed in float32 (:func:`tie_ruled_kneighbors`'s
     candidate pass with ``float32``) that no round-off can bridge.
 
@@ -275,12 +280,14 @@ def _block_lists(
         held += flat.size
         if held > budget:
             parts = [kept, exact(*map(np.concatenate, zip(*found, strict=True)))]  # kept: lower columns
-            kept = _best_per_row(*map(np.concatenate, zip(*parts, strict=True)), k, b)
+            c_rows, c_cols, c_d = map(np.concatenate, zip(*parts, strict=True))
+            kept = _best_per_row(c_rows, c_cols, c_d, k, b)
             found, held = [], kept[0].size
     if n > width:
         bound = np.partition(mins, k - 1, axis=1)[:, k - 1]
     parts = [kept, exact(*map(np.concatenate, zip(*found, strict=True)))] if found else [kept]
-    _, cols, d = _best_per_row(*map(np.concatenate, zip(*parts, strict=True)), k, b)
+    c_rows, c_cols, c_d = map(np.concatenate, zip(*parts, strict=True))
+    _, cols, d = _best_per_row(c_rows, c_cols, c_d, k, b)
     return d.reshape(b, k), cols.reshape(b, k)
 
 
@@ -458,6 +465,10 @@ class ExactNeighbors:
         return tie_ruled_kneighbors(Q, self.X_, k, exclude, getattr(self, "sq_norms_", None))
 
 
+#: The distances annoy builds its trees with.
+AnnoyMetric = Literal["angular", "euclidean", "manhattan", "hamming", "dot"]
+
+
 class AnnoyNeighbors:
     """Approximate k-NN with annoy; ``random_state`` seeds the forest for reproducibility.
 
@@ -471,7 +482,7 @@ class AnnoyNeighbors:
         self,
         n_trees: int = 10,
         search_k: int = -1,
-        metric: str = "euclidean",
+        metric: AnnoyMetric = "euclidean",
         random_state: Any = None,
     ) -> None:
         self.n_trees = n_trees

@@ -553,8 +553,8 @@ def _quadratic_form(w: np.ndarray, q: np.ndarray, h00: float, pq: np.ndarray, en
 
 def _thetas(w: np.ndarray, q: np.ndarray, forms: tuple[Any, Any]) -> tuple[np.ndarray, np.ndarray]:
     """(θ_below, θ_above) of each draw of the chunk ``w`` (:func:`_staircase`'s ``forms``)."""
-    below, above = forms
-    return _quadratic_form(w, q, *below, above=False), _quadratic_form(w, q, *above, above=True)
+    (h00_b, pq_b, ends_b), (h00_a, pq_a, ends_a) = forms
+    return _quadratic_form(w, q, h00_b, pq_b, ends_b, above=False), _quadratic_form(w, q, h00_a, pq_a, ends_a, above=True)
 
 
 def signed_rank_posterior(a: Any, b: Any, rope: float = ROPE, seed: int = BAYES_SEED,
@@ -692,7 +692,8 @@ class PairComparison:
     @property
     def bayes_mcse(self) -> tuple[float, float, float]:
         """Monte Carlo standard errors of ``p_a_better``, ``p_rope``, ``p_b_better``."""
-        return tuple(bayes_mcse(p, self.bayes_draws) for p in (self.p_a_better, self.p_rope, self.p_b_better))
+        return (bayes_mcse(self.p_a_better, self.bayes_draws), bayes_mcse(self.p_rope, self.bayes_draws),
+                bayes_mcse(self.p_b_better, self.bayes_draws))
 
     @property
     def bayes_near_threshold(self) -> bool:
