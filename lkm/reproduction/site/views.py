@@ -163,6 +163,9 @@ class Site:
     built_at: str
     source: str = ""  # what the runs came from, as the page says it (default: the results folder)
     rebuild: str = ""  # the command that rebuilds the report
+    #: The interactive figures (:mod:`lkm.reproduction.site.interactive`): {path of the PNG
+    #: they replace in the report, or "benchmark": the div}; empty: the PNGs alone.
+    interactive: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.source = self.source or f"{self.results.name or self.results}/"
