@@ -153,7 +153,7 @@ def _impute(X: np.ndarray, y: np.ndarray, missing: np.ndarray, how: str, path: P
     for c in np.flatnonzero(missing.any(axis=0)):
         finite = X[~missing[:, c], c]
         if not len(finite):
-            column = f"column {names[c]!r}" if names is not None else f"feature {c + 1}"
+            column = f"column {names[int(c)]!r}" if names is not None else f"feature {c + 1}"
             raise ParseError(f"{display_path(path)}: {column} has no finite value to impute from")
         X[missing[:, c], c] = np.mean(finite) if how == "mean" else np.median(finite)
     return X, y
@@ -490,7 +490,8 @@ def svmlight(paths: Sequence[Path], *, part: str | None = None, impute: str | No
     for path in paths:
         with reading(path):
             X, y = load_svmlight_file(str(path))
-            check_dense_size(*X.shape, path)
+            rows, features = X.shape
+            check_dense_size(rows, features, path)
             X = X.toarray()
             tables.append(_user_table(X, y, path, None, None, impute))
     return _stack(tables)
