@@ -82,7 +82,7 @@ def run_cluster_bench(
     bench_spec = spec_from_dict(spec or BENCH_SPEC, "<bench --cluster>")
     plan = build_plan(bench_spec, data_dir=data_dir)
     fits = len(plan.tasks)
-    jobs = len({(t.dataset, t.split.id, t.method) for t in plan.tasks})
+    jobs = len({(t.dataset, t.split.id, t.method) for t in plan.tasks if t.split is not None})  # fits only
     modules = ["lkm.engine.runner", *sorted({p.rpartition(".")[0] for p in METHOD_PATHS.values()})]
     runs: list[dict[str, Any]] = []
     accuracies: dict[str, dict[str, float]] = {}

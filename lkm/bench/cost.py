@@ -215,7 +215,8 @@ def run_sample(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOL
     inner = StratifiedKFold(n_splits=int(m.tune.cv), shuffle=True, random_state=int(m.tune.seed))
     tr, va = next(inner.split(X_train, y_train))
     base = resolve_estimator(m.estimator)(**params)
-    takes_mask = accepts_keyword(type(base), "fit", "unlabeled")
+    cls: type = type(base)  # typed as a class: mypy does not see type[Any] as Hashable (accepts_keyword is cached)
+    takes_mask = accepts_keyword(cls, "fit", "unlabeled")
 
     def fit(est: Any, X: Any, y: Any) -> None:
         est.fit(X, y, **({"unlabeled": np.zeros(len(y), dtype=bool)} if takes_mask else {}))
@@ -291,7 +292,7 @@ class CellWorker(CellProcess):
         proc = self.process
         start_cpu, start = _process_cpu(proc.pid), time.perf_counter()
         with selectors.DefaultSelector() as sel:
-            sel.register(proc.stdout, selectors.EVENT_READ)
+            sel.register(self.stdout_pipe(), selectors.EVENT_READ)
             while not sel.select(timeout=POLL_SECONDS):
                 used = _process_cpu(proc.pid) - start_cpu
                 if used > kill_cpu or time.perf_counter() - start > MAX_WALL:
@@ -479,9 +480,10 @@ def run_cost(
     with tempfile.TemporaryDirectory(prefix="lkm-cost-") as tmp:
         drawn: dict[tuple[str, int], str] = {}
         for d in datasets:  # every (set, size) drawn once, up front, the whole set read once
-            loaded: dict = {}
+            loaded: dict[str, Any] = {}
             for n in sizes:
-                n_eff = min(n, rows_of[d]) if rows_of[d] else n
+                rows = rows_of[d]
+                n_eff = min(n, rows) if rows else n
                 if (d, n_eff) not in drawn:
                     path = Path(tmp) / f"{d}-{n_eff}.pkl"
                     with open(path, "wb") as fh:

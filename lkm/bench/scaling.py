@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -95,8 +95,10 @@ def load_problem(name: str, data_dir: str | Path | None = None) -> dict[str, np.
         data = load_dataset("mnist-even-odd" if name == "mnist-even-odd" else "mnist", data_dir=data_dir)
         if name == "mnist-3-8":
             data = select_classes(data, [3, 8])
-        train = np.asarray(data.predefined_split["train"])
-        test = np.asarray(data.predefined_split["test"])
+        split = data.predefined_split
+        assert split is not None  # MNIST ships its train/test split
+        train = np.asarray(split["train"])
+        test = np.asarray(split["test"])
     rng = np.random.default_rng(0)
     train = rng.permutation(train)
     test = np.sort(rng.choice(test, min(TEST_ROWS, test.size), replace=False))
@@ -247,18 +249,26 @@ class CellProcess:
         self.process = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True, bufsize=1, env=env)
 
+    def stdout_pipe(self) -> IO[str]:
+        """The child's stdout (opened with PIPE, so never None)."""
+        stdout = self.process.stdout
+        assert stdout is not None
+        return stdout
+
     def send(self, request: str) -> dict[str, Any] | None:
         """Write one request line; the failure status if the process is gone, else None."""
+        stdin = self.process.stdin
+        assert stdin is not None  # opened with PIPE
         try:
-            self.process.stdin.write(request + "\n")
-            self.process.stdin.flush()
+            stdin.write(request + "\n")
+            stdin.flush()
         except (BrokenPipeError, OSError):
             return self.failure()
         return None
 
     def answer(self) -> dict[str, Any]:
         """The answer line once readable (the caller waited for it), or the failure status."""
-        line = self.process.stdout.readline()
+        line = self.stdout_pipe().readline()
         if not line.startswith("{"):
             return self.failure()
         return json.loads(line)
@@ -295,7 +305,7 @@ class _Worker(CellProcess):
         if sent is not None:
             return sent
         with selectors.DefaultSelector() as sel:
-            sel.register(self.process.stdout, selectors.EVENT_READ)
+            sel.register(self.stdout_pipe(), selectors.EVENT_READ)
             if not sel.select(timeout=max_seconds):
                 self.close()
                 return {"status": "timeout", "message": f"over {max_seconds:g} s"}
@@ -333,7 +343,7 @@ def run_scaling(
         for name in problems:
             if name not in PROBLEMS:
                 raise ValueError(f"unknown scaling problem {name!r}; known: {', '.join(PROBLEMS)}")
-            arrays = load_problem(name, data_dir)
+            arrays: dict[str, Any] = load_problem(name, data_dir)  # Any: np.savez's stub reads ** as allow_pickle
             path = Path(tmp) / f"{name}.npz"
             np.savez(path, **arrays)
             pool = arrays["y_pool"].size if max_n is None else min(max_n, arrays["y_pool"].size)
@@ -424,11 +434,14 @@ def scaling_figure(results: Sequence[dict[str, Any]], path: str | Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     problems = list(dict.fromkeys(r["problem"] for r in results))
     methods = list(dict.fromkeys(r["method"] for r in results))
-    colors = dict(zip(METHODS, plt.get_cmap("tab10").colors, strict=False))
+    tab10 = plt.get_cmap("tab10")
+    assert isinstance(tab10, ListedColormap) and isinstance(tab10.colors, (list, tuple))  # a qualitative map: its ten colours
+    colors = dict(zip(METHODS, tab10.colors, strict=False))
     fig, axes = plt.subplots(2, len(problems), figsize=(4.6 * len(problems), 7.2), squeeze=False, sharex="col")
     fitted = slopes(results)
     for col, name in enumerate(problems):

@@ -94,6 +94,7 @@ ratio measures at these sizes.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import time
@@ -101,9 +102,12 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:  # annotations only: lkm.data is imported where a benchmark loads data
+    from lkm.data import Dataset
 
 SIGMA = 5.0
 SIGMA_GRID = np.logspace(-2, 2, 39)
@@ -122,7 +126,7 @@ TARGETS = {
 ANN_K = 10
 ANN_MIN_RECALL = {"annoy": None, "hnswlib": 0.99}
 #: C and sigma of the large SVM cases (MNIST 3-vs-8: Shin and Cho's Table 2 grid values).
-LARGE_SVM = {"mnist38": (10.0, 7.0), "letter": (10.0, "scale"), "evenodd20000": (10.0, 10.0),
+LARGE_SVM: dict[str, tuple[float, float | str]] = {"mnist38": (10.0, 7.0), "letter": (10.0, "scale"), "evenodd20000": (10.0, 10.0),
              "evenodd32000": (10.0, 10.0)}
 #: γ of the PRLS, LapRLS and PLapRLS comparisons (γ_A = γ_I = γ for the last two); KernelRidge gets
 #: alpha = γ·l.
@@ -133,7 +137,7 @@ TARGET_SECONDS = {"tangent_1nn_usps": 300.0}
 HKNN_K = 10
 #: (p): SVM-KNN's setting (the benchmark's grid values K = 40, C = 100, sigma = 8), the rows
 #: drawn from each set, and the least number of alternated repeats.
-SVM_KNN = {"n_neighbors": 40, "C": 100.0, "sigma": 8.0}
+SVM_KNN: dict[str, Any] = {"n_neighbors": 40, "C": 100.0, "sigma": 8.0}
 SVM_KNN_ROWS, SVM_KNN_REPEATS = 500, 5
 #: The small-data SVM case: repeats (at least) and fit+predict calls timed per repeat.
 SMALL_REPEATS, SMALL_BATCH = 9, 20
@@ -172,8 +176,10 @@ def usps_split(
     data = load_dataset("usps", data_dir=data_dir)
     X, y = np.asarray(data.X, dtype=np.float64), np.asarray(data.y)
     parts = []
+    split = data.predefined_split
+    assert split is not None  # USPS ships its train/test split
     for name in ("train", "test"):
-        rows = np.asarray(data.predefined_split[name])
+        rows = np.asarray(split[name])
         if max_rows is not None and max_rows < rows.size:
             rows = np.sort(np.random.default_rng(0).choice(rows, max_rows, replace=False))
         parts += [X[rows], y[rows]]
@@ -204,7 +210,7 @@ def busy_core() -> Iterator[None]:
     """A CPU-burner process spinning for the duration of the block (killed after): the
     "busy second core" of the large SVM comparisons (another user's job, a joblib worker)."""
     methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    ctx = multiprocessing.get_context("fork") if "fork" in methods else multiprocessing.get_context("spawn")
     burner = ctx.Process(target=_burn, daemon=True)
     burner.start()
     try:
@@ -212,6 +218,13 @@ def busy_core() -> Iterator[None]:
     finally:
         burner.kill()
         burner.join()
+
+
+def _predefined(data: Dataset) -> dict[str, np.ndarray]:
+    """The dataset's predefined train/test split (MNIST and its even/odd task ship one)."""
+    split = data.predefined_split
+    assert split is not None, f"{data.name}: no predefined split"
+    return split
 
 
 def large_svm_split(
@@ -227,10 +240,10 @@ def large_svm_split(
 
     if name == "mnist38":
         data = select_classes(load_dataset("mnist", data_dir=data_dir), [3, 8])
-        train, test = (np.asarray(data.predefined_split[part]) for part in ("train", "test"))
+        train, test = (np.asarray(_predefined(data)[part]) for part in ("train", "test"))
     elif name.startswith("evenodd"):
         data = load_dataset("mnist-even-odd", data_dir=data_dir)
-        train, test = (np.asarray(data.predefined_split[part]) for part in ("train", "test"))
+        train, test = (np.asarray(_predefined(data)[part]) for part in ("train", "test"))
         train = np.sort(np.random.default_rng(0).permutation(train)[: int(name[len("evenodd"):])])
     else:
         data = load_dataset("letter-recognition", data_dir=data_dir)
@@ -509,15 +522,16 @@ def run_bench(
         ))
         results[-1]["ours"] += f" [{manifold_route(fitted['prls'].info_)}]"
         for key, graph_method in (("laprls", LapRLS), ("plaprls", PLapRLS)):  # the same graph term
+
+            def fit_graph(m: Any = graph_method, k: str = key) -> float:
+                return ours_noting(k, m(kernel="gaussian", sigma=SIGMA, gamma_A=MANIFOLD_GAMMA, gamma_I=MANIFOLD_GAMMA))
+
             results.append(_result(
                 f"{key}_vs_kernel_ridge",
                 f"{graph_method.__name__}(kernel='gaussian', sigma={SIGMA}, gamma_A={MANIFOLD_GAMMA:g}, "
                 f"gamma_I={MANIFOLD_GAMMA:g}, graph_k=6)",
                 f"KernelRidge(kernel='rbf', gamma={gamma:g}, alpha={ridge:g})",
-                _best_times(lambda m=graph_method, k=key: ours_noting(k, m(kernel="gaussian", sigma=SIGMA,
-                                                                          gamma_A=MANIFOLD_GAMMA,
-                                                                          gamma_I=MANIFOLD_GAMMA)),
-                            lambda: kernel_ridge_at(ridge), repeats),
+                _best_times(fit_graph, lambda: kernel_ridge_at(ridge), repeats),
                 TARGETS[f"{key}_vs_kernel_ridge"],
             ))
             results[-1]["ours"] += f" [{manifold_route(fitted[key].info_)}]"
@@ -589,7 +603,7 @@ def _svm_knn_against_loop(data_dir: str | Path | None, repeats: int) -> list[dic
         results.append(_result(
             f"svm_knn_{key}_vs_loop", f"SVMKNN({setting}) on {where}, LIBSVM trainer",
             "the same, one SVMClassifier.fit per neighbour set (the previous loop)",
-            _median_times(lambda s=split: fit_predict("trainer", s), lambda s=split: fit_predict("estimator", s),
+            _median_times(functools.partial(fit_predict, "trainer", split), functools.partial(fit_predict, "estimator", split),
                           max(repeats, SVM_KNN_REPEATS), 1),
             TARGETS[f"svm_knn_{key}_vs_loop"],
         ))
@@ -689,7 +703,8 @@ def mnist_pixels(data_dir: str | Path | None = None) -> tuple[np.ndarray, np.nda
     data = load_dataset("mnist", data_dir=data_dir)
     X = np.asarray(data.X, dtype=np.float64)
     X = X / 255.0 if X.max() > 1.0 else X
-    return tuple(X[np.asarray(data.predefined_split[part])] for part in ("train", "test"))
+    split = _predefined(data)
+    return X[np.asarray(split["train"])], X[np.asarray(split["test"])]
 
 
 def _approximate_neighbors(
@@ -711,8 +726,11 @@ def _approximate_neighbors(
         t0 = time.perf_counter()
         approx = make_neighbors(backend, random_state=0, **params).fit(X_train)
         build = time.perf_counter() - t0
-        ours_s, ref_s, idx, _ = _best_times(lambda a=approx: a.kneighbors(X_query, ANN_K)[1],
-                                            lambda: exact.kneighbors(X_query, ANN_K)[1], repeats)
+
+        def approximate_query(a: Any = approx) -> Any:
+            return a.kneighbors(X_query, ANN_K)[1]
+
+        ours_s, ref_s, idx, _ = _best_times(approximate_query, lambda: exact.kneighbors(X_query, ANN_K)[1], repeats)
         recall = neighbor_recall(idx, exact_idx)
         name = f"{backend}_{key}_vs_exact"
         settings = ", ".join(f"{p}={getattr(approx, p)}" for p in ("n_trees", "search_k", "M", "ef_construction", "ef")
