@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -47,11 +48,11 @@ class LkmGroup(TyperGroup):
     ends as one line and exit 1, with the traceback under `lkm --debug`.
     """
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def main(self, *args: Any, **kwargs: Any) -> Any:
         with _emoji_codes_off():
             return super().main(*args, **kwargs)
 
-    def invoke(self, ctx):  # type: ignore[override]
+    def invoke(self, ctx):
         try:
             with interrupt_on():  # SIGTERM anywhere ends the command like Ctrl-C
                 return super().invoke(ctx)
@@ -265,7 +266,7 @@ SmokeOpt = Annotated[bool, typer.Option("--smoke", help="Apply the spec's `smoke
 
 def print_rows(
     title: str | None, header: list[str], rows: list[list[str]], *,
-    right: set[str] = frozenset(), wrap: set[str] = frozenset(), sep: str = "  ",
+    right: AbstractSet[str] = frozenset(), wrap: AbstractSet[str] = frozenset(), sep: str = "  ",
 ) -> None:
     """Print a table that never cuts a name: a Rich table when stdout is a terminal wide
     enough for it, else plain lines (pipes, logs, narrow terminals).

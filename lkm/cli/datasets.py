@@ -140,12 +140,13 @@ def datasets_add(
                             origin=f"registered in {user_registry_path()}")
         ds = load_dataset(info)
         values, counts = np.unique(ds.y, return_counts=True)
+        class_counts = {v.item(): int(n) for v, n in zip(values, counts, strict=True)}
         info = dataclasses.replace(info, n_samples=int(ds.X.shape[0]), n_features=int(ds.X.shape[1]),
-                                   class_counts={v.item(): int(n) for v, n in zip(values, counts, strict=True)})
+                                   class_counts=class_counts)
         registry = add_user_dataset(info, replace=replace)
     except LkmError as exc:
         raise exit_error(exc) from None
-    classes = ", ".join(f"{k}: {v}" for k, v in info.class_counts.items())
+    classes = ", ".join(f"{k}: {v}" for k, v in class_counts.items())
     console.print(text_line(("added", "green"), f" {info.name}: {info.n_samples} rows, {info.n_features} features, "
                         f"classes {classes}; {info.files[0].sha256 or 'OpenML cache'}"))
     console.print(f"registry: {registry}; use it in a spec as `datasets: [{info.name}]`")

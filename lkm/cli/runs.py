@@ -232,7 +232,9 @@ def sweep_spec(
         for name in parsed:
             reason = unused_parameter(s, m, name)
             if reason:
-                other, values = conditional_parameter(m.estimator, name)
+                condition = conditional_parameter(m.estimator, name)
+                assert condition is not None  # unused_parameter gives a reason only for a conditional parameter
+                other, values = condition
                 raise SpecError(f"--{name}: method {m.name} ({m.estimator}) ignores {name}: {reason}; "
                                 f"add --{other} {values[0]} or leave --{name} out")
     return s
