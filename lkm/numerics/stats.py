@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 #: Significance level of every claims table.
 ALPHA = 0.05
@@ -118,7 +119,7 @@ def format_p(p: float | None) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
 
 
-def paired_test(a: np.ndarray, b: np.ndarray, *, test_train_ratio: float = 0.0, level: float = 0.95) -> Paired:
+def paired_test(a: ArrayLike, b: ArrayLike, *, test_train_ratio: float = 0.0, level: float = 0.95) -> Paired:
     """Paired t-test of a − b over the same splits (module docstring), with the
     Nadeau–Bengio correction ``test_train_ratio`` = n_test / n_train (0: none).
 
