@@ -119,7 +119,8 @@ def resolve_estimator(key_or_path: str) -> type:
     lkm.errors.SpecError: 'npps' is a sampler (fit_resample), not a classifier; use 'npps_svm'
     """
     if key_or_path in METHOD_PATHS:
-        return _import_path(METHOD_PATHS[key_or_path])
+        registered: type = _import_path(METHOD_PATHS[key_or_path])
+        return registered
     module_part, colon, class_part = key_or_path.partition(":")
     if colon and all(part.isidentifier() for part in [*module_part.split("."), *class_part.split(".")]):
         raise SpecError(f"estimator {key_or_path!r}: write a class's path with dots, "
@@ -155,14 +156,13 @@ def resolve_estimator(key_or_path: str) -> type:
     if cls is None:
         classes = [n for n, v in vars(module).items() if inspect.isclass(v) and not n.startswith("_")]
         raise SpecError(f"estimator {key_or_path!r}: module {module_name!r} has no {name!r}{did_you_mean(name, classes)}")
-    check_classifier_class(cls, key_or_path)
-    return cls
+    return check_classifier_class(cls, key_or_path)
 
 
-def check_classifier_class(cls: Any, shown: str) -> None:
-    """Raise :class:`SpecError` unless ``cls`` is a class with ``fit``, ``predict`` and
-    ``get_params`` that scikit-learn's tags do not call a regressor, clusterer, ...
-    (untagged estimators are accepted)."""
+def check_classifier_class(cls: Any, shown: str) -> type:
+    """Return ``cls``; raise :class:`SpecError` unless it is a class with ``fit``,
+    ``predict`` and ``get_params`` that scikit-learn's tags do not call a regressor,
+    clusterer, ... (untagged estimators are accepted)."""
     if not inspect.isclass(cls):
         raise SpecError(f"estimator {shown!r} is a {type(cls).__name__}, not a class")
     missing = [m for m in ("fit", "predict", "get_params") if not callable(getattr(cls, m, None))]
@@ -174,12 +174,13 @@ def check_classifier_class(cls: Any, shown: str) -> None:
         try:
             kind = get_tags(cls()).estimator_type
         except Exception:  # noqa: BLE001 (a class that needs arguments: its tags are unknown here)
-            return
+            return cls
         if kind not in (None, "classifier"):
             raise SpecError(f"estimator {shown!r} is a {kind}, not a classifier (scikit-learn's tags)")
+    return cls
 
 
-def estimator_param_names(cls: type) -> set[str]:
+def estimator_param_names(cls: type[Any]) -> set[str]:
     """The constructor parameters of an estimator class (what ``get_params`` returns),
     without instantiating it."""
     names = getattr(cls, "_get_param_names", None)
@@ -217,7 +218,7 @@ def describe_estimators() -> list[dict[str, str]]:
         cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
         init = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
         constants = {
-            t.id: n.value for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+            t.id: n.value for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
             for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)
         }
         args = init.args.args[1:] + init.args.kwonlyargs

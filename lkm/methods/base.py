@@ -13,11 +13,13 @@ import math
 import types
 from collections.abc import Callable
 from numbers import Real
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import Tags
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -58,7 +60,7 @@ def check_feature_scale(X: np.ndarray, owner: str, role: str = "training") -> No
 #: ``sigma="scale"``: the kernel width scikit-learn's ``gamma="scale"`` gives (see :func:`scaled_sigma`).
 SCALE = "scale"
 #: The parameter constraint of a Gaussian width: a positive number or ``"scale"``.
-SIGMA_CONSTRAINT: list = [Interval(Real, 0, None, closed="neither"), StrOptions({SCALE})]
+SIGMA_CONSTRAINT: list[Any] = [Interval(Real, 0, None, closed="neither"), StrOptions({SCALE})]
 
 
 def scaled_sigma(X: np.ndarray) -> float:
@@ -157,7 +159,7 @@ def densify(X: Any) -> Any:
     The kernel methods start from squared distances and dense n × n Gram matrices, so a
     sparse X is converted once, at validation (memory n_samples × n_features float64);
     the results equal those of the dense input."""
-    return X.toarray() if sp.issparse(X) else X
+    return X.toarray() if sp.issparse(X) else X  # type: ignore[attr-defined]  # scipy-stubs: issparse narrows to SparseABC, which declares no toarray
 
 
 class available_unless:  # noqa: N801 (a decorator, named like sklearn's available_if)
@@ -183,7 +185,7 @@ class available_unless:  # noqa: N801 (a decorator, named like sklearn's availab
         return types.MethodType(self.fn, obj)
 
 
-class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
+class LocalKernelClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]  # scikit-learn has no type stubs: its classes are Any
     """Base class of lkm's classifiers: validation, ``classes_``, dummy outputs, ``predict``.
 
     Tsuji et al. [1]_ (Sec. 1) classify through regression on dummy outputs: +1 for one
@@ -253,6 +255,11 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
     #: Why ``fit`` takes no ``sample_weight`` (the TypeError's text after "<Class> does not
     #: take sample_weight: "); read only for a ``fit`` without that parameter.
     sample_weight_refusal: str = "its fit has no per-sample weights"
+    # Fitted attributes (declared for the type checker; set by fit, never at class level).
+    classes_: NDArray[Any]
+    class_count_: NDArray[np.intp]
+    info_: dict[str, Any]
+    sigma_: float
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -261,7 +268,7 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
             cls.decision_function = _checked_decision(fn)  # type: ignore[method-assign]
         fit = cls.__dict__.get("fit")
         if fit is not None and not getattr(fit, "__lkm_refuses_sample_weight__", False) and not _takes_sample_weight(fit):
-            cls.fit = _refusing_sample_weight(fit)  # type: ignore[method-assign]
+            cls.fit = _refusing_sample_weight(fit)
 
     def _numerical_context(self) -> str:
         """``"sigma=1e-160, lam=0.5"``: the values of ``_numerical_params``."""
@@ -285,7 +292,7 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
             "or rescale the features"
         )
 
-    def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
+    def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True  # densified once at validation (:func:`densify`)
         return tags
@@ -338,11 +345,11 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
         """Query rows as float64, checked against the fit (``check_input=False``: X as
         given, see :meth:`_validate_training`)."""
         if not check_input:
-            return X
+            return cast("NDArray[np.float64]", X)  # the caller's validated rows
         check_is_fitted(self)
-        X = validate_data(self, densify(X), dtype=np.float64, reset=False)
-        check_feature_scale(X, type(self).__name__, role="query")
-        return X
+        rows: NDArray[np.float64] = validate_data(self, densify(X), dtype=np.float64, reset=False)
+        check_feature_scale(rows, type(self).__name__, role="query")
+        return rows
 
     def _dummy_outputs(self, y_index: np.ndarray) -> np.ndarray:
         """±1 dummy outputs: shape (n,) with +1 for ``classes_[1]`` when there are two
@@ -354,8 +361,8 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
         return Y
 
     def _break_ties(
-        self, decision: np.ndarray, nearest_class: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        self, decision: NDArray[np.float64], nearest_class: NDArray[np.intp] | None = None
+    ) -> tuple[NDArray[np.float64], NDArray[np.intp], NDArray[np.bool_]]:
         """Decision values with exact ties broken by one explicit rule, the winning class
         indices, and which rows were tied.
 
@@ -391,8 +398,8 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):
         return decision, choice, ties
 
     def _labels_from_decision(
-        self, decision: np.ndarray, nearest_class: np.ndarray | None = None
-    ) -> np.ndarray:
+        self, decision: NDArray[np.float64], nearest_class: NDArray[np.intp] | None = None
+    ) -> NDArray[Any]:
         """Labels from decision values, exact ties by the rule of :meth:`_break_ties`.
         ``info_['tie_share']`` receives the share of tied points."""
         _, choice, ties = self._break_ties(decision, nearest_class)

@@ -68,7 +68,9 @@ from typing import Any, Self
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils import Tags
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
@@ -136,7 +138,7 @@ def poly_gram(A: np.ndarray, B: np.ndarray, degree: int, coef0: float) -> np.nda
     return polynomial_kernel(A, np.asarray(B) / A.shape[1], degree=int(degree), coef0=float(coef0))
 
 
-_SHARED_CONSTRAINTS: dict = {
+_SHARED_CONSTRAINTS: dict[str, list[Any]] = {
     "kernel": [StrOptions({"heat", "gaussian", "poly"})],
     "t": [Interval(Real, 0, None, closed="neither")],
     "sigma": SIGMA_CONSTRAINT,
@@ -146,7 +148,7 @@ _SHARED_CONSTRAINTS: dict = {
     "unlabeled_label": [None, Integral, str],
     "rcond": [Interval(Real, 0, 1, closed="left")],
 }
-_GRAPH_CONSTRAINTS: dict = {
+_GRAPH_CONSTRAINTS: dict[str, list[Any]] = {
     "gamma_A": [Interval(Real, 0, None, closed="left")],
     "gamma_I": [Interval(Real, 0, None, closed="left")],
     "graph_k": [Interval(Integral, 1, None, closed="left")],
@@ -155,7 +157,7 @@ _GRAPH_CONSTRAINTS: dict = {
     "normalized_laplacian": ["boolean"],
     "null_space": [StrOptions({"constant", "none"})],
 }
-_PRLS_CONSTRAINTS: dict = {
+_PRLS_CONSTRAINTS: dict[str, list[Any]] = {
     **_SHARED_CONSTRAINTS,
     "gamma": [Interval(Real, 0, None, closed="left")],
     "null_space": [StrOptions({"constant", "none"})],
@@ -208,24 +210,35 @@ def manifold_gram(kernel: dict[str, Any], A: np.ndarray, B: np.ndarray, cache: D
 class _ManifoldFit:
     """Shared by the classifiers and the regressors: label mask, kernel, the solve, f."""
 
-    conditional_params = {"sigma": ("kernel", ("gaussian",)), "t": ("kernel", ("heat",)),
-                          "unit_diagonal": ("kernel", ("heat",)), "degree": ("kernel", ("poly",)),
-                          "coef0": ("kernel", ("poly",))}
-    _numerical_params = ("kernel", "sigma", "t", "degree", "coef0")
+    conditional_params: dict[str, tuple[str, tuple[Any, ...]]] = {
+        "sigma": ("kernel", ("gaussian",)), "t": ("kernel", ("heat",)), "unit_diagonal": ("kernel", ("heat",)),
+        "degree": ("kernel", ("poly",)), "coef0": ("kernel", ("poly",))}
+    _numerical_params: tuple[str, ...] = ("kernel", "sigma", "t", "degree", "coef0")
     #: Whether unlabeled rows join the kernel expansion and the graph (not for PRLS).
     _uses_unlabeled = True
-
-    def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
-        tags = super().__sklearn_tags__()  # type: ignore[misc]
-        tags.input_tags.sparse = True  # densified once (:func:`densify`)
-        return tags
+    # The parameters read here, set by each estimator's __init__ (the graph's only by
+    # LapRLS's and PLapRLS's), and the fitted attributes: declared for the type checker.
+    kernel: str
+    t: float
+    sigma: float | str
+    degree: int
+    coef0: float
+    unit_diagonal: bool
+    unlabeled_label: Any
+    rcond: float
+    graph_k: int
+    graph_weights: str
+    graph_t: float | None
+    normalized_laplacian: bool
+    sigma_: float
+    X_fit_: NDArray[np.float64]
+    dual_coef_: NDArray[np.float64]
+    intercept_: NDArray[np.float64]
+    info_: dict[str, Any]
+    laplacian_: sp.csr_matrix
+    _rule: str
 
     # ------------------------------------------------------------------ inputs
-    def _validate_query(self, X: Any) -> np.ndarray:
-        """Query rows as :meth:`LocalKernelClassifier._validate_query`, scipy sparse input
-        densified first (:func:`densify`)."""
-        return LocalKernelClassifier._validate_query(self, densify(X))
-
     def _unlabeled_mask(self, y: np.ndarray, unlabeled: Any, need: str) -> np.ndarray:
         """The unlabeled rows (``unlabeled``, else ``y == unlabeled_label``); sets ``_rule``.
         Raises when every row is unlabeled (``need`` says what is needed)."""
@@ -272,8 +285,8 @@ class _ManifoldFit:
                     "sigma": self.sigma_}
         return {"kernel": "heat", "t": float(self.t), "unit_diagonal": bool(self.unit_diagonal)}
 
-    def _penalty_weight(self, gamma: float, d: int, t: float) -> float:
-        if self.kernel == "heat" and not self.unit_diagonal:
+    def _penalty_weight(self, gamma: float, d: int, t: float | None) -> float:
+        if self.kernel == "heat" and not self.unit_diagonal and t is not None:  # the heat kernel has its t
             return normalized_gamma(gamma, d, t)
         return gamma
 
@@ -323,6 +336,7 @@ class _ManifoldFit:
             if graph_t is None and self.graph_weights == "heat":
                 raise ValueError(f"{type(self).__name__}: graph_t=None means the kernel's heat time, which "
                                  "kernel='poly' does not have; give graph_t or graph_weights='binary'")
+            assert D is not None  # computed above for the graph
             L = memoized(cache, ("lkm.manifold.laplacian", self.graph_k, self.graph_weights, graph_t,
                                  bool(self.normalized_laplacian)),
                          lambda: knn_laplacian(D, self.graph_k, self.graph_weights, graph_t,
@@ -336,12 +350,17 @@ class _ManifoldFit:
         symmetric = not (printed and Psi.shape[1])  # printed == derived without Ψ
         f_train = None
         if bracket and symmetric:
+            assert D is not None and t is not None  # the bracket's kernel is the heat kernel (not poly)
             x, how, f_train = self._solve_bracket(K, D, t, d, Psi, Y, labeled, lam1, L, lam2, sample_weight)
         elif symmetric:
             solved = solve_belkin(K, Psi, Y, labeled, lam1, L, lam2, self.rcond, sample_weight)
             x, how = solved or solve_reduced(K, K, Psi, Y, labeled, lam1, L, lam2, self.rcond, sample_weight)
         else:
-            P = penalty_bracket(D, t, d, K) if bracket else K
+            if bracket:
+                assert D is not None and t is not None  # the bracket's kernel is the heat kernel (not poly)
+                P = penalty_bracket(D, t, d, K)
+            else:
+                P = K
             M, r = stationary_system(K, P, Psi, Y, labeled, lam1, L, lam2, printed, sample_weight)
             x, how = solve_stationary(M, r, self.rcond, symmetric=False)
         self.X_fit_ = X
@@ -487,13 +506,20 @@ class _ManifoldBase(_ManifoldFit, LocalKernelClassifier):
         return self._expansion(self._validate_query(X), cache)
 
 
-class _ManifoldRegressor(_ManifoldFit, RegressorMixin, BaseEstimator):
+class _ManifoldRegressor(_ManifoldFit, RegressorMixin, BaseEstimator):  # type: ignore[misc]  # scikit-learn has no type stubs: its classes are Any
     """Regressors: one real-valued target, ``predict`` = f(x). Input and finiteness checks
-    are :class:`LocalKernelClassifier`'s."""
+    are :class:`LocalKernelClassifier`'s (query rows: scipy sparse input densified first,
+    :func:`densify`)."""
 
     _reject_boolean_numbers = LocalKernelClassifier._reject_boolean_numbers
     _numerical_context = LocalKernelClassifier._numerical_context
     _check_finite = LocalKernelClassifier._check_finite
+    _validate_query = LocalKernelClassifier._validate_query
+
+    def __sklearn_tags__(self) -> Tags:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # densified once (:func:`densify`)
+        return tags
 
     def _options(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -674,7 +700,7 @@ class PRLS(_ManifoldBase):
     """
 
     _uses_unlabeled = False
-    _parameter_constraints: dict = _PRLS_CONSTRAINTS
+    _parameter_constraints: dict[str, list[Any]] = _PRLS_CONSTRAINTS
 
     def __init__(
         self,
@@ -837,7 +863,7 @@ class LapRLS(_ManifoldBase):
     0.877
     """
 
-    _parameter_constraints: dict = {**_SHARED_CONSTRAINTS, **_GRAPH_CONSTRAINTS}
+    _parameter_constraints: dict[str, list[Any]] = {**_SHARED_CONSTRAINTS, **_GRAPH_CONSTRAINTS}
 
     def __init__(
         self,
@@ -1009,7 +1035,7 @@ class PLapRLS(LapRLS):
     (285,)
     """
 
-    _parameter_constraints: dict = {
+    _parameter_constraints: dict[str, list[Any]] = {
         **LapRLS._parameter_constraints,
         "system": [StrOptions({"derived", "printed"})],
     }
@@ -1133,7 +1159,7 @@ class PRLSRegressor(_ManifoldRegressor):
     """
 
     _uses_unlabeled = False
-    _parameter_constraints: dict = _PRLS_CONSTRAINTS
+    _parameter_constraints: dict[str, list[Any]] = _PRLS_CONSTRAINTS
     _options = PRLS._options
 
     def __init__(
@@ -1260,7 +1286,7 @@ class LapRLSRegressor(_ManifoldRegressor):
     array([ 81.2, 154.1,  92.8])
     """
 
-    _parameter_constraints: dict = LapRLS._parameter_constraints
+    _parameter_constraints: dict[str, list[Any]] = LapRLS._parameter_constraints
     _options = LapRLS._options
 
     def __init__(

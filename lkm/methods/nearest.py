@@ -4,8 +4,10 @@ Euclidean or the two-sided tangent distance (:mod:`lkm.numerics.tangent`)."""
 from __future__ import annotations
 
 from numbers import Integral
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from sklearn.utils._param_validation import StrOptions
 
 from lkm.methods.base import LocalKernelClassifier
@@ -77,8 +79,10 @@ class NearestNeighbor(LocalKernelClassifier):
         "1-NN predicts the nearest training row's label, which has no per-row weights"
     )
 
-    _parameter_constraints: dict = {"metric": [StrOptions(set(METRICS))], "n_jobs": [Integral, None]}
+    _parameter_constraints: dict[str, list[Any]] = {"metric": [StrOptions(set(METRICS))], "n_jobs": [Integral, None]}
     _numerical_params = ("metric",)
+    X_fit_: NDArray[np.float64]
+    y_index_: NDArray[np.intp]
 
     def __init__(self, metric: str = "euclidean", n_jobs: int | None = None) -> None:
         self.metric = metric
@@ -115,7 +119,7 @@ class NearestNeighbor(LocalKernelClassifier):
         X = self._validate_query(X)
         return sq_dists(X, self.X_fit_, cache, metric=self.metric)
 
-    def _class_distances(self, D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _class_distances(self, D: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
         """Per query, the squared distance to each class's nearest sample (n, n_classes),
         and the index of its nearest training sample (lower index on ties), over blocks of
         :data:`QUERY_BLOCK` queries on ``n_jobs`` threads (minima are exact, so the blocks

@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import NDArray
 from sklearn.base import BaseEstimator
-from sklearn.utils import check_random_state
+from sklearn.utils import Tags, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
@@ -58,7 +60,7 @@ FALLBACK_ALL = "all patterns"
 #: Entries of :class:`NPPSSVM`'s ``info_`` that depend on the run (wall times, cache use).
 RUN_DEPENDENT_INFO = ("selection_seconds", "svm_seconds", "selection_cached")
 
-_NPPS_CONSTRAINTS: dict = {
+_NPPS_CONSTRAINTS: dict[str, list[Any]] = {
     "k": [Interval(Integral, 1, None, closed="left")],
     "beta": [Interval(Real, 0, 1, closed="right")],  # 0 < β ≤ 1 (Sec. 2)
     "method": [StrOptions({"fast", "naive"})],
@@ -97,14 +99,16 @@ def neighbors_entropy(counts: np.ndarray) -> np.ndarray:
         return np.zeros(counts.shape[0])
     P = counts / counts.sum(axis=1, keepdims=True)
     logs = np.log(P, out=np.zeros_like(P), where=P > 0)
-    return np.maximum(-(P * logs).sum(axis=1) / np.log(J), 0.0)
+    entropy: NDArray[np.float64] = np.maximum(-(P * logs).sum(axis=1) / np.log(J), 0.0)
+    return entropy
 
 
 def neighbors_match(counts: np.ndarray, own_labels: np.ndarray) -> np.ndarray:
     """``Neighbors_Match(x, k)``: fraction of the k neighbours labelled like x (Sec. 2)."""
     counts = np.asarray(counts)
     own = counts[np.arange(counts.shape[0]), own_labels]
-    return own / counts.sum(axis=1)
+    match: NDArray[np.float64] = own / counts.sum(axis=1)
+    return match
 
 
 def _conditions(
@@ -140,7 +144,8 @@ def _candidate_bound(value: np.ndarray, tol: np.ndarray) -> np.ndarray:
     """The largest candidate value a pattern of the true list (or tied with its last
     member, up to :data:`TIE_RTOL`) can have, when ``value`` is the n-th smallest
     candidate value of the row and every value is within ``tol`` of the true one."""
-    return (value + 2 * tol) * (1 + 8 * TIE_RTOL) + 2 * tol
+    bound: NDArray[np.float64] = (value + 2 * tol) * (1 + 8 * TIE_RTOL) + 2 * tol
+    return bound
 
 
 class _TieRuledIndex:
@@ -234,8 +239,12 @@ def tie_ruled_neighbors(X: np.ndarray, rows: np.ndarray, n_neighbors: int) -> np
     return _TieRuledIndex(np.asarray(X, dtype=np.float64)).query(rows, n_neighbors)
 
 
+#: ``search(rows, n) -> (m, n)`` neighbour indices of ``X[rows]`` (:func:`_make_search`).
+NeighborSearch = Callable[[NDArray[np.intp], int], NDArray[np.intp]]
+
+
 def _make_search(neighbors: str, X: np.ndarray, n_trees: int, search_k: int, random_state: Any, ef: int = 50,
-                 n_jobs: int | None = None):
+                 n_jobs: int | None = None) -> NeighborSearch:
     """``search(rows, n) -> (m, n)`` neighbour indices of ``X[rows]`` (self included):
     exact with the tie rule (:func:`tie_ruled_neighbors`, chunks of rows on ``n_jobs``
     threads) or annoy's or hnswlib's candidates ranked by distance (then index)."""
@@ -250,7 +259,7 @@ def _make_search(neighbors: str, X: np.ndarray, n_trees: int, search_k: int, ran
     return lambda rows, n: backend.kneighbors(X[rows], n)[1]
 
 
-def _neighbors_of(search, rows: np.ndarray, k: int) -> np.ndarray:
+def _neighbors_of(search: NeighborSearch, rows: NDArray[np.intp], k: int) -> NDArray[np.intp]:
     """Indices (m, k) of the k nearest other patterns of ``X[rows]``, in one batched query.
 
     Queries k + 1 neighbours and drops the pattern itself (or, when k + 1 of its
@@ -262,7 +271,8 @@ def _neighbors_of(search, rows: np.ndarray, k: int) -> np.ndarray:
     drop = idx == rows[:, None]
     no_self = ~drop.any(axis=1)
     drop[no_self, -1] = True  # now exactly one entry per row is dropped
-    return idx[~drop].reshape(rows.size, k)
+    others: NDArray[np.intp] = idx[~drop].reshape(rows.size, k)
+    return others
 
 
 def npps_select(
@@ -393,12 +403,12 @@ def select_rows(data: Any, indices: np.ndarray, float_array: bool = False) -> An
     if hasattr(data, "iloc"):
         return data.iloc[indices]
     if sp.issparse(data):
-        return sp.csr_matrix(data)[indices]
+        return sp.csr_matrix(data)[indices]  # type: ignore[call-overload]  # scipy-stubs: issparse narrows to SparseABC, which csr_matrix's overloads do not take
     array = np.asarray(data, dtype=np.float64) if float_array else np.asarray(data)
     return array[indices]
 
 
-class NPPS(BaseEstimator):
+class NPPS(BaseEstimator):  # type: ignore[misc]  # scikit-learn has no type stubs: its classes are Any
     """NPPS pattern selection (Shin and Cho, Sec. 2, Fig. 4) as a sampler.
 
     Keeps, ahead of SVM training, only the patterns likely to lie near the decision
@@ -476,7 +486,7 @@ class NPPS(BaseEstimator):
     (76, 30)
     """
 
-    _parameter_constraints: dict = {**_NPPS_CONSTRAINTS, "n_jobs": [Integral, None]}
+    _parameter_constraints: dict[str, list[Any]] = {**_NPPS_CONSTRAINTS, "n_jobs": [Integral, None]}
 
     def __init__(
         self,
@@ -502,7 +512,7 @@ class NPPS(BaseEstimator):
         self.ef = ef
         self.n_jobs = n_jobs
 
-    def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
+    def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True  # densified once (:func:`densify`)
         return tags
@@ -669,7 +679,7 @@ class NPPSSVM(LocalKernelClassifier):
     conditional_params = {"n_trees": ("neighbors", ("annoy", APPROXIMATE)),
                           "search_k": ("neighbors", ("annoy", APPROXIMATE)),
                           "ef": ("neighbors", ("hnswlib", APPROXIMATE))}
-    _parameter_constraints: dict = {
+    _parameter_constraints: dict[str, list[Any]] = {
         **_NPPS_CONSTRAINTS,
         "C": [Interval(Real, 0, None, closed="neither")],
         "sigma": SIGMA_CONSTRAINT,
@@ -704,7 +714,7 @@ class NPPSSVM(LocalKernelClassifier):
         self.ef = ef
         self.n_jobs = n_jobs
 
-    def _selection_key(self) -> tuple | None:
+    def _selection_key(self) -> tuple[Any, ...] | None:
         """What identifies the selection in a cache; None when it is not reproducible."""
         deterministic = self.method == "naive" and self.neighbors == "exact"
         if not deterministic and not (

@@ -14,11 +14,12 @@ import os
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -38,6 +39,9 @@ from lkm.numerics.kernels import (
 from lkm.numerics.neighbors import (
     APPROXIMATE,
     NEIGHBOR_BACKENDS,
+    AnnoyNeighbors,
+    ExactNeighbors,
+    HnswNeighbors,
     make_neighbors,
     neighbor_recall,
     resolve_backend,
@@ -259,7 +263,7 @@ class ProjectionLearning(LocalKernelClassifier):
         "f(x) = K(x, X) G⁺ y (Tsuji et al., eq. (4)) solves for the training outputs with no loss to weigh"
     )
 
-    _parameter_constraints: dict = {
+    _parameter_constraints: dict[str, list[Any]] = {
         "sigma": SIGMA_CONSTRAINT,
         "rcond": [Interval(Real, 0, 1, closed="left")],
         "solver": [StrOptions({"auto", "eigh", "cholesky"})],
@@ -385,7 +389,9 @@ class ProjectionLearning(LocalKernelClassifier):
         self.info_["underflow_share"] = underflow_share(row_min, scale)
         return out, nearest
 
-    def _query_blocks(self, X: np.ndarray, cache: DistanceCache | None):
+    def _query_blocks(
+        self, X: np.ndarray, cache: DistanceCache | None
+    ) -> Iterator[tuple[slice, NDArray[np.float64]]]:
         """``(rows, squared distances of X[rows] to X_unique_)`` over blocks of query rows
         (:data:`QUERY_BLOCK_BYTES`): each block computed on its own, so no full test ×
         training matrix exists, except with a cache, which keeps the whole matrix for
@@ -500,7 +506,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
     conditional_params = {"n_trees": ("neighbors", ("annoy", APPROXIMATE)),
                           "search_k": ("neighbors", ("annoy", APPROXIMATE)),
                           "ef": ("neighbors", ("hnswlib", APPROXIMATE))}
-    _parameter_constraints: dict = {
+    _parameter_constraints: dict[str, list[Any]] = {
         "sigma": SIGMA_CONSTRAINT,
         "k": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "neighbors": [StrOptions(set(NEIGHBOR_BACKENDS))],
@@ -511,6 +517,8 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         "ef": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": [Integral, None],
     }
+    #: The fitted neighbour index (None when k = ℓ: no search).
+    neighbors_: ExactNeighbors | AnnoyNeighbors | HnswNeighbors | None
 
     def __init__(
         self,
@@ -540,7 +548,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         :meth:`__setstate__`: the same trees, hence the same neighbours and predictions.
         hnswlib's index pickles natively."""
         state = dict(super().__getstate__())  # a copy: object.__getstate__ gives __dict__ itself
-        backend = state.get("neighbors_")
+        backend: Any = state.get("neighbors_")  # a neighbour index, or None
         if getattr(backend, "name", None) == "annoy" and hasattr(backend, "index_"):
             backend = backend.__class__.__new__(backend.__class__)
             backend.__dict__.update(state["neighbors_"].__dict__)
@@ -549,12 +557,12 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        backend = state.get("neighbors_")
+        backend: Any = state.get("neighbors_")  # a neighbour index, or None
         if getattr(backend, "name", None) == "annoy" and isinstance(getattr(backend, "index_", None), bytes):
             backend.index_ = _annoy_from_bytes(backend.index_, backend.X_.shape[1], backend.metric)
         super().__setstate__(state)
 
-    def _backend_key(self) -> tuple | None:
+    def _backend_key(self) -> tuple[Any, ...] | None:
         """What identifies the neighbour lists in a cache; None when they cannot be shared
         (annoy or hnswlib seeded by a RandomState instance). Entry 2 is the query-time
         setting, which the index does not depend on."""
@@ -567,7 +575,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
             return ("hnswlib", None, self.ef, self.random_state)
         return ("annoy", self.n_trees, self.search_k, self.random_state)
 
-    def _make_backend(self, X: np.ndarray):
+    def _make_backend(self, X: np.ndarray) -> ExactNeighbors | AnnoyNeighbors | HnswNeighbors:
         kind = resolve_backend(self.neighbors)
         if kind == "exact":
             return make_neighbors("exact").fit(X)
@@ -662,8 +670,10 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         """
         k, Xt = self.k_, self.X_fit_
         t0 = time.perf_counter()
-        query = {"annoy": {"search_k": self.search_k}, "hnswlib": {"ef": self.ef}}.get(self.neighbors_.name, {})
-        sq, idx = self.neighbors_.kneighbors(X, k, cache=cache, **query)
+        neighbors = self.neighbors_
+        assert neighbors is not None, "k < ℓ: the fit made a neighbour index"
+        query: dict[str, Any] = {"annoy": {"search_k": self.search_k}, "hnswlib": {"ef": self.ef}}.get(neighbors.name, {})
+        sq, idx = neighbors.kneighbors(X, k, cache=cache, **query)
         if timing is not None:
             timing["neighbor_seconds"] = time.perf_counter() - t0
         local = np.empty((X.shape[0], k, k))
@@ -772,7 +782,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
         return values, nearest
 
     def _record_recall(
-        self, X: np.ndarray, idx: np.ndarray, cache: DistanceCache | None, backend_key: tuple | None
+        self, X: np.ndarray, idx: np.ndarray, cache: DistanceCache | None, backend_key: tuple[Any, ...] | None
     ) -> None:
         """``info_['neighbor_recall']`` and ``info_['recall_seconds']`` (see the class doc).
 
@@ -817,7 +827,9 @@ def _annoy_to_bytes(index: Any) -> bytes:
             return f.read()
 
 
-def _annoy_from_bytes(data: bytes, n_features: int, metric: str) -> Any:
+def _annoy_from_bytes(
+    data: bytes, n_features: int, metric: Literal["angular", "euclidean", "manhattan", "hamming", "dot"]
+) -> Any:
     """An annoy index loaded from :func:`_annoy_to_bytes`'s bytes (fully read into memory)."""
     from annoy import AnnoyIndex
 

@@ -18,8 +18,9 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy.linalg import cho_factor, cho_solve
-from sklearn.utils import check_random_state
+from sklearn.utils import Tags, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
@@ -119,7 +120,9 @@ def soft_vicinity(sq_dist: np.ndarray, beta: float) -> np.ndarray:
     >>> soft_vicinity(np.array([0.0, 1.0, 4.0]), beta=2.0).round(4)
     array([1.    , 0.7788, 0.3679])
     """
-    return np.exp(times_scale(np.asarray(sq_dist, dtype=np.float64), exponent_scale(beta, beta), negate=True))
+    weights: NDArray[np.float64] = np.exp(
+        times_scale(np.asarray(sq_dist, dtype=np.float64), exponent_scale(beta, beta), negate=True))
+    return weights
 
 
 VICINITIES = {"hard": hard_vicinity, "soft": soft_vicinity}
@@ -262,7 +265,7 @@ def solve_local_risk(
     return solution, normalizer
 
 
-_KERNEL_CONSTRAINTS: dict = {
+_KERNEL_CONSTRAINTS: dict[str, list[Any]] = {
     "kernel": [StrOptions({"heat", "gaussian"})],
     "t": [Interval(Real, 0, None, closed="neither")],
     "sigma": SIGMA_CONSTRAINT,
@@ -277,6 +280,8 @@ class _KernelRidgeBase(LocalKernelClassifier):
     #: sigma is the Gaussian kernel's width; t and unit_diagonal belong to the heat kernel.
     conditional_params = {"sigma": ("kernel", ("gaussian",)), "t": ("kernel", ("heat",)),
                           "unit_diagonal": ("kernel", ("heat",))}
+    X_fit_: NDArray[np.float64]
+    dual_coef_: NDArray[np.float64]
 
     def _gram(self, A: np.ndarray, B: np.ndarray, cache: DistanceCache | None) -> np.ndarray:
         # CV tuning makes hundreds of small Grams per fit: a second BLAS thread (the
@@ -442,7 +447,7 @@ class RegularizedLeastSquares(_KernelRidgeBase):
     array([-0.915, -0.268, -0.317])
     """
 
-    _parameter_constraints: dict = dict(_KERNEL_CONSTRAINTS)
+    _parameter_constraints: dict[str, list[Any]] = dict(_KERNEL_CONSTRAINTS)
 
     def __init__(
         self,
@@ -615,7 +620,7 @@ class LocalRiskRegularization(_KernelRidgeBase):
     (285, 0.152)
     """
 
-    _parameter_constraints: dict = {
+    _parameter_constraints: dict[str, list[Any]] = {
         **_KERNEL_CONSTRAINTS,
         "beta": [Interval(Real, 0, None, closed="neither")],
         "vicinity": [StrOptions(set(VICINITIES))],
@@ -828,7 +833,7 @@ class LocalRiskPair(_KernelRidgeBase):
         "not implemented for the pair (LocalRiskRegularization takes sample_weight)"
     )
 
-    _parameter_constraints: dict = {
+    _parameter_constraints: dict[str, list[Any]] = {
         **_KERNEL_CONSTRAINTS,
         "beta": [Interval(Real, 0, None, closed="neither")],
         "vicinity": [StrOptions(set(VICINITIES))],
@@ -858,7 +863,7 @@ class LocalRiskPair(_KernelRidgeBase):
         self.unit_diagonal = unit_diagonal
         self.random_state = random_state
 
-    def __sklearn_tags__(self):  # noqa: ANN204 (sklearn's Tags)
+    def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
         return tags
@@ -948,11 +953,14 @@ class LocalRiskPair(_KernelRidgeBase):
         X = self._validate_query(X)
         return self._gram(X, self.X_fit_, cache) @ self.dual_coef_
 
-    def _choose(self, X: np.ndarray, F: np.ndarray) -> np.ndarray:
+    def _choose(self, X: NDArray[np.float64], F: NDArray[np.float64]) -> NDArray[np.intp]:
+        chosen: NDArray[np.intp]
         if self.combine == "confidence":
-            return np.argmax(np.abs(F), axis=1)
+            chosen = np.argmax(np.abs(F), axis=1)
+            return chosen
         diff = X[:, None, :] - self.x0_points_[None, :, :]
-        return np.argmin(np.einsum("ijk,ijk->ij", diff, diff), axis=1)
+        chosen = np.argmin(np.einsum("ijk,ijk->ij", diff, diff), axis=1)
+        return chosen
 
     def chosen_component(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
         """Return which of the two models predicts each query.

@@ -42,6 +42,7 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from lkm.errors import NotApplicable
@@ -382,7 +383,7 @@ def _residual_norms(V: np.ndarray, R: np.ndarray, rcond: float) -> np.ndarray:
     Rb = R[:, None, :] if single else R
     b, m, p = V.shape
     if m == 0:
-        out = np.linalg.norm(Rb, axis=-1)
+        out: NDArray[np.float64] = np.linalg.norm(Rb, axis=-1)
         return out[:, 0] if single else out
     basis = np.empty((b, min(m, p), p))
     if 4 * m <= p:
@@ -457,7 +458,8 @@ def _hull_distances(N: np.ndarray, Q: np.ndarray, rcond: float) -> np.ndarray:
     b, k, _ = N.shape
     R = Q - N[:, 0]
     if k == 1:
-        return np.linalg.norm(R, axis=-1)
+        distances: NDArray[np.float64] = np.linalg.norm(R, axis=-1)
+        return distances
     Z = N[:, 1:] - N[:, :1]
     G = Z @ np.swapaxes(Z, 1, 2)
     fast, Ginv = _well_conditioned(G, max(FAST_COND, rcond) ** 2)
@@ -584,7 +586,7 @@ class HKNN(_LocalSubspaceClassifier):
         "its distance to the affine hull of each class's K neighbours (Cevikalp et al., eqs. (3)-(5)) has no per-row weights"
     )
 
-    _parameter_constraints: dict = {
+    _parameter_constraints: dict[str, list[Any]] = {
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "metric": [str],
         "rcond": [Interval(Real, 0, 1, closed="neither")],
@@ -721,7 +723,7 @@ class LDCV(_LocalSubspaceClassifier):
         "its distance to each class's common vector (Cevikalp et al., eq. (23)) has no per-row weights"
     )
 
-    _parameter_constraints: dict = HKNN._parameter_constraints
+    _parameter_constraints: dict[str, list[Any]] = HKNN._parameter_constraints
 
     def __init__(
         self, n_neighbors: int = 2, metric: str = "euclidean", rcond: float = DEFAULT_RCOND, n_jobs: int | None = None
@@ -775,9 +777,10 @@ class LDCV(_LocalSubspaceClassifier):
         return out, nearest
 
 
-def _centred_columns(G: np.ndarray) -> np.ndarray:
+def _centred_columns(G: NDArray[np.float64]) -> NDArray[np.float64]:
     """``J G`` for a stack G (b, M, M), J = I - 1_M: each column minus its mean."""
-    return G - G.mean(axis=1, keepdims=True)
+    centred: NDArray[np.float64] = G - G.mean(axis=1, keepdims=True)
+    return centred
 
 
 #: What a kernel subspace classifier does with a non-PSD local kernel matrix (``non_psd``).
@@ -807,7 +810,7 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
     ``"drop"`` adds nothing (kernel PCA keeps the positive eigenvalues only).
     """
 
-    _parameter_constraints: dict = {
+    _parameter_constraints: dict[str, list[Any]] = {
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "kernel": [StrOptions({"gaussian", "linear"})],
         "sigma": SIGMA_CONSTRAINT,
@@ -847,7 +850,8 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
         neighbours, in each query's own basis A (b, M, M), or in one shared basis (1, M, M)."""
         lq = self._kernel(dq)
         lq -= lq.mean(axis=1, keepdims=True)  # J l_x
-        return lq @ A[0].T if A.shape[0] == 1 else np.einsum("brm,bm->br", A, lq)
+        coordinates: NDArray[np.float64] = lq @ A[0].T if A.shape[0] == 1 else np.einsum("brm,bm->br", A, lq)
+        return coordinates
 
     def _local_basis(self, idx: np.ndarray, D_train: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
         """For each neighbourhood (rows of idx, (b, M)): ``A`` (b, M, M), whose rows are

@@ -72,6 +72,7 @@ from libsvm.svm import (
     toPyModel,
 )
 from libsvm.svm import libsvm as clib
+from numpy.typing import NDArray
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 
@@ -384,7 +385,8 @@ def sparsest_translation(X: np.ndarray) -> np.ndarray:
     columns = np.arange(X.shape[1])
     if counts[best, columns].sum() - counts[0].sum() < TRANSLATION_MIN_GAIN * X.size:
         return X
-    return X - candidates[best, columns]
+    translated: NDArray[np.float64] = X - candidates[best, columns]
+    return translated
 
 
 def choose_route(
@@ -546,7 +548,7 @@ class SVMClassifier(LocalKernelClassifier):
     'sklearn-svc (sample_weight)'
     """
 
-    _parameter_constraints: dict = {
+    _parameter_constraints: dict[str, list[Any]] = {
         "C": [Interval(Real, 0, None, closed="neither")],
         "sigma": SIGMA_CONSTRAINT,
         "tol": [Interval(Real, 0, None, closed="neither")],
@@ -559,6 +561,19 @@ class SVMClassifier(LocalKernelClassifier):
         "backend": [StrOptions({"libsvm", "intelex"})],
     }
     conditional_params = {"sigma": ("kernel", ("gaussian",))}
+    # Fitted attributes (declared for the type checker; set by fit).
+    X_fit_: NDArray[np.float64]
+    multiclass_: str
+    support_: NDArray[np.intp]
+    support_vectors_: NDArray[np.float64]
+    n_support_: NDArray[np.integer[Any]]
+    dual_coef_: NDArray[np.float64]
+    rho_: NDArray[np.float64]
+    ova_coef_: NDArray[np.float64]
+    ova_rho_: NDArray[np.float64]
+    prob_a_: NDArray[np.float64]
+    prob_b_: NDArray[np.float64]
+    libsvm_class_order_: NDArray[np.intp]
 
     def __init__(
         self,
@@ -570,7 +585,7 @@ class SVMClassifier(LocalKernelClassifier):
         probability: bool = False,
         kernel: str = "gaussian",
         multiclass: str = "ovo",
-        class_weight: dict | str | None = None,
+        class_weight: dict[Any, float] | str | None = None,
         backend: str = "libsvm",
     ) -> None:
         self.C = C
@@ -588,7 +603,9 @@ class SVMClassifier(LocalKernelClassifier):
         """The weight of each class of ``classes_`` (scikit-learn's ``compute_class_weight``), or None."""
         if self.class_weight is None:
             return None
-        return compute_class_weight(self.class_weight, classes=self.classes_, y=self.classes_[y_index])
+        weights: NDArray[np.float64] = compute_class_weight(self.class_weight, classes=self.classes_,
+                                                            y=self.classes_[y_index])
+        return weights
 
     def _weight_options(self, y_index: np.ndarray, ova: bool) -> str:
         """LIBSVM's per-label weights ``-wi w`` for ``class_weight`` ("" for None, and for
@@ -778,7 +795,7 @@ class SVMClassifier(LocalKernelClassifier):
             index = np.asarray(model.support_, dtype=np.intp)
             return index if kept is None else kept[index]
 
-        def solve(targets: np.ndarray, class_weight: dict | None) -> Any:
+        def solve(targets: np.ndarray, class_weight: dict[Any, float] | None) -> Any:
             svc = SVC(C=float(self.C), kernel=kernel, gamma=gamma, tol=float(self.tol),
                       cache_size=self._cache_mb(X.shape[0], own_kernel=False), shrinking=bool(self.shrinking),
                       class_weight=class_weight)
@@ -1006,7 +1023,8 @@ class SVMClassifier(LocalKernelClassifier):
         if self.multiclass_ == "ova":
             f = self._kernel_to_support_vectors(X, cache) @ self.ova_coef_.T - self.ova_rho_
             p = np.clip(_platt(f, self.prob_a_, self.prob_b_), 1e-7, 1.0 - 1e-7)
-            return p / p.sum(axis=1, keepdims=True)
+            normalized: NDArray[np.float64] = p / p.sum(axis=1, keepdims=True)
+            return normalized
         values = self._pairwise_values(X, cache)
         pairwise = np.clip(_platt(values, self.prob_a_, self.prob_b_), 1e-7, 1.0 - 1e-7)
         n_class = self.libsvm_class_order_.size
@@ -1223,7 +1241,7 @@ class PrecomputedTrainer:
 def _platt(f: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """LIBSVM's ``sigmoid_predict``: 1 / (1 + exp(f·A + B)), evaluated without overflow."""
     fapb = f * a + b
-    out = np.empty_like(fapb)
+    out: NDArray[np.float64] = np.empty_like(fapb)
     pos = fapb >= 0
     e = np.exp(-fapb[pos])
     out[pos] = e / (1.0 + e)

@@ -35,6 +35,7 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
@@ -155,7 +156,7 @@ class SVMKNN(LocalKernelClassifier):
         "libsvm-official, whose svm_problem has no instance weights"
     )
 
-    _parameter_constraints: dict = {
+    _parameter_constraints: dict[str, list[Any]] = {
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "C": [Interval(Real, 0, None, closed="neither")],
         "kernel": [StrOptions({"gaussian", "linear"})],
@@ -167,6 +168,8 @@ class SVMKNN(LocalKernelClassifier):
     }
     conditional_params = {"sigma": ("kernel", ("gaussian",))}
     _numerical_params = ("sigma", "C")
+    X_fit_: NDArray[np.float64]
+    y_index_: NDArray[np.intp]
 
     def __init__(
         self,
@@ -212,13 +215,18 @@ class SVMKNN(LocalKernelClassifier):
         self.info_: dict[str, Any] = {"sigma": self.sigma_, "n_neighbors": min(int(self.n_neighbors), X.shape[0])}
         return self
 
-    def _local_kernel(self, D: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        """Kernel between rows A and B from their squared distances ``D`` (a fresh array)."""
+    def _local_kernel(
+        self, D: NDArray[np.float64] | None, A: NDArray[np.float64], B: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Kernel between rows A and B from their squared distances ``D`` (a fresh array;
+        None for the linear kernel)."""
         if self.kernel == "linear":
-            return A @ B.T
+            linear: NDArray[np.float64] = A @ B.T
+            return linear
+        assert D is not None, "the Gaussian kernel is computed from the squared distances"
         return gaussian_from_sq(D, self.sigma_, out=D)
 
-    def _local(self, X: np.ndarray, cache: DistanceCache | None) -> tuple[np.ndarray, np.ndarray]:
+    def _local(self, X: np.ndarray, cache: DistanceCache | None) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
         """Predicted class indices and decision scores (n, C) of the queries X."""
         X = self._validate_query(X)
         X_fit, y, n_class = self.X_fit_, self.y_index_, self.classes_.size
@@ -331,7 +339,9 @@ class SVMKNN(LocalKernelClassifier):
 
         return train
 
-    def _local_labels(self, scores: np.ndarray, y: np.ndarray, sets: np.ndarray, inverse: np.ndarray) -> np.ndarray:
+    def _local_labels(
+        self, scores: NDArray[np.float64], y: NDArray[np.intp], sets: NDArray[np.intp], inverse: NDArray[np.intp]
+    ) -> NDArray[np.intp]:
         """The local SVMs' predictions (class indices) from their decision values ``scores``
         (the mixed queries' rows; classes absent from a set below every present one), by
         the local estimator's rule (:meth:`LocalKernelClassifier._break_ties`): the largest
@@ -342,7 +352,7 @@ class SVMKNN(LocalKernelClassifier):
             svm._check_finite(scores)
         top = scores.max(axis=1, keepdims=True)
         tied = scores == top
-        choice = np.argmax(scores, axis=1)
+        choice: NDArray[np.intp] = np.argmax(scores, axis=1)
         ties = np.flatnonzero(tied.sum(axis=1) > 1)
         if ties.size:
             counts = np.zeros((sets.shape[0], scores.shape[1]))

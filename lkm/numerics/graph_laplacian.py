@@ -12,7 +12,7 @@ from lkm.numerics.neighbors import k_smallest
 
 
 def knn_laplacian(
-    D: np.ndarray, k: int, weights: str, t: float, normalized: bool
+    D: np.ndarray, k: int, weights: str, t: float | None, normalized: bool
 ) -> sp.csr_matrix:
     """Return the graph Laplacian of the symmetrized k-nearest-neighbour graph.
 
@@ -31,8 +31,8 @@ def knn_laplacian(
         Neighbours per point (at most n - 1 are used).
     weights : {"heat", "binary"}
         Edge weights.
-    t : float
-        The heat weights' time.
+    t : float or None
+        The heat weights' time (None: binary weights only).
     normalized : bool
         Whether to return the normalized Laplacian.
 
@@ -66,7 +66,12 @@ def knn_laplacian(
     nearest = k_smallest(far, k)  # the package's one tie rule: equal distances by lower index
     rows = np.repeat(np.arange(n), k)
     cols = nearest.ravel()
-    values = heat_from_sq(far[rows, cols], t) if weights == "heat" else np.ones(rows.size)
+    if weights == "heat":
+        if t is None:
+            raise ValueError("knn_laplacian: heat weights need the time t")
+        values = heat_from_sq(far[rows, cols], t)
+    else:
+        values = np.ones(rows.size)
     W = sp.csr_matrix((values, (rows, cols)), shape=(n, n))
     W = W.maximum(W.T).tocsr()
     degree = np.asarray(W.sum(axis=1)).ravel()
