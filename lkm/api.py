@@ -145,10 +145,10 @@ def execute_plan(spec: Spec, plan: Plan, store: RunStore, source: str, *, jobs: 
 
 def _warm_up_report() -> None:
     """While the workers fit: import pyplot and load the figures' fonts
-    (:func:`lkm.report.core.warm_up_figures`), and read what provenance records regardless
+    (:func:`lkm.report.figures.warm_up_figures`), and read what provenance records regardless
     of the run (:func:`lkm.engine.environment.prefetch_provenance`)."""
     from lkm.engine.environment import prefetch_provenance
-    from lkm.report.core import warm_up_figures
+    from lkm.report.figures import warm_up_figures
 
     warm_up_figures()
     prefetch_provenance()

@@ -70,3 +70,87 @@ def test_the_architecture_picture_is_generated_from_the_code() -> None:
 def test_each_layer_is_a_package_with_a_docstring(layer: str) -> None:
     init = PACKAGE.joinpath(*layer.split(".")[1:], "__init__.py")
     assert ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))), f"{init} says what the layer is"
+
+
+def _strong_groups(edges: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = {stack.pop()}
+            while v not in group:
+                group.add(stack.pop())
+            if len(group) > 1:
+                groups.append(group)
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """One import cycle per strongly connected group of ``edges`` (module -> modules it
+    imports), as the shortest path ``[a, b, ..., a]`` from the group's first module."""
+    cycles = []
+    for group in sorted(_strong_groups(edges), key=min):
+        start = min(group)
+        paths = {start: [start]}
+        frontier = [start]
+        while not any(start in edges.get(v, ()) for v in frontier):
+            step = []
+            for v in frontier:
+                for w in sorted((edges.get(v, set()) & group) - set(paths)):
+                    paths[w] = [*paths[v], w]
+                    step.append(w)
+            frontier = step
+        last = next(v for v in frontier if start in edges.get(v, ()))
+        cycles.append([*paths[last], start])
+    return cycles
+
+
+def test_no_import_cycle_between_modules() -> None:
+    """No lkm module imports, even inside a function or under ``TYPE_CHECKING`` (grimp
+    counts both), a module that imports it back through any chain: shared types live
+    below both."""
+    import grimp
+
+    graph = grimp.build_graph("lkm", include_external_packages=False, cache_dir=None)
+    edges = {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
+    cycles = _cycles(edges)
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_an_import_cycle_through_function_and_type_checking_imports_is_caught(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """grimp's graph holds an import inside a function and one under ``TYPE_CHECKING``, so
+    the check above sees a cycle closed by either."""
+    import grimp
+
+    pkg = tmp_path / "cyclic"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from cyclic.b import B\n")
+    (pkg / "b.py").write_text("def f():\n    from cyclic import a\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    graph = grimp.build_graph("cyclic", cache_dir=None)
+    edges = {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
+    assert _cycles(edges) == [["cyclic.a", "cyclic.b", "cyclic.a"]]
+
+
+def test_an_import_cycle_is_caught_and_printed() -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e2"}, "e2": {"e"}}
+    assert _cycles(edges) == [["a", "b", "c", "a"], ["e", "e2", "e"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []

@@ -11,15 +11,9 @@ import pandas as pd
 import pytest
 from matplotlib.colors import to_hex
 
-import lkm.report.core as core
-from lkm.report.core import (
-    aggregate,
-    best_figure,
-    load_pyplot,
-    method_colors,
-    select_best,
-    sweep_figure,
-)
+import lkm.report.figures as report_figures
+from lkm.report.aggregation import aggregate, select_best
+from lkm.report.figures import best_figure, load_pyplot, method_colors, sweep_figure
 from lkm.spec import spec_from_dict
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,7 +43,7 @@ def captured(monkeypatch) -> list:
         figures.append(fig)
         return []
 
-    monkeypatch.setattr(core, "save_figure", keep)
+    monkeypatch.setattr(report_figures, "save_figure", keep)
     yield figures
     import matplotlib.pyplot as plt
 
@@ -153,9 +147,9 @@ def test_tick_labels_of_the_best_figure_never_overlap(captured, tmp_path: Path, 
 
 def test_every_figure_has_one_type_size_and_resolution() -> None:
     plt = load_pyplot()
-    assert plt.rcParams["figure.dpi"] == plt.rcParams["savefig.dpi"] == core.FIGURE_DPI
-    assert plt.rcParams["font.size"] == core.FONT_PT
-    assert plt.rcParams["xtick.labelsize"] == plt.rcParams["legend.fontsize"] == core.SMALL_PT
+    assert plt.rcParams["figure.dpi"] == plt.rcParams["savefig.dpi"] == report_figures.FIGURE_DPI
+    assert plt.rcParams["font.size"] == report_figures.FONT_PT
+    assert plt.rcParams["xtick.labelsize"] == plt.rcParams["legend.fontsize"] == report_figures.SMALL_PT
     # figure code sizes text through load_pyplot's rcParams or its constants, never with numbers of its own
     # (lkm/bench/scaling.py, which draws with its own sizes and dpi, is not aligned yet)
     own = []

@@ -250,7 +250,7 @@ def test_local_cluster_with_more_workers_than_the_bound_is_refused(workdir):
 PYPLOT_RACE = """\
 import importlib, sys, threading
 import matplotlib
-from lkm.report.core import load_pyplot
+from lkm.report.figures import load_pyplot
 for _ in range(int(sys.argv[1])):
     for name in [m for m in sys.modules if m.startswith("matplotlib.")]:
         del sys.modules[name]

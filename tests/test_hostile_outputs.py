@@ -32,7 +32,8 @@ from lkm.engine.runner import checked_predictions, decision_values
 from lkm.engine.store import RunStore
 from lkm.files import spreadsheet_text, write_csv
 from lkm.numerics.metrics import non_finite_rows, one_class_warning
-from lkm.report.core import WARNING_MARK, write_table
+from lkm.report.formatting import WARNING_MARK
+from lkm.report.tables import write_table
 
 USER_MODULE = '''
 import numpy as np

@@ -16,7 +16,8 @@ from processes import CEILING
 from tiny_runs import TINY, run_tiny
 
 from lkm.engine.store import json_default
-from lkm.report.core import EDGE_MARK, csv_frame, write_table
+from lkm.report.formatting import EDGE_MARK
+from lkm.report.tables import csv_frame, write_table
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -158,19 +159,20 @@ def _non_ascii_of_the_code_base() -> str:
 
 
 def test_latex_escape_turns_every_character_of_the_code_base_into_ascii() -> None:
-    from lkm.report.core import latex_escape
+    from lkm.report.tables import latex_escape
 
     text = _non_ascii_of_the_code_base()
     assert {"Δ", "γ", "π", "⁺", "⁶", "±", "†"} <= set(text)
     escaped = latex_escape(text)
     assert escaped.isascii(), {c for c in escaped if not c.isascii()}
-    for char, tex in (("Δ", r"$\Delta$"), ("γ", r"$\gamma$"), ("⁶", "$^{6}$"), ("⁺", "$^{+}$"), ("š", r"\v{s}")):
+    for char, tex in (("Δ", r"\ensuremath{\Delta}"), ("γ", r"\ensuremath{\gamma}"), ("⁶", r"\ensuremath{^6}"),
+                      ("⁺", r"\ensuremath{^+}"), ("š", r"\v{s}"), ("∅", r"\ensuremath{\emptyset}")):
         assert latex_escape(char) == tex, char
-    assert latex_escape("x⁻¹ a₁₂") == "x$^{-1}$ a$_{12}$"  # a run of scripts is one script
+    assert latex_escape("x⁻¹ a₁₂") == r"x\ensuremath{^-}\ensuremath{^1} a\ensuremath{_1}\ensuremath{_2}"  # all math scripts
 
 
 def test_latex_escape_of_arbitrary_unicode_is_pure_ascii() -> None:
-    from lkm.report.core import latex_escape
+    from lkm.report.tables import latex_escape
 
     rng = __import__("random").Random(28)
     points = [rng.randrange(0x80, 0x110000) for _ in range(5000)] + list(range(0x80, 0x3000))
@@ -265,3 +267,14 @@ def test_every_csv_of_a_smoke_reproduction_is_data(smoke_results) -> None:
     for csv in sorted(smoke_results("npps").glob("npps_*/**/*.csv")):
         if csv.name != "results.csv":
             _check_csv_is_data(csv)
+
+
+def test_the_characters_latex_escape_leaves_out_are_those_pdflatex_cannot_set(pdflatex) -> None:
+    """lkm/report/latex_kernel.py is what scripts/latex_kernel_macros.py finds with this
+    pdflatex: pylatexenc's encodings that need a package beyond the kernel."""
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "scripts/latex_kernel_macros.py", "--check"], cwd=REPO,
+                         capture_output=True, text=True, timeout=CEILING)
+    assert res.returncode == 0, res.stdout + res.stderr

@@ -17,7 +17,9 @@ from tiny_runs import run_tiny as _run
 from lkm.engine.store import RunStore
 from lkm.numerics.metrics import SCORES, fit_scores, roc_auc
 from lkm.report import build_report
-from lkm.report.core import aggregate, latex_escape, select_best, summary_table, write_table
+from lkm.report.aggregation import aggregate, select_best
+from lkm.report.core import summary_table
+from lkm.report.tables import latex_escape, write_table
 from lkm.spec import OutputsSpec, load_spec, spec_from_dict
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 # -- LaTeX ------------------------------------------------------------------------------
 _UNESCAPE = [(r"\textbackslash{}", "\\"), (r"\textasciitilde{}", "~"), (r"\textasciicircum{}", "^"),
              (r"\textless{}", "<"), (r"\textgreater{}", ">"), (r"\textbar{}", "|"), (r"\dag{}", "†"),
-             (r"$\pm$", "±"), (r"$-$", "−"), (r"\%", "%"), (r"\_", "_"), (r"\&", "&"), (r"\#", "#"),
+             (r"\ensuremath{\pm}", "±"), (r"\ensuremath{-}", "−"), (r"\%", "%"), (r"\_", "_"), (r"\&", "&"), (r"\#", "#"),
              (r"\$", "$"), (r"\{", "{"), (r"\}", "}")]
 #: What pdflatex's UTF-8 input reads without extra packages, besides ASCII.
 _SAFE_NON_ASCII = set("–—‘’“”") | {chr(c) for c in range(0xA0, 0x100) if chr(c) not in "±²³¹·×"}
@@ -50,7 +52,7 @@ def _special_outside_commands(tex: str) -> list[str]:
     rest = tex
     for esc, _ in _UNESCAPE:
         rest = rest.replace(esc, "")
-    rest = re.sub(r"\\[A-Za-z]+", "", rest)  # commands
+    rest = re.sub(r"\\[A-Za-z]+(?:\{\})?", "", rest)  # commands (and the empty group ending one)
     return [c for c in rest if c in "%_&#$\\~^{}"]
 
 
@@ -245,7 +247,7 @@ def test_claims_print_as_plain_untruncated_lines_when_not_a_terminal(tmp_path: P
 
     df = pd.DataFrame({"#": ["1a"], "the paper's claim": ["a claim " * 30], "where": ["x"], "our measure": ["m"],
                        "verdict": [f"{SMOKE_LABEL} (holds)"]})
-    from lkm.report.core import write_table
+    from lkm.report.tables import write_table
 
     write_table(df, tmp_path / "claims", "claims")
     print_claims(tmp_path / "claims.md", smoke=True)
@@ -296,7 +298,7 @@ def test_a_figure_is_redrawn_only_when_its_inputs_change(tmp_path: Path) -> None
 
 
 def test_failures_of_a_studies_only_run_are_not_fits() -> None:
-    from lkm.report.core import failed_fits, failure_warnings
+    from lkm.report.aggregation import failed_fits, failure_warnings
 
     studies = pd.DataFrame([{"task_id": "s", "kind": "study", "dataset": "sonar", "study": "rbf", "status": "error",
                              "error": "boom"}])

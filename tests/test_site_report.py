@@ -64,7 +64,7 @@ def tiny_results(root: Path) -> Path:
     test, figure)."""
     from PIL import Image
 
-    from lkm.report.core import write_table
+    from lkm.report.tables import write_table
 
     claims = root / "lpl_claims"
     claims.mkdir(parents=True)
@@ -311,7 +311,7 @@ def test_hostile_text_is_escaped_and_no_link_leaves_the_folder(tmp_path: Path) -
     """Cells, captions, notes and claim texts are text: markup in them is shown, not run;
     Markdown links and images are kept as their text."""
     html5lib = pytest.importorskip("html5lib", reason="html5lib is a dev dependency: pip install -e '.[dev]'")
-    from lkm.report.core import write_table
+    from lkm.report.tables import write_table
 
     tiny_results(tmp_path)
     hostile = '<script>alert(1)</script> & "x" <img src=x onerror=alert(2)>'

@@ -15,7 +15,7 @@ from lkm.engine.store import RunStore
 from lkm.errors import SpecError
 from lkm.numerics.kernels import polynomial_kernel, squared_euclidean
 from lkm.papers import packaged_specs
-from lkm.report.core import aggregate
+from lkm.report.aggregation import aggregate
 from lkm.spec import spec_from_dict
 from lkm.studies import STUDIES
 from lkm.studies.invariance import feature_sq_distances, knn_invariance

@@ -292,7 +292,7 @@ def _print_failed_methods(store, task_ids: set[str]) -> None:
     """One line per method with failed fits in this plan (all datasets): how many, and the
     first error (a method whose every fit failed is marked failed). Printed with the
     summary, on stdout: stderr keeps the run's one error line."""
-    from lkm.report.core import failed_fits
+    from lkm.report.aggregation import failed_fits
 
     failed = failed_fits(store.records_frame(task_ids))
     for method, g in failed.groupby("method", sort=False):

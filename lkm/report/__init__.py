@@ -3,8 +3,10 @@
 :func:`build_report` aggregates a run's records (mean ± std over splits per setting),
 selects the best setting per dataset and method (the paper's sigma*), and calls every
 builder the spec's ``outputs`` names (see :mod:`lkm.report.registry`). The standard
-builders live in :mod:`lkm.report.core`; the others in the packages of the registry's
-entry-point group (:func:`lkm.report.registry.load_plugins`), e.g. :mod:`lkm.papers.lpl`.
+builders live in :mod:`lkm.report.core` (numbers from :mod:`lkm.report.aggregation`, tables
+written by :mod:`lkm.report.tables`, figures drawn with :mod:`lkm.report.figures`); the others
+in the packages of the registry's entry-point group (:func:`lkm.report.registry.load_plugins`),
+e.g. :mod:`lkm.papers.lpl`.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ import pandas as pd
 
 from lkm.engine.store import RunStore
 from lkm.errors import DatasetUnavailable
-from lkm.report import core
-from lkm.report.core import aggregate, select_best, write_table
+from lkm.report import core, figures
+from lkm.report.aggregation import aggregate, edge_warnings, failure_warnings, select_best
 from lkm.report.registry import (
     FIGURE_INPUTS,
     FIGURES,
@@ -31,6 +33,7 @@ from lkm.report.registry import (
     load_plugins,
     table,
 )
+from lkm.report.tables import write_table
 from lkm.spec import Spec
 
 
@@ -68,7 +71,7 @@ def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,
         return written
     written += store.write_results(df.drop(columns=[c for c in df.columns if c in ("traceback", "errors")]))
     agg = aggregate(df, spec)
-    written.failures += core.failure_warnings(df)
+    written.failures += failure_warnings(df)
     if agg.empty and not spec.studies:
         if written.failures and "summary" in spec.outputs.tables:  # every fit failed: say so in the table
             written += TABLES["summary"](ReportContext(store, spec, df, agg, agg, unavailable))
@@ -77,7 +80,7 @@ def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,
 
     study_tables, study_figures = study_outputs()
     ctx = ReportContext(store, spec, df, agg, select_best(agg, spec), unavailable)
-    written.warnings += core.edge_warnings(ctx.best, spec)
+    written.warnings += edge_warnings(ctx.best, spec)
     for name in spec.outputs.tables:
         if not agg.empty or name in study_tables:
             written += TABLES[name](ctx)
@@ -121,7 +124,8 @@ class FigureInputs:
     def digest(self, name: str) -> str:
         """sha256 of what figure ``name`` is drawn from: its registered inputs (default: the
         run's records, aggregates and selection), the spec, the formats, and the source of
-        the modules that draw it and of the report core, and the lkm/matplotlib versions."""
+        the module that draws it and of the generic figure code (:mod:`lkm.report.figures`), and the
+        matplotlib version."""
         from importlib.metadata import version
 
         ctx, builder = self.ctx, FIGURES[name]
@@ -129,7 +133,7 @@ class FigureInputs:
         for part in (name, version("matplotlib"), json.dumps(ctx.spec.model_dump(mode="json"), sort_keys=True, default=str),
                      json.dumps(sorted(ctx.unavailable.items()))):
             h.update(part.encode() + b"\0")
-        for module in sorted({inspect.getsourcefile(builder) or "", inspect.getsourcefile(core) or ""}):
+        for module in sorted({inspect.getsourcefile(builder) or "", inspect.getsourcefile(figures) or ""}):
             h.update(Path(module).read_bytes() if module else b"")  # sorted: a set's order changes per process
         data = FIGURE_INPUTS[name](ctx) if name in FIGURE_INPUTS else None
         if data is None:

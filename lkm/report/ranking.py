@@ -59,17 +59,10 @@ from lkm.numerics.stats import (
     pairwise_comparisons,
     rank_matrix,
 )
-from lkm.report.core import (
-    FONT_PT,
-    RATE,
-    SMALL_PT,
-    TITLE_PT,
-    aggregate,
-    load_pyplot,
-    save_figure,
-    select_best,
-    write_table,
-)
+from lkm.report.aggregation import aggregate, select_best
+from lkm.report.figures import FONT_PT, SMALL_PT, TITLE_PT, load_pyplot, save_figure
+from lkm.report.formatting import RATE
+from lkm.report.tables import write_table
 
 #: The name of the comparison's spec (shipped as lkm/papers/specs/cross_paper.yaml) and
 #: of its run folder (``results/cross_paper``).

@@ -21,6 +21,8 @@ from typing import Any
 import pandas as pd
 
 from lkm.engine.store import RunStore
+from lkm.report.figures import save_figure
+from lkm.report.tables import write_table
 from lkm.spec import Spec
 from lkm.spec.outputs import (
     FIGURE_INPUTS,
@@ -42,8 +44,8 @@ class ReportContext:
     store: RunStore
     spec: Spec
     records: pd.DataFrame  # one row per task (ok and error), see RunStore.records_frame
-    agg: pd.DataFrame  # mean/std over splits per (dataset, method, setting), see core.aggregate
-    best: pd.DataFrame  # the selected setting per dataset and method, see core.select_best
+    agg: pd.DataFrame  # mean/std over splits per (dataset, method, setting), see aggregation.aggregate
+    best: pd.DataFrame  # the selected setting per dataset and method, see aggregation.select_best
     unavailable: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -71,13 +73,9 @@ class ReportContext:
         return dict(self.spec.outputs.options.get(name, {}))
 
     def write_table(self, df: pd.DataFrame, name: str, caption: str, notes: list[str] | tuple[str, ...] = ()) -> list[Path]:
-        from lkm.report.core import write_table
-
         return write_table(df, self.tables_dir / name, caption, notes)
 
     def save_figure(self, fig: Any, name: str) -> list[Path]:
-        from lkm.report.core import save_figure
-
         return save_figure(fig, self.figures_dir / name, self.spec.outputs.formats)
 
 

@@ -13,7 +13,7 @@ parameter:
 - *2-value grid*: every selection is at one of its two ends, so the shares only say
   which end was chosen (reported, never counted as "at an edge");
 - *unordered*: values without a scale (text such as ``sqrt``, ``None``, mixed types, or
-  :data:`lkm.report.core.UNORDERED_PARAMS`): no edge;
+  :data:`lkm.report.aggregation.UNORDERED_PARAMS`): no edge;
 - *1 value*: not tuned.
 
 :func:`grid_edge_table` writes the table :func:`lkm.report.ranking.write_cross_paper`
@@ -29,7 +29,8 @@ from typing import Any
 
 import pandas as pd
 
-from lkm.report.core import UNORDERED_PARAMS, format_value
+from lkm.report.aggregation import UNORDERED_PARAMS
+from lkm.report.formatting import format_value
 
 #: Kinds of tuned parameter (module docstring).
 RANGE, TWO_VALUES, UNORDERED, ONE_VALUE = "range", "2-value grid", "unordered", "1 value"

@@ -29,7 +29,9 @@ import numpy as np
 import pandas as pd
 
 from lkm.numerics.stats import MARGIN_POINTS, POWER, Paired, count_words, format_p, paired_test
-from lkm.report.core import RATE, not_run_cells, write_table
+from lkm.report.aggregation import not_run_cells
+from lkm.report.formatting import RATE
+from lkm.report.tables import write_table
 from lkm.reproduction.perturbed import PERTURBATION_WORDS
 from lkm.reproduction.runs import Run, run_loader
 

@@ -8,7 +8,7 @@ The tables the docs show are *generated blocks* (markers at the start of a line)
 
 Each block id names a builder of :func:`doc_blocks` (a paper's claims table from its
 ``evaluate_claims``, or a table of its own, from its ``DOC_BLOCKS``), rendered by the one Markdown table
-writer, :func:`lkm.report.core.markdown_table`. The builders read a committed, compact
+writer, :func:`lkm.report.tables.markdown_table`. The builders read a committed, compact
 **snapshot** of the runs the docs cite, ``docs/runs/<run>/``::
 
     spec.yaml  provenance.json  requirements.lock.txt  plan.json (unavailable datasets)
@@ -43,8 +43,10 @@ from typing import Any
 import pandas as pd
 
 from lkm.errors import LkmError, did_you_mean
-from lkm.report.core import RATE, format_value, markdown_table, records_interval, resampled_splits
+from lkm.report.aggregation import resampled_splits
+from lkm.report.formatting import RATE, format_value, records_interval
 from lkm.report.registry import ReportContext
+from lkm.report.tables import markdown_table
 from lkm.reproduction.readings import paper_readings
 from lkm.reproduction.runs import Run, load_run
 

@@ -24,7 +24,7 @@ def _setting(p: dict[str, Any]) -> str:
 def split_scores(ok: pd.DataFrame, best: pd.DataFrame, dataset: str, method: str,
                  others: dict[str, Any] | None = None, column: str = "accuracy") -> pd.DataFrame:
     """``column``, ``n_train`` and ``n_test`` per split (index: split id) of ``method`` on
-    ``dataset`` at its selected setting (``best`` rows, :func:`lkm.report.core.select_best`);
+    ``dataset`` at its selected setting (``best`` rows, :func:`lkm.report.aggregation.select_best`);
     ``others`` picks among several selected rows (e.g. ``{"k": 17}`` with ``selection.over``).
     Empty when the method is not in the run."""
     sel = best[(best["dataset"] == dataset) & (best["method"] == method)] if not best.empty else best

@@ -17,7 +17,8 @@ import pandas as pd
 
 from lkm.engine.store import RunStore
 from lkm.numerics.stats import Paired
-from lkm.report.core import aggregate, format_value, select_best
+from lkm.report.aggregation import aggregate, select_best
+from lkm.report.formatting import format_value
 from lkm.report.registry import ReportContext
 from lkm.reproduction.paired import compare, compare_scores, setting_scores, split_scores
 from lkm.spec import Spec, load_spec

@@ -45,7 +45,7 @@ from lkm.numerics.kernels import (
     squared_euclidean,
 )
 from lkm.numerics.neighbors import k_smallest
-from lkm.studies import study
+from lkm.studies.registry import study
 
 KERNELS = ("rbf", "poly")
 

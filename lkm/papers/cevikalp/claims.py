@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from lkm.numerics.stats import Paired, detectable_effect, mcnemar
-from lkm.report.core import RATE
+from lkm.report.formatting import RATE
 from lkm.reproduction.claims import (
     better_claim,
     claims_table,

@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 
 from lkm.engine.store import NOT_APPLICABLE
-from lkm.report.core import RATE, SMALL_PT, ci_column, load_pyplot, method_colors, records_interval
+from lkm.report.figures import SMALL_PT, load_pyplot, method_colors
+from lkm.report.formatting import RATE, ci_column, records_interval
 from lkm.report.registry import ReportContext, figure, table
 from lkm.reproduction.paper import paper_values
 from lkm.reproduction.runs import most_chosen_setting

@@ -34,7 +34,8 @@ import numpy as np
 import pandas as pd
 
 from lkm.errors import SpecError, did_you_mean
-from lkm.report.core import RATE, format_params, load_pyplot
+from lkm.report.figures import load_pyplot
+from lkm.report.formatting import RATE, format_params
 from lkm.report.registry import ReportContext, figure, table
 
 DEFAULT_PARAMS: dict[str, Any] = {"sigma": 1.0}

@@ -14,7 +14,8 @@ import pandas as pd
 
 from lkm.numerics.stats import Paired, format_p, paired_test
 from lkm.papers.lpl.robustness import sensitivity
-from lkm.report.core import RATE, write_table
+from lkm.report.formatting import RATE
+from lkm.report.tables import write_table
 from lkm.reproduction.claims import (
     better_claim,
     claim_row,

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lkm.report.core import RATE, load_pyplot
+from lkm.report.figures import load_pyplot
+from lkm.report.formatting import RATE
 from lkm.report.registry import ReportContext, figure, table
 
 #: Parameters that identify the neighbour search; the others (sigma, k, ...) identify
@@ -210,7 +211,7 @@ def neighbors_figure(summary: pd.DataFrame, title: str, base: Path, formats: lis
     fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), frameon=False)
     fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.05, 1, 0.97))
-    from lkm.report.core import save_figure
+    from lkm.report.figures import save_figure
 
     return save_figure(fig, base, formats)
 

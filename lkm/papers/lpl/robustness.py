@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lkm.report.core import RATE, format_params, load_pyplot, same_value
+from lkm.report.figures import load_pyplot
+from lkm.report.formatting import RATE, format_params, same_value
 from lkm.report.registry import ReportContext, figure, table
 
 

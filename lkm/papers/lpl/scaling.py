@@ -27,7 +27,9 @@ import numpy as np
 import pandas as pd
 
 from lkm.errors import SpecError
-from lkm.report.core import RATE, SMALL_PT, load_pyplot, loglog_fit, method_colors
+from lkm.report.aggregation import loglog_fit
+from lkm.report.figures import SMALL_PT, load_pyplot, method_colors
+from lkm.report.formatting import RATE
 from lkm.report.registry import ReportContext, figure, table
 
 #: Mean times below this (seconds) are left out of the slope fits (timer noise, overheads).

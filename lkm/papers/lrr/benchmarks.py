@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from lkm.numerics.stats import ALPHA
-from lkm.report.core import RATE, load_pyplot
+from lkm.report.figures import load_pyplot
+from lkm.report.formatting import RATE
 from lkm.report.registry import ReportContext, figure, table
 from lkm.reproduction.paired import compare_scores, split_scores
 

@@ -21,7 +21,7 @@ from lkm.papers.lrr.artificial import (
     combined_accuracy,
     first_record,
 )
-from lkm.report.core import RATE
+from lkm.report.formatting import RATE
 from lkm.reproduction.claims import (
     MARGIN,
     better_claim,

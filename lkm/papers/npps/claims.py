@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from lkm.papers.npps.selection import selection_time_table, setting_stats
-from lkm.report.core import RATE, loglog_fit
+from lkm.report.aggregation import loglog_fit
+from lkm.report.formatting import RATE
 from lkm.reproduction.claims import claims_table, noninferior_claim, not_run, write_claims
 from lkm.reproduction.paper import paper_values
 from lkm.reproduction.perturbed import Perturbed

@@ -61,15 +61,9 @@ import numpy as np
 import pandas as pd
 
 from lkm.errors import SpecError
-from lkm.report.core import (
-    RATE,
-    SMALL_PT,
-    ci_column,
-    load_pyplot,
-    loglog_fit,
-    not_run_cells,
-    records_interval,
-)
+from lkm.report.aggregation import loglog_fit, not_run_cells
+from lkm.report.figures import SMALL_PT, load_pyplot
+from lkm.report.formatting import RATE, ci_column, records_interval
 from lkm.report.registry import ReportContext, figure, table
 
 UNAVAILABLE = "data unavailable"

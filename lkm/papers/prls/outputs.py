@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from lkm.numerics.stats import rate_interval
-from lkm.report.core import RATE, ci_column, format_interval, load_pyplot, method_colors
+from lkm.report.figures import load_pyplot, method_colors
+from lkm.report.formatting import RATE, ci_column, format_interval
 from lkm.report.registry import ReportContext, figure, table
 from lkm.reproduction.paper import paper_values
 from lkm.reproduction.runs import most_chosen_setting

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lkm.report.core import load_pyplot
+from lkm.report.figures import load_pyplot
 from lkm.report.registry import ReportContext, figure, table
 from lkm.studies import study
 

@@ -10,7 +10,7 @@ It reads only files the runs wrote:
   screen: every claim of every paper with its verdict, effect, CI and test, coloured by
   verdict class, filterable by paper and verdict) and the other tables of that folder;
 - each experiment's run folder ``RESULTS/<spec name>[-smoke]/``: ``tables/*.json``
-  (caption, notes, columns and the cells as shown, :func:`lkm.report.core.table_json`;
+  (caption, notes, columns and the cells as shown, :func:`lkm.report.tables.table_json`;
   the ``.csv``, ``.tex`` and ``.md`` twins copied to ``tables/<run>/`` and linked under
   each table), ``figures/**/*.png`` (copied to ``figures/<run>/``, shown at their
   natural size), ``provenance.json`` (settings, data versions, seconds, environment) and

@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from lkm.report.core import ci_column
+from lkm.report.formatting import ci_column
 from lkm.reproduction.claims import EFFECT_COLUMNS
 from lkm.reproduction.claims import SMOKE_LABEL as SMOKE_PREFIX
 from lkm.reproduction.site.shared import (

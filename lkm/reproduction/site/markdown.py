@@ -1,6 +1,6 @@
 """The report as Markdown (:func:`render_markdown`): ``report.md``, the same content as the
 HTML page, from the template ``templates/report.md.j2``. Every value the template prints
-passes :func:`lkm.report.core.markdown_text` (text that would open raw HTML, such as a
+passes :func:`lkm.report.tables.markdown_text` (text that would open raw HTML, such as a
 hostile ``<script>`` in a dataset name, is escaped), except the blocks this module built
 and marked as Markdown already (:class:`markupsafe.Markup`: tables, whose cells the table
 writer escaped)."""
@@ -13,7 +13,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from lkm.report.core import markdown_table, markdown_text
+from lkm.report.tables import markdown_table, markdown_text
 from lkm.reproduction.claims import EFFECT_COLUMNS
 from lkm.reproduction.claims import SMOKE_LABEL as SMOKE_PREFIX
 from lkm.reproduction.site.shared import (

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lkm.report.core import ci_column
+from lkm.report.formatting import ci_column
 from lkm.reproduction.paper import DEFAULT_MARGIN, Difference
 from lkm.reproduction.readings import Choice, Reading
 
@@ -83,7 +83,7 @@ def _number(cell: str) -> float | None:
 
 def read_table(path: Path, files: list[tuple[str, Path, str]] | None = None) -> Table:
     """A run folder's ``tables/X.json`` (``{"caption", "notes", "columns", "rows"}``, the
-    cells as every rendering shows them, :func:`lkm.report.core.table_json`); ``files``:
+    cells as every rendering shows them, :func:`lkm.report.tables.table_json`); ``files``:
     the table's other renderings the report links. An unreadable file: an empty table
     whose note says so."""
     try:
@@ -290,7 +290,7 @@ def _interval(cell: str) -> Interval | None:
 def row_comparisons(table: Table) -> list[tuple[str, str, int, int, int | None]]:
     """``(pair name, quantity stem, ours index, paper index, interval index)`` of each rate
     comparison with the paper (:func:`_pairs`), the interval column found by
-    :func:`lkm.report.core.ci_column`."""
+    :func:`lkm.report.formatting.ci_column`."""
     index = {c: i for i, c in enumerate(table.columns)}
     return [(name, stem, io, ip, index.get(ci_column(table.columns[io])))
             for stem, io, ip, name, _ in _pairs(table)]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from lkm.report.core import RATE
+from lkm.report.formatting import RATE
 from lkm.report.registry import ReportContext, table
 from lkm.reproduction.paper import paper_values
 
