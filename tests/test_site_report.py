@@ -105,10 +105,15 @@ def test_the_page_is_well_formed_and_its_ids_are_unique(built: Path) -> None:
     doc = _document(built)
     assert doc.tag == "html" and doc.get("lang") == "en"
     assert doc.find("head/meta").get("charset") == "utf-8"
-    # one script, shipped beside the page, adding to a page complete without it: no
-    # inline code, and the filters and sort buttons are not in the static HTML
+    # two scripts shipped beside the page: report.js, adding to a page complete without it
+    # (the filters and sort buttons are not in the static HTML), and plotly.min.js for the
+    # interactive figures; inline code only draws those (inside their div.plot) and marks the
+    # page once plotly.js has loaded (lkm.reproduction.site.interactive)
     scripts = list(doc.iter("script"))
-    assert [s.get("src") for s in scripts] == ["report.js"] and not (scripts[0].text or "").strip()
+    assert [s.get("src") for s in scripts if s.get("src")] == ["report.js", "plotly.min.js"]
+    drawing = {id(s) for d in doc.iter("div") if d.get("class") == "plot" for s in d.iter("script")}
+    inline = [(s.text or "").strip() for s in scripts if not s.get("src") and id(s) not in drawing]
+    assert drawing and inline == ['if (window.Plotly) { document.documentElement.classList.add("plotly"); }']
     assert (built / "report.js").is_file()
     assert not [el.tag for el in doc.iter() if el.tag in ("select", "input", "button", "form")]
     ids = [el.get("id") for el in doc.iter() if el.get("id")]
@@ -148,7 +153,7 @@ def test_every_link_stays_inside_the_folder_and_every_image_exists(built: Path) 
     ids = {el.get("id") for el in doc.iter() if el.get("id")}
     images = [img.get("src") for img in doc.iter("img")]
     links = [a.get("href") for a in doc.iter("a")]
-    scripts = [s.get("src") for s in doc.iter("script")]
+    scripts = [s.get("src") for s in doc.iter("script") if s.get("src")]
     assert images and len(images) == len(list((built / "figures").rglob("*.png")))
     # every table of a run links its CSV, LaTeX and Markdown, copied into the folder
     files = [a.get("href") for p in doc.iter("p") if p.get("class") == "files" for a in p.iter("a")]

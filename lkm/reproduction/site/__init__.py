@@ -1,6 +1,8 @@
 """The report of every reproduction in one folder: ``results/report/index.html`` (static:
 no server, no network; figures and tables copied beside it, a small inline stylesheet and
-one script that only adds to a page complete without it) and the same content as
+one script that only adds to a page complete without it, and ``plotly.min.js`` for the
+interactive twins of the sweep and benchmark figures, each PNG shown until its twin is
+drawn) and the same content as
 ``report.md`` — what `lkm reproduce all` ends with and `lkm report --all` rebuilds from
 the recorded runs (no fitting).
 
@@ -17,6 +19,8 @@ It reads only files the runs wrote:
   ``plan.json`` (datasets that could not be had); a folder whose tables have no ``.json``
   was written by an older lkm: the report names it and the command that rewrites it;
 - the cross-paper ranking ``RESULTS/cross_paper_summary[-smoke]/`` when present;
+- the records of the runs whose figures have interactive twins (sweeps, the benchmark:
+  :mod:`~lkm.reproduction.site.interactive`), read as the PNGs' builders read them;
 - the "where we differ" section of ``docs/reproductions/<key>.md`` when the source tree
   is at hand (rendered by markdown-it-py, raw HTML off, links kept as their text: every
   link of the report stays inside its folder).
@@ -53,6 +57,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from lkm.reproduction.site.html import SCRIPT, render_html
+from lkm.reproduction.site.interactive import interactive_figures, write_plotly_js
 from lkm.reproduction.site.markdown import render_markdown
 from lkm.reproduction.site.tables import (
     NO_CAUSE,
@@ -131,7 +136,7 @@ class SiteFiles(list[Path]):
 def build_site(results: Path, papers: dict[str, Any], cross_spec: str | None, out: Path | None = None,
                smoke: bool = False, source: str = "", rebuild: str = "") -> SiteFiles:
     """Write ``out`` (default ``results/report``, ``results/report-smoke`` with ``smoke``):
-    ``index.html``, ``report.md``, ``report.js``, ``figures/`` and ``tables/``, from the recorded runs under ``results``
+    ``index.html``, ``report.md``, ``report.js``, ``plotly.min.js`` (with interactive figures), ``figures/`` and ``tables/``, from the recorded runs under ``results``
     of the paper packages ``papers`` and of the cross-paper spec ``cross_spec``; ``source``
     and ``rebuild`` say on the page where the runs came from and what rebuilds it."""
     from lkm.files import atomic_write
@@ -143,6 +148,9 @@ def build_site(results: Path, papers: dict[str, Any], cross_spec: str | None, ou
         site.source, site.rebuild = source or site.source, rebuild or site.rebuild
     out.mkdir(parents=True, exist_ok=True)
     copied = _copy_files([*_shown_files(site), ("script", SCRIPT, SCRIPT.name)], out)
+    site.interactive = interactive_figures(site)
+    if site.interactive:  # plotly.js once beside the page, for every figure
+        copied.append(write_plotly_js(out))
     index = atomic_write(out / "index.html", render_html(site))
     markdown = atomic_write(out / "report.md", render_markdown(site))
     missing = [f"{p.key}: {m}" for p in site.papers for m in p.missing]
