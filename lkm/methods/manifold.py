@@ -390,7 +390,7 @@ class _ManifoldFit:
 
     def _solve_bracket(
         self, K: np.ndarray, D: np.ndarray, t: float, d: int, Psi: np.ndarray, Y: np.ndarray,
-        labeled: np.ndarray, lam1: float, L: sp.spmatrix | None, lam2: float, sample_weight: np.ndarray | None,
+        labeled: np.ndarray, lam1: float, L: sp.csr_matrix | None, lam2: float, sample_weight: np.ndarray | None,
     ) -> tuple[np.ndarray, dict[str, Any], np.ndarray | None]:
         """The bracket penalty's derived system: the semiparametric route where its
         certificate ρ ≤ √rcond (:func:`~lkm.numerics.manifold_solvers.solve_semiparametric`,

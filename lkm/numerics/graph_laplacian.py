@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import NDArray
 
 from lkm.numerics.kernels import heat_from_sq
 from lkm.numerics.neighbors import k_smallest
 
 
 def knn_laplacian(
-    D: np.ndarray, k: int, weights: str, t: float | None, normalized: bool
+    D: NDArray[np.float64], k: int, weights: str, t: float | None, normalized: bool
 ) -> sp.csr_matrix:
     """Return the graph Laplacian of the symmetrized k-nearest-neighbour graph.
 
@@ -75,9 +76,12 @@ def knn_laplacian(
     W = sp.csr_matrix((values, (rows, cols)), shape=(n, n))
     W = W.maximum(W.T).tocsr()
     degree = np.asarray(W.sum(axis=1)).ravel()
+    L: sp.csr_matrix
     if not normalized:
-        return (sp.diags(degree) - W).tocsr()
+        L = (sp.diags(degree) - W).tocsr()
+        return L
     inv_root = np.zeros(n)
     np.divide(1.0, np.sqrt(degree), out=inv_root, where=degree > 0.0)
     S = sp.diags(inv_root)
-    return (sp.diags((degree > 0.0).astype(np.float64)) - S @ W @ S).tocsr()
+    L = (sp.diags((degree > 0.0).astype(np.float64)) - S @ W @ S).tocsr()
+    return L

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import NDArray
 
 from lkm.errors import NumericalError
 from lkm.numerics.kernels import exponent_scale, heat_from_sq, times_scale
@@ -97,7 +98,9 @@ def normalized_gamma(gamma: float, d: int, t: float) -> float:
     return math.exp(log_value)
 
 
-def penalty_bracket(D: np.ndarray, t: float, d: int, k_t: np.ndarray | None = None) -> np.ndarray:
+def penalty_bracket(
+    D: NDArray[np.float64], t: float, d: int, k_t: NDArray[np.float64] | None = None
+) -> NDArray[np.float64]:
     """Return the penalty bracket ``B_t = k_t - 2·2^(-d/2) k_{2t} + 3^(-d/2) k_{3t}``.
 
     The penalty ``K - 2K' + K''`` of Yang et al. [1]_ (eqs. (9), (16)) for the normalized heat
@@ -143,7 +146,9 @@ def penalty_bracket(D: np.ndarray, t: float, d: int, k_t: np.ndarray | None = No
     return B
 
 
-def bracket_correction_product(D: np.ndarray, t: float, d: int, a: np.ndarray, block: int = 256) -> np.ndarray:
+def bracket_correction_product(
+    D: NDArray[np.float64], t: float, d: int, a: NDArray[np.float64], block: int = 256
+) -> NDArray[np.float64]:
     """Return ``E a`` with ``E = k_t - B_t = 2·2^(-d/2) k_{2t} - 3^(-d/2) k_{3t}``.
 
     The part of Yang, King and Lyu's penalty bracket [1]_ (eqs. (9), (16); module

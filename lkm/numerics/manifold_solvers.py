@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import NDArray
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, lstsq, lu_factor, lu_solve, solve
 from scipy.linalg.blas import dsyrk
 
@@ -35,7 +36,7 @@ from lkm.numerics.psd_pinv import eigh_pinv_solve, psd_pinv_solve
 RCOND = 1e-12
 
 
-def loss_weights(labeled: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+def loss_weights(labeled: NDArray[np.bool_], weights: NDArray[np.float64] | None) -> NDArray[np.float64]:
     """Return the diagonal of J in the weighted squared loss ``(Y - f)ᵀJ(Y - f)``.
 
     The sample weights on the labeled rows, 0 on the unlabeled ones (1 on the labeled
@@ -65,17 +66,17 @@ def loss_weights(labeled: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
 
 
 def stationary_system(
-    K: np.ndarray,
-    P: np.ndarray,
-    Psi: np.ndarray,
-    Y: np.ndarray,
-    labeled: np.ndarray,
+    K: NDArray[np.float64],
+    P: NDArray[np.float64],
+    Psi: NDArray[np.float64],
+    Y: NDArray[np.float64],
+    labeled: NDArray[np.bool_],
     ridge: float,
-    L: sp.spmatrix | None = None,
+    L: sp.csr_matrix | None = None,
     graph: float = 0.0,
     printed: bool = False,
-    weights: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
+    weights: NDArray[np.float64] | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Return the linear system ``M [α; β] = r`` of the stationary point (eq. (14)).
 
     The objective of Yang, King and Lyu [1]_, eqs. (10) and (12).
@@ -155,9 +156,10 @@ def stationary_system(
 
 
 def solve_stationary(
-    M: np.ndarray, r: np.ndarray, rcond: float = RCOND, symmetric: bool = True, overwrite_m: bool = False,
+    M: NDArray[np.float64], r: NDArray[np.float64], rcond: float = RCOND, symmetric: bool = True,
+    overwrite_m: bool = False,
     rank_revealing: str = "pivoted-cholesky",
-) -> tuple[np.ndarray, dict[str, Any]]:
+) -> tuple[NDArray[np.float64], dict[str, Any]]:
     """Solve ``M x = r`` for all columns of r with one factorization.
 
     Symmetric M (the objective's own system, PSD; only its lower triangle is read):
@@ -215,8 +217,9 @@ def solve_stationary(
 
 
 def solve_semidefinite(
-    M: np.ndarray, r: np.ndarray, rcond: float = RCOND, route: str = "pivoted-cholesky", overwrite_m: bool = False,
-) -> tuple[np.ndarray, dict[str, Any]]:
+    M: NDArray[np.float64], r: NDArray[np.float64], rcond: float = RCOND, route: str = "pivoted-cholesky",
+    overwrite_m: bool = False,
+) -> tuple[NDArray[np.float64], dict[str, Any]]:
     """Return the minimum-norm solution of ``M x = r`` for a singular PSD M.
 
     Only M's lower triangle is read; the rank cutoff is ``rcond·λ_max(M)``, by PL's
@@ -283,7 +286,7 @@ def solve_semidefinite(
     return x, {"solver": route, "rank": rank}
 
 
-def _mirror_lower(M: np.ndarray, block: int = 512) -> np.ndarray:
+def _mirror_lower(M: NDArray[np.float64], block: int = 512) -> NDArray[np.float64]:
     """M (square) with its strict upper triangle copied from the lower one, in place."""
     n = M.shape[0]
     for start in range(0, n, block):
@@ -293,7 +296,7 @@ def _mirror_lower(M: np.ndarray, block: int = 512) -> np.ndarray:
     return M
 
 
-def _unpenalized_fit(S: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+def _unpenalized_fit(S: NDArray[np.float64], rhs: NDArray[np.float64]) -> NDArray[np.float64]:
     """``S⁻¹ rhs`` for the small SPD block S = ΨᵀGΨ (o × o; o = 0 gives an empty result)."""
     if S.shape[0] == 0:
         return np.zeros((0, rhs.shape[1]))
@@ -304,7 +307,7 @@ def _unpenalized_fit(S: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 LOWER_PRODUCT_BLOCK = 256
 
 
-def lower_product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+def lower_product(A: NDArray[np.float64], B: NDArray[np.float64]) -> NDArray[np.float64]:
     """Return ``A @ B`` on and below the diagonal, for a product known to be symmetric.
 
     For K G K: column block j0:j1 is ``A[j0:] @ B[:, j0:j1]`` (so the diagonal blocks are
@@ -333,18 +336,18 @@ def lower_product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 
 
 def solve_reduced(
-    K: np.ndarray,
-    P: np.ndarray,
-    Psi: np.ndarray,
-    Y: np.ndarray,
-    labeled: np.ndarray,
+    K: NDArray[np.float64],
+    P: NDArray[np.float64],
+    Psi: NDArray[np.float64],
+    Y: NDArray[np.float64],
+    labeled: NDArray[np.bool_],
     ridge: float,
-    L: sp.spmatrix | None = None,
+    L: sp.csr_matrix | None = None,
     graph: float = 0.0,
     rcond: float = RCOND,
-    weights: np.ndarray | None = None,
+    weights: NDArray[np.float64] | None = None,
     rank_revealing: str | None = None,
-) -> tuple[np.ndarray, dict[str, Any]]:
+) -> tuple[NDArray[np.float64], dict[str, Any]]:
     """Solve the system of :func:`stationary_system` with β eliminated first.
 
     The stationary point of Yang, King and Lyu's objective [1]_: one n × n symmetric
@@ -411,17 +414,17 @@ def solve_reduced(
         w = loss_weights(labeled, weights)
         return _solve_reduced_weighted(K, P, Psi, w[:, None] * Y, w, ridge, L, graph, rcond, rank_revealing)
     route = rank_revealing or ("pivoted-cholesky" if ridge > 0.0 else "eigh")
-    with_graph = L is not None and graph > 0.0
-    if with_graph:
-        h = graph * (L @ Psi)
+    graph_L = L if graph > 0.0 else None  # the graph term, when there is one
+    if graph_L is not None:
+        h = graph * (graph_L @ Psi)
         h[labeled] += Psi[labeled]
     else:
         h = np.where(labeled[:, None], Psi, 0.0)
     S = Psi.T @ h
     coef_K = _unpenalized_fit(S, h.T @ K)  # β = coef_Y - coef_K α
     coef_Y = _unpenalized_fit(S, Psi.T @ Y)
-    if with_graph:
-        GK = graph * (L @ K)
+    if graph_L is not None:
+        GK = graph * (graph_L @ K)
         GK[labeled] += K[labeled]
         GK -= h @ coef_K
         M = lower_product(K, GK)  # K(G_β K), its lower triangle (all solve_stationary reads)
@@ -436,18 +439,19 @@ def solve_reduced(
 
 
 def _solve_reduced_weighted(
-    K: np.ndarray, P: np.ndarray, Psi: np.ndarray, WY: np.ndarray, w: np.ndarray, ridge: float,
-    L: sp.spmatrix | None, graph: float, rcond: float, rank_revealing: str | None,
-) -> tuple[np.ndarray, dict[str, Any]]:
+    K: NDArray[np.float64], P: NDArray[np.float64], Psi: NDArray[np.float64], WY: NDArray[np.float64],
+    w: NDArray[np.float64], ridge: float, L: sp.csr_matrix | None, graph: float, rcond: float,
+    rank_revealing: str | None,
+) -> tuple[NDArray[np.float64], dict[str, Any]]:
     """:func:`solve_reduced` with J = diag(w) (w ≥ 0; WY = w·Y)."""
     route = rank_revealing or ("pivoted-cholesky" if ridge > 0.0 else "eigh")
-    with_graph = L is not None and graph > 0.0
-    h = graph * (L @ Psi) + w[:, None] * Psi if with_graph else w[:, None] * Psi
+    graph_L = L if graph > 0.0 else None  # the graph term, when there is one
+    h = graph * (graph_L @ Psi) + w[:, None] * Psi if graph_L is not None else w[:, None] * Psi
     S = Psi.T @ h
     coef_K = _unpenalized_fit(S, h.T @ K)
     coef_Y = _unpenalized_fit(S, Psi.T @ WY)
-    if with_graph:
-        GK = graph * (L @ K) + w[:, None] * K - h @ coef_K
+    if graph_L is not None:
+        GK = graph * (graph_L @ K) + w[:, None] * K - h @ coef_K
         M = lower_product(K, GK)  # K(G_β K), its lower triangle
     else:
         rows = w > 0.0
@@ -460,16 +464,16 @@ def _solve_reduced_weighted(
 
 
 def solve_belkin(
-    K: np.ndarray,
-    Psi: np.ndarray,
-    Y: np.ndarray,
-    labeled: np.ndarray,
+    K: NDArray[np.float64],
+    Psi: NDArray[np.float64],
+    Y: NDArray[np.float64],
+    labeled: NDArray[np.bool_],
     ridge: float,
-    L: sp.spmatrix | None = None,
+    L: sp.csr_matrix | None = None,
     graph: float = 0.0,
     rcond: float = RCOND,
-    weights: np.ndarray | None = None,
-) -> tuple[np.ndarray, dict[str, Any]] | None:
+    weights: NDArray[np.float64] | None = None,
+) -> tuple[NDArray[np.float64], dict[str, Any]] | None:
     """Solve LapRLS's system (P = K) in Belkin et al.'s form by one LU.
 
     ``(GK + λ₁I)α + GΨβ = JY`` with ``Ψᵀα = 0`` [1]_ (G = J + λ₂L; Y: 0 on unlabeled rows),
@@ -547,16 +551,16 @@ def solve_belkin(
 
 
 def solve_semiparametric(
-    K: np.ndarray,
-    Psi: np.ndarray,
-    Y: np.ndarray,
-    labeled: np.ndarray,
+    K: NDArray[np.float64],
+    Psi: NDArray[np.float64],
+    Y: NDArray[np.float64],
+    labeled: NDArray[np.bool_],
     ridge: float,
-    L: sp.spmatrix | None = None,
+    L: sp.csr_matrix | None = None,
     graph: float = 0.0,
     rcond: float = RCOND,
-    weights: np.ndarray | None = None,
-) -> tuple[np.ndarray, dict[str, Any]] | None:
+    weights: NDArray[np.float64] | None = None,
+) -> tuple[NDArray[np.float64], dict[str, Any]] | None:
     """Solve the semiparametric system: PRLS / PLapRLS with the bracket's correction dropped.
 
     Yang, King and Lyu [1]_, eqs. (10) and (12), with B = K - E, E = k_t - B_t =
@@ -654,8 +658,9 @@ def solve_semiparametric(
 
 
 def semiparametric_certificate(
-    K: np.ndarray, K_a: np.ndarray, a: np.ndarray, ridge: float, D: np.ndarray, t: float, d: int,
-    K_Lf: np.ndarray | None = None, graph: float = 0.0, tol: float = 0.0,
+    K: NDArray[np.float64], K_a: NDArray[np.float64], a: NDArray[np.float64], ridge: float,
+    D: NDArray[np.float64], t: float, d: int,
+    K_Lf: NDArray[np.float64] | None = None, graph: float = 0.0, tol: float = 0.0,
 ) -> float:
     """Return the relative gradient of eq. (10)/(12) at the semiparametric solution.
 
@@ -735,7 +740,7 @@ def semiparametric_certificate(
     w2, w3 = semigroup_weights(d)
     n = a.shape[0]
 
-    def rho(norm_E_a: np.ndarray) -> float:
+    def rho(norm_E_a: NDArray[np.float64]) -> float:
         with np.errstate(divide="ignore", invalid="ignore"):
             return float(np.max(ridge * norm_E_a[live] / scale[live]))
 

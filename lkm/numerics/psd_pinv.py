@@ -12,9 +12,11 @@ factorization of a given order (:func:`factor_threads`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import scipy.linalg
+from numpy.typing import NDArray
 from scipy.linalg import cho_factor, cho_solve, lapack, solve_triangular
 
 from lkm.numerics.kernels import check_memory, inner_products
@@ -238,7 +240,7 @@ def _leading_block(F: np.ndarray, r: int) -> np.ndarray:
     return flat[: r * r].reshape((r, r), order="F")
 
 
-def _inverse_of_identity_plus_gram(Wt: np.ndarray):
+def _inverse_of_identity_plus_gram(Wt: np.ndarray) -> Callable[[NDArray[np.float64]], NDArray[np.float64]]:
     """``z -> (I + Wt Wtᵀ)⁻¹ z`` for Wt of shape (r, m), factored once."""
     r, m = Wt.shape
     if m == 0:
