@@ -13,7 +13,14 @@ from matplotlib.colors import to_hex
 
 import lkm.report.figures as report_figures
 from lkm.report.aggregation import aggregate, select_best
-from lkm.report.figures import best_figure, load_pyplot, method_colors, sweep_figure
+from lkm.report.figures import (
+    best_figure,
+    load_pyplot,
+    method_colors,
+    sweep_figure,
+    sweep_grid_figure,
+    sweep_pairs,
+)
 from lkm.spec import spec_from_dict
 
 REPO = Path(__file__).resolve().parents[1]
@@ -112,7 +119,7 @@ def test_a_method_has_one_colour_in_every_figure_of_a_run(captured, tmp_path: Pa
             if method in colors:  # LPL's two curves (k = 3, 5) both in LPL's colour, told apart by style
                 assert to_hex(line.get_color()) == colors[method], line.get_label()
     lpl = [ln for ln in sigma.axes[0].get_lines() if ln.get_label().startswith("LPL (")]
-    assert len(lpl) == 2 and lpl[0].get_linestyle() != lpl[1].get_linestyle()
+    assert len(lpl) == 1  # LPL sweeps sigma and k: one curve here, at its selected k (every k: sweep_sigma_k)
     assert len(set(colors.values())) == 3
 
 
@@ -159,3 +166,74 @@ def test_every_figure_has_one_type_size_and_resolution() -> None:
                 if re.search(r"\b(fontsize|dpi)=\d", line):
                     own.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
     assert own == []
+
+
+def _texts(fig) -> list:
+    """Every piece of text a reader sees: titles, axis and tick labels, legends, cell values."""
+    texts = [fig._suptitle] if fig._suptitle else []
+    for legend in fig.legends:
+        texts += legend.get_texts()
+    for ax in [a for a in fig.axes if a.get_visible()]:
+        texts += [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
+        for axis in (ax.xaxis, ax.yaxis):  # the tick labels drawn: those of ticks inside the view
+            low, high = sorted(axis.get_view_interval())
+            texts += [t.label1 for t in axis.get_major_ticks() if low - 1e-9 <= t.get_loc() <= high + 1e-9]
+    return [t for t in texts if t.get_visible() and t.get_text()]
+
+
+def _assert_no_text_overlaps(fig) -> None:
+    renderer = fig.canvas.get_renderer()
+    texts = _texts(fig)
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    assert _overlaps(boxes) == [], [(texts[i].get_text(), texts[j].get_text()) for i, j in _overlaps(boxes)]
+    for box in boxes:  # inside the figure
+        assert box.x0 >= fig.bbox.x0 - 1 and box.x1 <= fig.bbox.x1 + 1 and box.y0 >= fig.bbox.y0 - 1
+
+
+def test_the_readme_two_parameter_sweep_draws_one_colour_per_k_without_overlapping_text(
+        captured, tmp_path: Path, data_dir: Path) -> None:
+    """README's `lkm sweep -m lpl -d sonar --sigma 0.1:10:9 --k 3,7` (smaller, with k =
+    auto): a figure of sigma x k with one line of its own colour per k, k = auto among
+    them, the selected setting circled, and no text over other text (issue 43, point 1)."""
+    from lkm.api import run
+
+    run({"name": "readme-sweep", "datasets": ["sonar"], "protocol": {"kind": "kfold", "folds": 3, "seed": 0},
+         "methods": [{"name": "LPL", "estimator": "lpl"}], "sweep": {"sigma": "0.1:10:3", "k": ["auto", 3, 7]},
+         "outputs": {"tables": ["summary"], "figures": ["sweep"]}}, tmp_path / "run", data_dir=data_dir)
+    (grid,) = [f for f in captured if "sigma × k" in f._suptitle.get_text()]
+    ax = grid.axes[0]
+    curves = {ln.get_label(): ln for ln in ax.get_lines() if ln.get_label().startswith("k = ")}
+    assert list(curves) == ["k = auto", "k = 3", "k = 7"]
+    assert len({to_hex(ln.get_color()) for ln in curves.values()}) == 3
+    assert not ax.collections  # no bands
+    assert [t.get_text() for t in grid.legends[0].get_texts()] == [*curves, "selected"]
+    _assert_no_text_overlaps(grid)
+    for fig in captured:
+        _assert_no_text_overlaps(fig)
+
+
+def test_a_sweep_of_more_than_four_values_of_its_second_parameter_is_a_heatmap(captured, tmp_path: Path) -> None:
+    spec = spec_from_dict({
+        "name": "k_grid", "datasets": ["moons", "sklearn-iris"], "protocol": {"kind": "kfold", "folds": 3, "seed": 1},
+        "methods": [{"name": "LPL", "estimator": "lpl"}, {"name": "SVM", "estimator": "svm"}],
+        "sweep": {"sigma": [0.5, 1.0, 2.0, 4.0], "k": ["auto", 3, 5, 7, 9]},
+        "selection": {"over": ["sigma"]},
+    })
+    ks = ["auto", 3, 5, 7, 9]
+    records = _records({"LPL": [{"sigma": s, "k": k} for s in (0.5, 1.0, 2.0, 4.0) for k in ks],
+                        "SVM": [{"sigma": s} for s in (0.5, 1.0, 2.0, 4.0)]})
+    agg = aggregate(records, spec)
+    best = select_best(agg, spec)
+    assert sweep_pairs(spec, agg) == [("sigma", "k")]  # k has more values, but sigma only numbers: the x axis
+    sweep_grid_figure(agg, best, spec, "sigma", "k", tmp_path / "grid", ["png"])
+    (fig,) = captured
+    panels = [ax for ax in fig.axes if ax.images]
+    assert [ax.get_title().split("\n")[0] for ax in panels] == ["moons: LPL", "sklearn-iris: LPL"]
+    assert all("SVM at its selected setting" in ax.get_title() for ax in panels)
+    ax = panels[0]
+    assert ax.images[0].get_array().shape == (5, 4)  # a row per k, auto its own, a column per sigma
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["auto", "3", "5", "7", "9"]
+    assert len(ax.texts) == 20  # a small grid shows its values
+    assert len(ax.patches) == 5  # the selected sigma of each k framed (selection over sigma)
+    assert len(fig.axes) == 4  # two panels, two colour bars
+    _assert_no_text_overlaps(fig)

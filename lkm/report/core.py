@@ -5,7 +5,10 @@
 - ``tables/sweep``: every parameter setting, mean ± std over splits.
 - ``tables/timing``: mean fit and predict seconds per setting.
 - ``tables/paper``: every number the spec quotes from the paper beside ours.
-- ``figures/sweep_<param>``: accuracy against each swept parameter, one panel per dataset.
+- ``figures/sweep_<param>``: accuracy against each swept parameter, one panel per dataset
+  (a method sweeping two parameters: one curve, at its selected value of the other).
+- ``figures/sweep_<x>_<y>``: a method sweeping two parameters, every setting: one line per
+  value of ``y`` (up to four) or a heatmap over the grid, one panel per dataset and method.
 - ``figures/best``: accuracy at the selected parameters per dataset and method.
 
 Every table is written as Markdown, CSV, LaTeX and JSON by one writer,
@@ -23,7 +26,7 @@ import pandas as pd
 
 from lkm.numerics.metrics import SCORE_LABELS, SCORES
 from lkm.report.aggregation import edges_by_row, failed_fits, fit_warnings, not_run_fits
-from lkm.report.figures import best_figure, sweep_figure
+from lkm.report.figures import best_figure, sweep_figure, sweep_grid_figure, sweep_pairs
 from lkm.report.formatting import (
     EDGE_MARK,
     RATE,
@@ -225,6 +228,9 @@ def _sweep_figures(ctx: ReportContext) -> list[Path]:
         if ctx.agg["params"].map(lambda p, k=param: isinstance(p.get(k), (int, float))).any():
             written += sweep_figure(ctx.agg, ctx.best, ctx.spec, param, ctx.figures_dir / f"sweep_{param}",
                                     ctx.spec.outputs.formats)
+    for x, y in sweep_pairs(ctx.spec, ctx.agg):  # two parameters swept together: every value of both
+        written += sweep_grid_figure(ctx.agg, ctx.best, ctx.spec, x, y, ctx.figures_dir / f"sweep_{x}_{y}",
+                                     ctx.spec.outputs.formats)
     return written
 
 

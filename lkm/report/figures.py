@@ -5,6 +5,7 @@ the style every figure of lkm shares: :func:`load_pyplot`, :func:`method_colors`
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,14 @@ import pandas as pd
 
 from lkm.numerics.metrics import SCORE_LABELS
 from lkm.report.aggregation import edges_by_row
-from lkm.report.formatting import EDGE_MARK, RATE, format_params, format_selected
+from lkm.report.formatting import (
+    EDGE_MARK,
+    RATE,
+    format_params,
+    format_selected,
+    format_value,
+    same_value,
+)
 from lkm.spec import Spec
 
 #: The type sizes (points) and resolution of every figure lkm draws, set once by
@@ -21,7 +29,7 @@ from lkm.spec import Spec
 FONT_PT, SMALL_PT, TITLE_PT, FIGURE_DPI = 9.0, 8.0, 10.0, 110
 
 
-def load_pyplot():
+def load_pyplot() -> Any:
     """matplotlib's pyplot on the Agg backend with lkm's style: :data:`FONT_PT` text,
     :data:`SMALL_PT` tick labels and legends, :data:`TITLE_PT` figure titles, drawn and
     saved at :data:`FIGURE_DPI`. Figure code sizes text through these rcParams (or the
@@ -105,7 +113,7 @@ def _paper_points(spec: Spec, dataset: str, method: str) -> tuple[float | None, 
 _CURVE_STYLES = (("-", "o"), ("--", "s"), ("-.", "^"), (":", "D"), ((0, (5, 1)), "v"), ((0, (3, 1, 1, 1, 1, 1)), "P"))
 
 
-def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, base: Path, formats: list[str]) -> list[Path]:
+def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, base: Path, formats: Sequence[str]) -> list[Path]:
     """The selection metric (accuracy by default) against ``param``, mean ± std band over
     splits, one panel per dataset, each method in its colour (:func:`method_colors`; its
     curves for other values of its other parameters in other line styles); each curve's
@@ -129,6 +137,7 @@ def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, 
     logx = bool(values) and min(values) > 0 and max(values) / min(values) > 20
     paper_handles: dict[str, Any] = {}
     colors = method_colors(spec)
+    two_d = False
     for ax, ds in zip(axes.flat, datasets, strict=False):
         sub = agg[(agg["dataset"] == ds) & has_param]
         for method, g in sub.groupby("method", sort=False):
@@ -137,7 +146,11 @@ def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, 
             others = [k for k in swept if k != param]
             selected_over = param in (spec.selection.over or swept)
             color = colors[method]
-            lines = g.groupby(g["params"].map(lambda p, others=others: format_params(p, others)), sort=False)
+            lines = list(g.groupby(g["params"].map(lambda p, others=others: format_params(p, others)), sort=False))
+            if others:  # one curve, at the selected value of the others; every value: sweep_<x>_<y>
+                top = _top_setting(best, ds, method, metric)
+                lines = [(key, line) for key, line in lines if top in set(line["setting"])] or lines[:1]
+                two_d = True
             for i, (key, line) in enumerate(lines):
                 x = line["params"].map(lambda p: p[param]).to_numpy(float)
                 o = np.argsort(x)
@@ -183,10 +196,186 @@ def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, 
     legend_cols = max(1, min(len(labels), int(fig.get_size_inches()[0] / width)))
     rows_of_legend = math.ceil(len(labels) / legend_cols)
     fig.legend(handles, labels, loc="lower center", ncol=legend_cols, frameon=False)
+    others_note = "; a method with two swept parameters at its selected other value" if two_d else ""
     title_lines = _suptitle(fig, f"{spec.name}: {SCORE_LABELS[metric]} against {param} "
-                            f"({spec.describe_protocol(short=True)}; band = ±1 std over splits)")
+                            f"({spec.describe_protocol(short=True)}; band = ±1 std over splits{others_note})")
     _grid_layout(fig, bottom=0.55 + 0.22 * rows_of_legend, top=0.45 + 0.2 * title_lines)
     return save_figure(fig, base, formats, tight=False)
+
+
+def _top_setting(best: pd.DataFrame, dataset: str, method: str, metric: str) -> str:
+    """The setting of the highest-scoring selected row of ``method`` on ``dataset`` (several
+    when ``selection.over`` leaves a parameter out); "" if none."""
+    rows = best[(best["dataset"] == dataset) & (best["method"] == method)] if not best.empty else best
+    if rows.empty:
+        return ""
+    return str(rows.sort_values([metric, "_order"], ascending=[False, True]).iloc[0]["setting"])
+
+
+#: Up to this many values of a sweep's second parameter are lines of distinct colours
+#: (:data:`_VALUE_COLORS`); more are a heatmap.
+MAX_LINES = 4
+#: One colour per value of the second parameter of a two-parameter sweep (ColorBrewer
+#: Dark2: qualitative, told apart in print and by most colour-blind readers).
+_VALUE_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a")
+_VALUE_MARKERS = ("o", "s", "^", "D")
+#: A heatmap annotates its cells with their values up to this many cells.
+MAX_ANNOTATED_CELLS = 60
+
+
+def sweep_pairs(spec: Spec, agg: pd.DataFrame) -> list[tuple[str, str]]:
+    """``(x, y)`` for every two parameters a method sweeps together: ``x`` (the axis of
+    lines or the heatmap's columns) the one of numbers only (no ``auto``) with more
+    values, ``y`` the other."""
+    pairs: list[tuple[str, str]] = []
+    for m in spec.methods:
+        swept = spec.swept_params(m)
+        if len(swept) != 2:
+            continue
+        params = agg.loc[agg["method"] == m.name, "params"]
+        counts = [len({str(p.get(k)) for p in params}) for k in swept]
+        rank = [(all(_is_number(p.get(k)) for p in params), n) for k, n in zip(swept, counts, strict=True)]
+        x, y = swept if rank[0] >= rank[1] else swept[::-1]
+        if min(counts) > 1 and (x, y) not in pairs:
+            pairs.append((x, y))
+    return pairs
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _grid_values(params: pd.Series, key: str) -> list[Any]:
+    """The values of ``key`` in ``params``: special values (``auto``) first, then numbers ascending."""
+    values = list(dict.fromkeys(p.get(key) for p in params))
+    special = [v for v in values if not _is_number(v)]
+    return special + sorted(v for v in values if v not in special)
+
+
+def _value_label(key: str, v: Any) -> str:
+    return f"{key} = {format_value(v)}"
+
+
+def sweep_grid_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, x: str, y: str, base: Path,
+                      formats: Sequence[str]) -> list[Path]:
+    """A two-parameter sweep as read: one panel per dataset and method sweeping ``x`` and
+    ``y``; with at most :data:`MAX_LINES` values of ``y``, the score against ``x``, one line
+    of its own colour per value of ``y`` (special values such as ``k = auto`` included),
+    the other methods on the dataset as grey reference lines at their selected setting;
+    with more, a heatmap of the score over the grid (``y`` rows, ``x`` columns, a colour
+    bar, the values written in the cells of a small grid). Selected settings are circled
+    (lines) or framed (heatmap)."""
+    plt = load_pyplot()
+    metric, label = _score_axis(spec)
+    methods = {m.name for m in spec.methods if set(spec.swept_params(m)) == {x, y}}
+    sub = agg[agg["method"].isin(methods)]
+    panels = [(ds, m) for ds in dict.fromkeys(sub["dataset"]) for m in dict.fromkeys(sub["method"])
+              if not sub[(sub["dataset"] == ds) & (sub["method"] == m)].empty]
+    if not panels:
+        return []
+    xs, ys = _grid_values(sub["params"], x), _grid_values(sub["params"], y)
+    heatmap = len(ys) > MAX_LINES
+    numeric_x = [float(v) for v in xs if _is_number(v)]
+    logx = bool(numeric_x) and min(numeric_x) > 0 and max(numeric_x) / min(numeric_x) > 20
+    ncol = min(3 if not heatmap else 2, len(panels))
+    nrow = math.ceil(len(panels) / ncol)
+    panel_w = max(4.2, 0.3 * len(xs) + 1.6) if heatmap else 4.2
+    fig, axes = plt.subplots(nrow, ncol, figsize=(panel_w * ncol + 0.4, 3.3 * nrow + 1.2), squeeze=False,
+                             layout="constrained")
+    for ax, (ds, method) in zip(axes.flat, panels, strict=False):
+        g = sub[(sub["dataset"] == ds) & (sub["method"] == method)]
+        chosen = set(best.loc[(best["dataset"] == ds) & (best["method"] == method), "setting"]) if not best.empty \
+            else set()
+        title = f"{ds}: {method}"
+        if heatmap:
+            _heatmap(fig, ax, g, chosen, metric, label, x, y, xs, ys)
+            scores = _reference_scores(best, ds, methods, metric)
+            title += "".join(f"\n{m} at its selected setting: {v:.2f}" for m, v in scores.items())
+        else:
+            _value_lines(ax, g, chosen, metric, x, y, ys, logx)
+            for i, (m, v) in enumerate(_reference_scores(best, ds, methods, metric).items()):
+                ax.axhline(v, color="0.35", ls=("--", ":", "-.")[i % 3], lw=1.2, label=f"{m} (selected)")
+            ax.set_ylabel(label)
+        ax.set_title(title)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    if not heatmap:
+        from matplotlib.lines import Line2D
+
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        handles.append(Line2D([], [], marker="o", ms=8, mfc="none", mec="black", ls="none"))
+        labels.append("selected")
+        fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4), frameon=False)
+    how = "" if not heatmap else "; red frame: selected"
+    fig.suptitle("\n".join(_wrapped_title(f"{spec.name}: {SCORE_LABELS[metric]} over {x} × {y} "
+                                          f"({spec.describe_protocol(short=True)}; mean over splits{how})",
+                                          fig.get_size_inches()[0])))
+    return save_figure(fig, base, formats, tight=False)
+
+
+def _value_lines(ax: Any, g: pd.DataFrame, chosen: set[str], metric: str, x: str, y: str, ys: list[Any],
+                 logx: bool) -> None:
+    """The score against ``x``, one line per value of ``y`` in its own colour, selected points circled."""
+    for i, (color, v) in enumerate(zip(_VALUE_COLORS, ys, strict=False)):
+        line = g[g["params"].map(lambda p, v=v: same_value(p.get(y), v))]
+        line = line[line["params"].map(lambda p: isinstance(p.get(x), (int, float)))]
+        if line.empty:
+            continue
+        xv = line["params"].map(lambda p: float(p[x])).to_numpy(float)
+        o = np.argsort(xv)
+        score = RATE * line[metric].to_numpy(float)[o]
+        width = 1.4 + 1.6 * (len(ys) - 1 - i)  # the first widest: lines that coincide (auto = 3) stay in sight
+        ax.plot(xv[o], score, marker=_VALUE_MARKERS[i], ms=3 + width, lw=width, color=color, alpha=0.9,
+                label=_value_label(y, v), zorder=2 + i)
+        for xi, si, setting in zip(xv[o], score, line["setting"].to_numpy()[o], strict=True):
+            if setting in chosen:
+                ax.plot([xi], [si], marker="o", ms=9, mfc="none", mec=color, mew=1.6, ls="none")
+    if logx:
+        _log_axis(ax)
+    ax.set_xlabel(x)
+
+
+def _reference_scores(best: pd.DataFrame, dataset: str, drawn: set[str], metric: str) -> dict[str, float]:
+    """The other methods on ``dataset`` and their best selected score (%)."""
+    out: dict[str, float] = {}
+    for method in dict.fromkeys(best["method"]) if not best.empty else []:
+        rows = best[(best["dataset"] == dataset) & (best["method"] == method)]
+        if method not in drawn and not rows.empty and np.isfinite(rows[metric].max()):
+            out[method] = RATE * float(rows[metric].max())
+    return out
+
+
+def _heatmap(fig: Any, ax: Any, g: pd.DataFrame, chosen: set[str], metric: str, label: str, x: str, y: str,
+             xs: list[Any], ys: list[Any]) -> None:
+    """The score over the ``ys`` × ``xs`` grid as coloured cells, the selected ones framed."""
+    from matplotlib.patches import Rectangle
+
+    grid = np.full((len(ys), len(xs)), np.nan)
+    framed = []
+    for params, value, setting in zip(g["params"], g[metric], g["setting"], strict=True):
+        i = next((i for i, v in enumerate(ys) if same_value(params.get(y), v)), None)
+        j = next((j for j, v in enumerate(xs) if same_value(params.get(x), v)), None)
+        if i is None or j is None:
+            continue
+        grid[i, j] = RATE * float(value)
+        if setting in chosen:
+            framed.append((i, j))
+    image = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis", interpolation="nearest")
+    fig.colorbar(image, ax=ax, label=label, pad=0.02)
+    ax.set_xticks(range(len(xs)), [format_value(v) for v in xs], rotation=90 if len(xs) > 6 else 0)
+    ax.set_yticks(range(len(ys)), [format_value(v) for v in ys])
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    ax.grid(False)
+    if grid.size <= MAX_ANNOTATED_CELLS:
+        low, high = np.nanmin(grid), np.nanmax(grid)
+        for (i, j), value in np.ndenumerate(grid):
+            if np.isfinite(value):
+                dark = high == low or (value - low) / (high - low) < 0.6  # viridis is dark below
+                ax.text(j, i, f"{value:.1f}", ha="center", va="center", fontsize=SMALL_PT,
+                        color="white" if dark else "black")
+    for i, j in framed:
+        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="red", lw=2.0))
 
 
 def _reference_lines(ax: Any, best: pd.DataFrame, spec: Spec, dataset: str, param: str, drawn: set[str],
@@ -212,7 +401,7 @@ def _reference_lines(ax: Any, best: pd.DataFrame, spec: Spec, dataset: str, para
 _CHAR_IN_PER_PT, _LINE_IN_PER_PT = 0.6 / 72, 1.25 / 72
 
 
-def best_figure(best: pd.DataFrame, spec: Spec, base: Path, formats: list[str]) -> list[Path]:
+def best_figure(best: pd.DataFrame, spec: Spec, base: Path, formats: Sequence[str]) -> list[Path]:
     """Bars from zero: the selection metric (accuracy by default) at each method's
     selected setting, ±1 std over splits, one panel per dataset in a grid of at most four
     columns; each method in its colour (:func:`method_colors`), the selected setting under
@@ -328,7 +517,7 @@ def _grid_layout(fig: Any, bottom: float, top: float = 0.75, left: float = 0.6, 
                         hspace=hspace, wspace=wspace)
 
 
-def save_figure(fig, base: Path, formats: list[str], tight: bool = True) -> list[Path]:
+def save_figure(fig: Any, base: Path, formats: Sequence[str], tight: bool = True) -> list[Path]:
     """Save ``fig`` as ``base.<fmt>`` for every format, atomically, and close it;
     ``tight``: crop to what is drawn (needed for legends outside the axes; costs a draw)."""
     import matplotlib.pyplot as plt
