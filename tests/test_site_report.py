@@ -480,9 +480,10 @@ def test_a_row_that_differs_names_the_first_cause_that_matches_it() -> None:
                ["art-2", "LRR1", "96", "[94.0, 98.0]", "95", "70", "70.5"]])
     out = with_differences(t, "lrr-differ", site.cause_finder("lrr_artificial", causes))
     assert out.flags[0] == ("testing % differs: -23.75 points, paper outside our 95% CI [55.00, 70.00]; "
-                            "training % untested (no interval): -1.00 points: the hard vicinity")
-    assert out.flags[1] == ("testing % differs: +15.00 points, paper outside our 95% CI [93.00, 99.00]: the settings; "
-                            "training % untested (no interval): -29.00 points: training fits")
+                            "training % untested (no interval): -1.00 points [1]")
+    assert out.flags[1] == ("testing % differs: +15.00 points, paper outside our 95% CI [93.00, 99.00] [2]; "
+                            "training % untested (no interval): -29.00 points [3]")
+    assert out.causes == ["the hard vicinity", "the settings", "training fits"]
     assert out.flags[2].startswith("testing % consistent (our interval 4.0 points wide, margin ±1): +1.00 points; training %")
     elsewhere = with_differences(t, None, site.cause_finder("lrr_benchmark", causes))
     assert elsewhere.flags[0].startswith(f"testing % differs: -23.75 points, paper outside our 95% CI [55.00, 70.00]: {site.NO_CAUSE}")

@@ -45,15 +45,27 @@ def md_table(columns: list[str], rows: list[list[str]], raw_html: bool = False) 
 
 
 def table_md(t: Table) -> str:
-    """A table with its caption, flag column (linking the paper's "where we differ") and notes."""
+    """A table with its caption, flag column (each named cause a link ``[n]`` to it),
+    the causes numbered once under it (:func:`causes_md`) and notes."""
     columns, rows = list(t.columns), [list(r) for r in t.rows]
     if t.flags:
         columns.append(FLAG_COLUMN)
-        for row, flag, parts in zip(rows, t.flags, t.details, strict=True):
-            row.append(f"{flag} ([where we differ](#{t.link}))" if flag and t.link and any(c.cause for c in parts) else flag)
+        for i, row in enumerate(rows):
+            row.append("; ".join(f"{text} [[{n}]](#{t.cause_anchor(n)})" if n else text for text, n in t.flag_parts(i)))
     out = [f"**{markdown_text(t.caption)}**", "", md_table(columns, rows)] if t.caption else [md_table(columns, rows)]
+    out += causes_md(t)
     out += [f"\n{markdown_text(strip_links(n))}" for n in t.notes]
     return Markup("\n".join(out) + "\n")
+
+
+def causes_md(t: Table) -> list[str]:
+    """The causes the rows of ``t`` link, each once with its anchor, then the paper's
+    "where we differ" link."""
+    if not t.causes:
+        return []
+    where = f" (more in [where we differ](#{t.link}))" if t.link else ""
+    return [f"\nWhy, by the rows' marker [n]{where}:", "",
+            *(f'{n}. <a id="{t.cause_anchor(n)}"></a>{markdown_text(strip_links(c))}' for n, c in enumerate(t.causes, 1))]
 
 
 def claims_summary(site: Site) -> str:

@@ -26,12 +26,15 @@ DASH = "–"
 @dataclass
 class Table:
     """One table of the report: cells as text, a caption, notes below it; ``flags`` per
-    row (empty or its verdict against the paper, as text), ``verdicts`` per row (empty or
+    row (empty or its verdict against the paper, as text, each named cause a marker
+    ``[n]``: :meth:`flag_parts`), ``causes`` the distinct causes those markers number,
+    written once under the table (:meth:`cause_anchor`), ``verdicts`` per row (empty or
     one of :data:`ROW_VERDICTS`), ``details`` per row its :class:`Comparison` s, ``link``
-    where a verdict's cause points (an anchor); ``lead``
+    the paper's "where we differ" section (an anchor); ``lead``
     the columns a reader compares first (the row's identity, ours beside the paper's
     number and their difference), ``files`` the table as CSV, LaTeX and Markdown
-    ``(suffix, source, path in the report)``."""
+    ``(suffix, source, path in the report)``; ``source`` ``run folder/name`` (what makes
+    its anchors unique in the report)."""
 
     name: str
     caption: str
@@ -44,6 +47,8 @@ class Table:
     verdicts: list[str] = field(default_factory=list)
     lead: list[str] = field(default_factory=list)
     files: list[tuple[str, Path, str]] = field(default_factory=list)
+    causes: list[str] = field(default_factory=list)
+    source: str = ""
 
     numeric_memo: tuple[tuple[int, int], list[bool]] | None = field(default=None, repr=False, compare=False)
 
@@ -51,6 +56,15 @@ class Table:
     def differs(self) -> bool:
         """Whether some row's verdict is *differs* (under every reading allowed to reach it)."""
         return any(v.startswith(DIFFERS) for v in self.verdicts)
+
+    def flag_parts(self, row: int) -> list[tuple[str, int]]:
+        """Row ``row``'s verdict as ``(text, cause number)`` clauses (:func:`row_parts`;
+        0: no numbered cause)."""
+        return row_parts(self.details[row], self.causes) if self.details else []
+
+    def cause_anchor(self, number: int) -> str:
+        """The anchor of cause ``number`` (from 1) under this table, unique in the report."""
+        return f"why-{re.sub(r'[^A-Za-z0-9_-]+', '-', self.source or self.name).strip('-')}-{number}"
 
     @property
     def numeric(self) -> list[bool]:
@@ -86,14 +100,15 @@ def read_table(path: Path, files: list[tuple[str, Path, str]] | None = None) -> 
     cells as every rendering shows them, :func:`lkm.report.tables.table_json`); ``files``:
     the table's other renderings the report links. An unreadable file: an empty table
     whose note says so."""
+    source = f"{path.parent.parent.name}/{path.stem}"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         columns = [str(c) for c in data["columns"]]
         rows = [[str(v) for v in row][: len(columns)] + [""] * (len(columns) - len(row)) for row in data["rows"]]
         caption, notes = str(data.get("caption") or path.stem), [str(n) for n in data.get("notes") or []]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        return Table(path.stem, path.stem, [], [], [f"{path.name} could not be read ({exc})"], files=files or [])
-    return Table(path.stem, caption, columns, rows, notes, files=files or [])
+        return Table(path.stem, path.stem, [], [], [f"{path.name} could not be read ({exc})"], files=files or [], source=source)
+    return Table(path.stem, caption, columns, rows, notes, files=files or [], source=source)
 
 
 # -- the paper's numbers beside ours ----------------------------------------------------
@@ -384,8 +399,10 @@ def with_differences(table: Table, link: str | None = None, cause_for: CauseFor 
             row.insert(pos, d)
     if not any(found) and not inserts:
         return table
-    out = Table(table.name, table.caption, columns, rows, table.notes, [_row_text(parts) for parts in found] if any(found) else [],
-                link, files=table.files)
+    causes = list(dict.fromkeys(c.cause for parts in found for c in parts if c.cause and c.cause != NO_CAUSE))
+    out = Table(table.name, table.caption, columns, rows, table.notes,
+                [_row_text(parts, causes) for parts in found] if any(found) else [], link, files=table.files,
+                causes=causes, source=table.source)
     out.details = found if any(found) else []
     out.verdicts = [row_verdict(parts) if parts else "" for parts in found] if any(found) else []
     inserted = {name for _, name, _ in inserts}
@@ -400,13 +417,22 @@ def with_differences(table: Table, link: str | None = None, cause_for: CauseFor 
     return out
 
 
-def _row_text(parts: list[Comparison]) -> str:
-    """"testing % differs: -4.28 points, paper outside our 95% CI [..] — <readings>: <cause>",
-    one clause per cause; "" for a row compared with nothing."""
+def row_parts(parts: list[Comparison], causes: list[str]) -> list[tuple[str, int]]:
+    """A row's verdict as ``(text, cause number)`` clauses, one per cause its comparisons
+    share: "testing % differs: -4.28 points, paper outside our 95% CI [..] — <readings>"
+    and the number of its cause in ``causes`` (from 1; 0 for none, and for
+    :data:`NO_CAUSE`, said in the text: shorter than a marker)."""
     by_cause: dict[str, list[str]] = {}
     for c in parts:
         by_cause.setdefault(c.cause, []).append(c.text())
-    return "; ".join(f"{'; '.join(heads)}: {cause}" if cause else "; ".join(heads) for cause, heads in by_cause.items())
+    return [("; ".join(heads) + (f": {cause}" if cause == NO_CAUSE else ""), causes.index(cause) + 1 if cause in causes else 0)
+            for cause, heads in by_cause.items()]
+
+
+def _row_text(parts: list[Comparison], causes: list[str]) -> str:
+    """A row's verdict as one line, each numbered cause a marker ``[n]``; "" for a row
+    compared with nothing."""
+    return "; ".join(f"{text} [{n}]" if n else text for text, n in row_parts(parts, causes))
 
 
 def cause_finder(run: str, differences: list[Difference]) -> CauseFor:
