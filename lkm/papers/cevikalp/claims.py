@@ -84,7 +84,9 @@ def _pairs_claim(runs: list[Run | None], pairs: list[tuple[str, str, str]], what
     dataset (:func:`better_claim`). Holds when every pair holds, contradicted when one is,
     partly when some hold; else equivalent when every pair is, else inconclusive over
     all the pairs' tests."""
-    cells, verdicts, tests = [], [], []
+    cells: list[str] = []
+    verdicts: list[bool | str | None] = []
+    tests: list[Paired] = []
     for key, a, b in pairs:
         run = runs[RUNS.index(key)]
         res = _results(run, a, b)
@@ -113,14 +115,16 @@ def _best_claim(runs: list[Run | None], method_by_run: dict[str, tuple[str, tupl
     it is also significantly better than every other row; "partly" when the highest but
     not significantly better than some; inconclusive when another row's rate is higher
     but not significantly, with what the comparisons could detect)."""
-    cells, verdicts, tests = [], [], []
+    cells: list[str] = []
+    verdicts: list[bool | str | None] = []
+    tests: list[Paired] = []
     for key, (best, rows) in method_by_run.items():
         run = runs[RUNS.index(key)]
         if run is None:
             continue
         for ds in run.datasets():
-            res = {m: compare(run, ds, best, m) for m in rows if m != best}
-            res = {m: r for m, r in res.items() if r is not None}
+            found = {m: compare(run, ds, best, m) for m in rows if m != best}
+            res = {m: r for m, r in found.items() if r is not None}
             if not res:
                 continue
             beaten = [m for m, r in res.items() if r.better() > 0]

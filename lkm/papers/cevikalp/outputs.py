@@ -105,7 +105,7 @@ def _sweep_curve(ok: pd.DataFrame, ds: str, method: str) -> tuple[np.ndarray, np
         return np.array([]), np.array([]), np.array([])
     k = rows["params"].map(lambda p: int(p["n_neighbors"]))
     by = rows.assign(K=k).groupby("K")["accuracy"]
-    ks = np.array(sorted(by.groups))
+    ks = np.sort(np.array(list(by.groups)))
     err = RATE * (1 - by.mean().sort_index().to_numpy())
     std = RATE * by.std(ddof=1).fillna(0).sort_index().to_numpy()
     return ks, err, std

@@ -87,6 +87,12 @@ def _claim_synthetic_pl_equals_lpl(run: Run | None) -> tuple[str, bool | str | N
     return f"largest |mean difference| at {worst}: {results[worst].describe()}; " + measure.split("; ", len(results))[-1], ok
 
 
+def _cell(frame: pd.DataFrame, row: str, column: str) -> np.float64:
+    """The number at (``row`` label, ``column``) of a table of float columns, typed as one:
+    pandas-stubs types ``frame.loc[row, column]`` as any scalar pandas can hold."""
+    return np.float64(frame[column].loc[row])
+
+
 #: (phase, the records' seconds column) of the timing claims.
 PHASES = (("training", "fit_seconds"), ("testing", "predict_seconds"))
 
@@ -205,7 +211,7 @@ def _claim_sonar_width(run: Run | None) -> tuple[str, bool | None]:
     text = "; ".join(f"{m} {s.loc[m, 'range_lo']:.3g}–{s.loc[m, 'range_hi']:.3g} ({s.loc[m, 'width_decades']:.2f} decades)"
                      for m in s.index)
     return (f"sigma range within 2 points of each method's best on sonar: {text}",
-            bool(s.loc["LPL", "width_decades"] > s.loc["SVM", "width_decades"]))
+            bool(_cell(s, "LPL", "width_decades") > _cell(s, "SVM", "width_decades")))
 
 
 def _claim_larger_k_helps(run: Run | None) -> tuple[str, bool | str | None]:
@@ -343,9 +349,9 @@ def timing_ratios(run: Run | None) -> pd.DataFrame | None:
         lpl_paper, svm_paper = PAPER_SPAMBASE_SECONDS["LPL"][i], PAPER_SPAMBASE_SECONDS["SVM"][i]
         rows.append({
             "phase": phase,
-            "LPL s, ours": round(float(mean.loc["LPL", col]), 4), "LPL s, paper": lpl_paper,
-            "SVM s, ours": round(float(mean.loc["SVM", col]), 4), "SVM s, paper": svm_paper,
-            "ratio SVM/LPL, ours": round(float(mean.loc["SVM", col] / mean.loc["LPL", col]), 1),
+            "LPL s, ours": round(float(_cell(mean, "LPL", col)), 4), "LPL s, paper": lpl_paper,
+            "SVM s, ours": round(float(_cell(mean, "SVM", col)), 4), "SVM s, paper": svm_paper,
+            "ratio SVM/LPL, ours": round(float(_cell(mean, "SVM", col) / _cell(mean, "LPL", col)), 1),
             "ratio SVM/LPL, paper": round(svm_paper / lpl_paper, 1),
         })
     return pd.DataFrame(rows)

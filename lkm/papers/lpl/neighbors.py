@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,7 @@ def neighbor_summary(records: pd.DataFrame, method_order: list[str] | None = Non
     ref_query = exact.groupby(["dataset", "model_key"], sort=False)["query_seconds"].mean()
     rows = []
     for (ds, method, setting), g in df.groupby(["dataset", "method", "setting"], sort=False):
-        p = json.loads(setting)
+        p = json.loads(str(setting))  # a JSON text (the groupby key types it Hashable)
         mk = g["model_key"].iloc[0]
         keys = list(zip([ds] * len(g), [mk] * len(g), g["split"], strict=True))
         ref = ref_acc.reindex(pd.MultiIndex.from_tuples(keys)).to_numpy(float)
@@ -138,7 +139,7 @@ def neighbors_table(summary: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def neighbors_figure(summary: pd.DataFrame, title: str, base: Path, formats: list[str]) -> list[Path]:
+def neighbors_figure(summary: pd.DataFrame, title: str, base: Path, formats: Sequence[str]) -> list[Path]:
     """Accuracy difference, recall and query-time ratio against n_trees (log axis), one
     column per dataset, one line per search_k (and per model setting when several);
     each hnswlib setting a horizontal line, labelled with its ef."""

@@ -169,6 +169,7 @@ def sizes_table(ctx: ReportContext) -> pd.DataFrame:
     means = means.sort_values(["_o", "n_train"], kind="stable")
     multi = means["dataset"].nunique() > 1
     rows = []
+    r: Any  # a row of size_means' columns (pandas-stubs types its fields as any scalar)
     for r in means.itertuples():
         row = {"dataset": r.dataset} if multi else {}
         row.update({

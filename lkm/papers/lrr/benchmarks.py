@@ -143,7 +143,7 @@ def _lrr_x0_sweep(ctx: ReportContext) -> list[Path]:
     for ax, ds in zip(axes.flat, datasets, strict=True):
         d = sub[sub["dataset"] == ds].assign(x0=lambda f: f["params"].map(lambda p: int(p["x0"])))
         by = d.groupby("x0")["accuracy"]
-        x = np.array(sorted(by.groups)) + 1  # training point 1 .. n, as the paper counts
+        x = np.sort(np.array(list(by.groups))) + 1  # training point 1 .. n, as the paper counts
         mean = RATE * by.mean().sort_index().to_numpy()
         std = RATE * by.std(ddof=1).fillna(0).sort_index().to_numpy()
         n_splits = d["split"].nunique()

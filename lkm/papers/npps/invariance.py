@@ -39,6 +39,7 @@ def study_rows(ctx: ReportContext, study_key: str) -> tuple[pd.DataFrame, pd.Dat
     grids = {name: [json.dumps(p, sort_keys=True, default=str) for p in ctx.spec.study_grid(s)]
              for name, (_, s) in specs.items()}
     out, failed = [], []
+    r: Any  # a record (pandas-stubs types its fields as any scalar)
     for r in rec.itertuples():
         if r.study not in specs:  # a study no longer in the spec
             continue
@@ -70,8 +71,8 @@ def invariance_table(rows: pd.DataFrame, failed: pd.DataFrame, unavailable: dict
             first = g.iloc[0]
             row: dict[str, Any] = {"dataset": first["dataset"], "study": first["line"], "setting": first["setting"],
                                    "patterns": int(first["n_patterns"])}
-            for r in g.itertuples():
-                row[f"k={r.k}"] = _pct(r.fraction_same)
+            for k, fraction in zip(g["k"], g["fraction_same"], strict=True):
+                row[f"k={k}"] = _pct(fraction)
             row["strict min %"] = _pct(g["fraction_same_strict"].min())
             row["tied in input, max %"] = _pct(g["fraction_tied_input"].max())
             row["tied in feature, max %"] = _pct(g["fraction_tied_feature"].max())

@@ -279,8 +279,8 @@ def _modern_row(ctx: ReportContext, r: dict[str, Any], selected_row: dict[str, A
     solver = _SOLVERS.get(str(method.params.get("backend", "")), method.name)
     skipped = not_run_cells(ctx.records).get((ds, method.name)) if not m else None
     if skipped:
-        row = {"dataset": f"{ds}, ALL on a modern solver ({solver})", "paper row": "–",
-               "note": f"not in the paper; SELECTED as in the {ds} row"}
+        row: dict[str, Any] = {"dataset": f"{ds}, ALL on a modern solver ({solver})", "paper row": "–",
+                               "note": f"not in the paper; SELECTED as in the {ds} row"}
         for col in _COLUMNS:  # the paper's numbers stay with the dataset's row; "not run" has none
             in_selected = col in _SELECTED_COLUMNS
             row[col] = _cell(selected_ours[col], "–") if in_selected and has_paper else (
@@ -301,8 +301,8 @@ def _modern_row(ctx: ReportContext, r: dict[str, Any], selected_row: dict[str, A
         "speed-up ALL/SELECTED": f"{m['train_seconds'] / sel_seconds:.1f}×" if sel_seconds > 0 else "–",
         "error ALL %": _pct(RATE * m["error"]),
     }
-    row: dict[str, Any] = {"dataset": f"{ds}, ALL on a modern solver ({solver})", "paper row": "–",
-                           "note": f"not in the paper; SELECTED as in the {ds} row"}
+    row = {"dataset": f"{ds}, ALL on a modern solver ({solver})", "paper row": "–",
+           "note": f"not in the paper; SELECTED as in the {ds} row"}
     other = _other_session(recs, ctx.ok_records(ds, r["selected"]))
     if other:
         row["note"] += f"; timed in another session ({other}) than SELECTED: its seconds compare with care"
@@ -369,7 +369,7 @@ def _k_methods(ctx: ReportContext, dataset: str) -> list[str]:
 
 def k_sweep_table(ctx: ReportContext) -> pd.DataFrame:
     refs = {r["dataset"]: r["all"] for r in (ctx.options("npps_table2").get("rows") or [])}
-    out = []
+    out: list[dict[str, Any]] = []
     ok = ctx.ok
     for d in ctx.spec.datasets:
         ds = d.id

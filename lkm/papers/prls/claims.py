@@ -58,8 +58,8 @@ def _better(run: Run | None, a: str, b: str, where: str) -> tuple[str, bool | st
     when both parts' 95 % CIs lie inside ±:data:`MARGIN`, else inconclusive."""
     if run is None:
         return "not run", None
-    res = {part: paired(run, a, b, part) for part in PARTS}
-    res = {p: r for p, r in res.items() if r is not None}
+    found = {part: paired(run, a, b, part) for part in PARTS}
+    res = {p: r for p, r in found.items() if r is not None}
     if not res:
         return f"{a} / {b} not in the run", None
     shown = "test" if "test" in res else next(iter(res))

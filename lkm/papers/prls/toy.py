@@ -75,10 +75,14 @@ def toy_rows(ctx: ReportContext) -> pd.DataFrame:
     rec = rec[(rec["kind"] == "study") & (rec["status"] == "ok")]
     if "study_key" in rec.columns:
         rec = rec[rec["study_key"] == STUDY]
-    return pd.DataFrame([{"dataset": r.dataset, **row} for r in rec.itertuples() for row in (r.rows or [])])
+    out: list[dict[str, Any]] = []
+    r: Any  # a record (pandas-stubs types its fields as any scalar; rows is a list of dicts)
+    for r in rec.itertuples():
+        out += [{"dataset": r.dataset, **row} for row in (r.rows or [])]
+    return pd.DataFrame(out)
 
 
-def _gamma_label(g: float) -> str:
+def _gamma_label(g: object) -> str:  # a float (a groupby key, which pandas-stubs types as any scalar)
     return f"{g:g}"
 
 
@@ -90,7 +94,7 @@ def toy_table(rows: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     out = []
     for method, g in err.groupby("method", sort=False):
-        spreads = spread_per_draw(err, method)
+        spreads = spread_per_draw(err, str(method))
         spread = round(float(np.median(spreads)), 2) if len(spreads) else math.nan
         for gamma, h in g.groupby("gamma", sort=False):
             out.append({"method": method, "γ": _gamma_label(gamma),
