@@ -245,7 +245,7 @@ def print_notes(spec) -> None:
         err_console.print(text_line(("note:", "yellow"), f" {note}"))
 
 
-def print_not_run(plan, done: set[str] = frozenset()) -> None:
+def print_not_run(plan, done: set[str] | frozenset[str] = frozenset()) -> None:
     """One line per method whose fits need an optional extra that is not installed
     (:attr:`lkm.engine.runner.Plan.not_run`), before any fit: ``LPL-hnswlib needs hnswlib:
     `pip install 'lkm[fast]'` — skipped``."""
@@ -307,14 +307,15 @@ def _main_outputs(run_dir: Path, spec) -> list[tuple[str, Path]]:
     figure (the first PNG of the spec's first figure output, else the first PNG)."""
     out: list[tuple[str, Path]] = [("run folder", run_dir)]
     tables = run_dir / "tables"
-    table = tables / "summary.md"
-    if not table.is_file():
+    summary = tables / "summary.md"
+    table: Path | None = summary
+    if not summary.is_file():
         table = next(iter(sorted(tables.glob("*.md"))), None) if tables.is_dir() else None
     if table is not None:
         out.append(("table", table))
     figures = sorted((run_dir / "figures").glob("*.png")) if (run_dir / "figures").is_dir() else []
     named = [f for name in spec.outputs.figures for f in figures if f.stem == name or f.stem.startswith(f"{name}_")]
-    figure = (named or figures or [None])[0]
+    figure = next(iter(named or figures), None)
     if figure is not None:
         out.append(("figure", figure))
     return out
