@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from lkm.engine.runner import Plan, RunSummary
     from lkm.engine.store import RunStore
+    from lkm.report.compare import Calibration
     from lkm.spec import Spec
 
 __all__ = ["Comparison", "RunResult", "compare", "published_folder", "read_records", "run"]
@@ -439,9 +440,44 @@ def prepare_comparison(estimator: Any, params: Mapping[str, Any] | None = None, 
     return ComparisonPlan(spec, f"lkm compare {estimator_name(estimator)}", reference, reference_ids, run_dir)
 
 
-def rank_against(plan: ComparisonPlan, smoke: bool) -> Comparison:
+def calibrate_timing(plan: ComparisonPlan, jobs: int = 1) -> Calibration | None:
+    """Refit the reference's :data:`lkm.report.compare.CALIBRATION_METHOD` now on its
+    smallest data sets (into the run's ``calibration/`` folder, every fit timed afresh)
+    and compare its seconds with those recorded (:class:`lkm.report.compare.Calibration`);
+    None when the reference has no tuned method, no common fold, or the refit fails (the
+    seconds are then shown as recorded, said to be from another machine)."""
+    from lkm.engine.store import RunStore
+    from lkm.report.compare import (
+        Calibration,
+        calibration_spec,
+        machine_words,
+        now_words,
+        provenance_of,
+        timing_factor,
+    )
+
+    found = calibration_spec(plan.reference, plan.reference_ids)
+    if found is None:
+        return None
+    spec, method, sets = found
+    source = f"calibration of {method}"
+    try:
+        store, run_plan = plan_spec(spec, source, plan.run_dir / "calibration")
+        execute_plan(spec, run_plan, store, source, jobs=jobs, fresh=True, command=f"{plan.source}: {source}")
+    except LkmError:
+        return None
+    factor = timing_factor(store.records_frame(set(run_plan.task_ids)),
+                           RunStore(plan.reference).records_frame(plan.reference_ids), method)
+    if factor is None:
+        return None
+    return Calibration(method, sets, factor, machine_words(provenance_of(plan.reference)), now_words())
+
+
+def rank_against(plan: ComparisonPlan, smoke: bool, calibration: Calibration | None = None) -> Comparison:
     """Rank the new method's run among the reference's methods and write the comparison
-    into the run's ``comparison/`` folder (:func:`lkm.report.compare.write_comparison`).
+    into the run's ``comparison/`` folder (:func:`lkm.report.compare.write_comparison`),
+    the reference's seconds scaled by ``calibration`` (:func:`calibrate_timing`; None:
+    as recorded, said to be from another machine).
     Raises :class:`lkm.report.compare.NoResult` when the new method has no successful fit."""
     import pandas as pd
 
@@ -449,7 +485,7 @@ def rank_against(plan: ComparisonPlan, smoke: bool) -> Comparison:
 
     out = plan.run_dir / "comparison"
     files, payload = write_comparison(plan.run_dir, plan.reference, out, smoke=smoke,
-                                      reference_ids=plan.reference_ids)
+                                      reference_ids=plan.reference_ids, calibration=calibration)
     shown = _read_json(out / "pairwise.json")
     pairwise = pd.DataFrame(shown["rows"], columns=shown["columns"], dtype=str)
     name = payload["new_method"]
@@ -457,7 +493,8 @@ def rank_against(plan: ComparisonPlan, smoke: bool) -> Comparison:
     return Comparison(name=name, rank=order.index(name) + 1, n_methods=len(order),
                       average_ranks={m: float(payload["average_ranks"][m]) for m in order},
                       cd=float(payload["cd"]), n_datasets=int(payload["n_datasets"]), pairwise=pairwise,
-                      folder=out, run_dir=plan.run_dir, reference=plan.reference, payload=payload, files=files)
+                      folder=out, run_dir=plan.run_dir, reference=plan.reference, payload=payload, files=files,
+                      selected=dict(payload.get("selected") or {}), timing=str(payload.get("timing") or ""))
 
 
 def _read_json(path: Path) -> Any:
@@ -499,6 +536,13 @@ class Comparison:
         groups, the data sets left out and why).
     files : list of pathlib.Path
         The files written into ``folder``.
+    selected : dict of str to str
+        Per data set, what the new method's inner CV chose on the outer folds
+        (``alpha=1 (4/5)``: the most frequent value and on how many folds); empty
+        without a tuned parameter.
+    timing : str
+        On which machines and days the seconds were measured, and the calibration
+        factor applied to the benchmark's recorded seconds (if any).
 
     Examples
     --------
@@ -524,12 +568,14 @@ class Comparison:
     reference: Path
     payload: dict[str, Any]
     files: list[Path] = field(default_factory=list)
+    selected: dict[str, str] = field(default_factory=dict)
+    timing: str = ""
 
 
 def compare(estimator: Any, params: Mapping[str, Any] | None = None, *, name: str | None = None,
             against: str | os.PathLike[str] | None = None, out: str | os.PathLike[str] | None = None,
             jobs: int = 1, smoke: bool = False, max_fits: int | None = None,
-            data_dir: str | os.PathLike[str] | None = None) -> Comparison:
+            data_dir: str | os.PathLike[str] | None = None, calibrate: bool = True) -> Comparison:
     """Rank a classifier against every method of the benchmark, as ``lkm compare`` does.
 
     Only the new classifier is fitted, on the benchmark's exact splits (data sets,
@@ -562,6 +608,11 @@ def compare(estimator: Any, params: Mapping[str, Any] | None = None, *, name: st
         The plan-size limit.
     data_dir : path, optional
         Where the data sets are (default: ``$LKM_DATA_DIR``).
+    calibrate : bool, default True
+        Refit one reference method now on the benchmark's smallest data sets and scale
+        the recorded seconds by its now / recorded ratio (:func:`calibrate_timing`), so
+        that the seconds compared come from one machine; False: they are shown as
+        recorded, labelled with the machine and day of each.
 
     Returns
     -------
@@ -598,7 +649,7 @@ def compare(estimator: Any, params: Mapping[str, Any] | None = None, *, name: st
         store, run_plan = plan_spec(plan.spec, plan.source, plan.run_dir)
         execute_plan(plan.spec, run_plan, store, plan.source, jobs=jobs,
                      command=f"lkm.api.compare({estimator_name(estimator)!r})")
-        return rank_against(plan, smoke)
+        return rank_against(plan, smoke, calibrate_timing(plan, jobs) if calibrate else None)
 
 
 # -- reading results ------------------------------------------------------------------

@@ -19,6 +19,7 @@ from lkm.cli.app import (
     console,
     err_console,
     exit_error,
+    print_rows,
     text_line,
     use_data_dir,
 )
@@ -42,6 +43,7 @@ def compare(
     smoke: Annotated[bool, typer.Option("--smoke", help="Rank against the benchmark's smoke run (3 small sets, 3 folds) instead: checks a new method end to end in seconds. Not evidence.")] = False,
     cluster: ClusterOpt = None,
     max_fits: MaxFitsOpt = None,
+    calibrate: Annotated[bool, typer.Option("--calibrate/--no-calibrate", help="Refit one benchmark method (SVM) now on the benchmark's 3 smallest data sets and scale its recorded seconds by the now / recorded ratio, so the seconds beside the new method's are this machine's (a few seconds: 15 fits on the published benchmark). --no-calibrate: the recorded seconds as they are, labelled with the machine and day of each.")] = True,
 ) -> None:
     """Rank ESTIMATOR against every method of the benchmark, fitting only ESTIMATOR.
 
@@ -49,10 +51,12 @@ def compare(
     CV: copied from the reference run's spec.yaml) and is joined to the recorded results
     of the others: its rank and the critical difference, its wins/ties/losses,
     Wilcoxon–Holm p and Bayesian signed-rank probabilities (1-point ROPE) against each
-    method, and where it sits in accuracy against seconds. The number of fits is printed
-    before any starts. A data set on which ESTIMATOR fails is recorded as failed and left
-    out of the ranking, with a warning; when every fit fails, the command ends with the
-    failures and exit 1.
+    method, what its inner CV chose on each data set, and where it sits in accuracy
+    against seconds (the benchmark's recorded seconds calibrated to this machine by one
+    method refitted now; --no-calibrate leaves them as recorded, labelled). The number
+    of fits is printed before any starts. A data set on which ESTIMATOR fails is
+    recorded as failed and left out of the ranking, with a warning; when every fit
+    fails, the command ends with the failures and exit 1.
 
     A local reference (--against, or the smoke run) is checked first, as `lkm report`
     checks a run: its spec.yaml must be the one its plan.json was written from, every
@@ -63,7 +67,7 @@ def compare(
     Examples: `lkm compare sklearn.neighbors.KNeighborsClassifier --param n_neighbors=1,3,5,9,15,25 --jobs 2`;
     `lkm compare svm --name SVM-default`; `lkm compare mine.yaml --smoke`.
     """
-    from lkm.api import prepare_comparison, rank_against
+    from lkm.api import calibrate_timing, prepare_comparison, rank_against
     from lkm.report.compare import NoResult
 
     try:
@@ -71,7 +75,7 @@ def compare(
             use_data_dir(data_dir)
             plan = prepare_comparison(estimator, _grids(param), name=name, against=against, out=out, smoke=smoke,
                                       max_fits=max_fits)
-            _announce(plan.spec, plan.reference)
+            _announce(plan.spec, plan.reference, calibrate)
             failed = False
             try:
                 run_spec(plan.spec, plan.source, plan.run_dir, jobs, False, dry_run, progress, cluster=on_cluster)
@@ -81,8 +85,9 @@ def compare(
                 failed = True
             if dry_run:
                 return
+            calibration = calibrate_timing(plan, jobs) if calibrate else None
             try:
-                comparison = rank_against(plan, smoke)
+                comparison = rank_against(plan, smoke, calibration)
             except NoResult as exc:
                 if failed:  # run_spec printed the failures (its summary table) and their one error line
                     raise typer.Exit(1) from None
@@ -108,8 +113,8 @@ def _grids(param: list[str] | None) -> dict[str, list[Any]]:
     return grids
 
 
-def _announce(spec: Any, reference: Path) -> None:
-    from lkm.report.compare import fit_count
+def _announce(spec: Any, reference: Path, calibrate: bool) -> None:
+    from lkm.report.compare import CALIBRATION_METHOD, CALIBRATION_SETS, fit_count
 
     splits = json.loads((reference / "plan.json").read_text(encoding="utf-8")).get("splits") or {}
     tasks, per_task = fit_count(spec, {d.id: int(splits.get(d.id, 0)) for d in spec.datasets})
@@ -117,8 +122,22 @@ def _announce(spec: Any, reference: Path) -> None:
     m = spec.methods[0]
     how = (f"{per_task - 1} inner fits ({' × '.join(str(len(v)) for v in m.tune.grid.values())} settings × "
            f"{m.tune.cv} folds) + 1 refit each" if m.tune is not None else "one fit each, parameters fixed")
-    console.print(f"{m.name}: {tasks} outer folds on {len(spec.datasets)} data sets, {how}: {fits} model fits in all. "
-                  f"The other methods' results are read from {reference}, not refitted.")
+    _say(f"{m.name}: {tasks} outer folds on {len(spec.datasets)} data sets, {how}: {fits} model fits in all. "
+         f"The other methods' results are read from {reference}, not refitted"
+         + (f"; {CALIBRATION_METHOD} is refitted on the {CALIBRATION_SETS} smallest sets to time this machine "
+            "(--no-calibrate skips it)." if calibrate else "."))
+
+
+def _say(text: str, bold: int = 0) -> None:
+    """A paragraph wrapped at the console's width (80 when piped, or $COLUMNS), its first
+    ``bold`` characters in bold."""
+    import textwrap
+
+    from rich.text import Text
+
+    line = Text(textwrap.fill(text, width=console.width, break_long_words=False, break_on_hyphens=False))
+    line.stylize("bold", 0, bold)
+    console.print(line, soft_wrap=True)
 
 
 def _report(comparison: Any, failed: bool) -> None:
@@ -126,12 +145,19 @@ def _report(comparison: Any, failed: bool) -> None:
     from lkm.report.ranking import ROPE
 
     payload, name = comparison.payload, comparison.name
-    console.print(text_line((f"{name}", "bold"), f": rank {comparison.rank} of {comparison.n_methods} "
-                            f"(average rank {comparison.average_ranks[name]:.2f}) over {comparison.n_datasets} data sets; "
-                            f"Nemenyi critical difference {comparison.cd:.2f}"))
-    console.print(_pairs_table(comparison.pairwise))
-    console.print(f"Bayesian probabilities with a ROPE of ±{ROPE:g} point; comparison written to {comparison.folder}/ "
-                  "(ranking.md, pairwise.md, speed.md, critical_difference.png, accuracy_time.png)")
+    if comparison.selected:
+        print_rows(f"{name}: chosen by the inner CV (most frequent value, folds)", ["dataset", "selected"],
+                   [[d, s] for d, s in comparison.selected.items()])
+    _say(f"{name}: rank {comparison.rank} of {comparison.n_methods} (average rank "
+         f"{comparison.average_ranks[name]:.2f}) over {comparison.n_datasets} data sets; Nemenyi critical difference "
+         f"{comparison.cd:.2f}", bold=len(name))
+    _print_pairs(comparison.pairwise)
+    _say(f"W / T / L: {name}'s wins, ties and losses over the data sets; better / ROPE / worse: Bayesian "
+         f"probabilities (ROPE ±{ROPE:g} point; pairwise.md has their Monte Carlo errors).")
+    if comparison.timing:
+        _say(comparison.timing)
+    _say(f"Comparison written to {comparison.folder}/ (ranking.md, pairwise.md, speed.md, "
+         "critical_difference.png, accuracy_time.png)")
     if payload["failed_datasets"] or payload["dropped_datasets"]:
         gaps = payload["failed_datasets"] or payload["dropped_datasets"]
         err_console.print(text_line(("warning:", "yellow"), f" {name} has no result on {len(gaps)} data set(s), "
@@ -141,17 +167,25 @@ def _report(comparison: Any, failed: bool) -> None:
         err_console.print(text_line(("warning:", "yellow"), " some fits failed; see the run's records"))
 
 
-def _pairs_table(frame: Any) -> Any:
-    """The pairwise tests as a narrow console table (pairwise.md has every column), from
-    the cells as displayed (pairwise.json, the table writer's twin of pairwise.md)."""
-    from rich.table import Table
+#: The pairwise columns the terminal shows (pairwise.md has every column; a key ending in
+#: "(|" or "Bayes" is the start of the column's name), by their short names.
+PAIR_COLUMNS = {"b": "against", "a wins / ties / losses": "W / T / L", "mean a − b (points)": "mean Δ",
+                "Holm p": "Holm p", "P(a better)": "better", "P(|": "ROPE", "P(b better)": "worse", "Bayes": "Bayes"}
 
-    short = {"b": "against", "a wins / ties / losses": "W / T / L", "mean a − b (points)": "mean Δ",
-             "Holm p": "Holm p", "P(a better)": "P(better)", "P(b better)": "P(worse)"}
-    rope = next(c for c in frame.columns if c.startswith("P(|"))
-    bayes = next(c for c in frame.columns if c.startswith("Bayes"))
-    columns = ["b", "a wins / ties / losses", "mean a − b (points)", "Holm p", "P(a better)", rope, "P(b better)", bayes]
-    table = Table(*[short.get(c, "P(ROPE)" if c == rope else "Bayes") for c in columns], box=None, pad_edge=False)
-    for _, row in frame.iterrows():
-        table.add_row(*(str(row[c]) for c in columns))
-    return table
+
+def _print_pairs(frame: Any) -> None:
+    """The pairwise tests in 80 columns, every name whole: the probabilities to three
+    decimals without their Monte Carlo errors (the cells of pairwise.json, the table
+    writer's twin of pairwise.md, cut at " ± ")."""
+    columns = [key if key in frame.columns else next(c for c in frame.columns if c.startswith(key)) for key in PAIR_COLUMNS]
+    rows = [[_short(str(row[c])) for c in columns] for _, row in frame.iterrows()]
+    print_rows(None, list(PAIR_COLUMNS.values()), rows, right={"W / T / L", "mean Δ", "Holm p", "better", "ROPE", "worse"})
+
+
+def _short(cell: str) -> str:
+    """A probability "0.9496 ± 0.0002" as "0.950"; any other cell as it is."""
+    head, sep, _ = cell.partition(" ± ")
+    try:
+        return f"{float(head):.3f}" if sep else cell
+    except ValueError:
+        return cell

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,8 @@ def verify_reference(run_dir: Path) -> set[str] | None:
     if not plan:
         return None
     task_ids = set(plan["task_ids"])
-    splits = plan.get("splits") if isinstance(plan.get("splits"), dict) else {}
+    found = plan.get("splits")
+    splits: dict[str, Any] = found if isinstance(found, dict) else {}
     expected = planned_fits(spec, {d.id: _count(splits.get(d.id)) for d in spec.datasets})
     if len(task_ids) != expected:
         raise LkmError(f"{run_dir / 'plan.json'}: lists {len(task_ids)} fits where its spec.yaml and splits plan "
@@ -202,12 +204,16 @@ class NoResult(LkmError):
 
 
 def write_comparison(new_run: Path, reference: Path, out: Path, smoke: bool = False,
-                     reference_ids: set[str] | None = None) -> tuple[list[Path], dict[str, Any]]:
+                     reference_ids: set[str] | None = None,
+                     calibration: Calibration | None = None) -> tuple[list[Path], dict[str, Any]]:
     """Rank the one method of run ``new_run`` (the records of its plan) among the methods of
     ``reference`` (the records of ``reference_ids``, from :func:`verify_reference`; None:
     all, for the published pack) on the data sets both have
-    (:func:`lkm.report.ranking.write_ranking` into ``out``). Raises :class:`NoResult`
-    when the new method has no successful fit."""
+    (:func:`lkm.report.ranking.write_ranking` into ``out``), the reference's seconds
+    scaled by ``calibration``'s factor (None: shown as recorded, with a note that they
+    come from another machine and day). The payload adds ``selected`` (per data set,
+    what the new method's inner CV chose, :func:`tuned_choices`) and ``timing`` (the
+    note). Raises :class:`NoResult` when the new method has no successful fit."""
     from lkm.engine.store import RunStore
     from lkm.report.ranking import (
         inner_cv_words,
@@ -237,9 +243,147 @@ def write_comparison(new_run: Path, reference: Path, out: Path, smoke: bool = Fa
     table_new = scores_table(new_run, spec_new, rec_new, best_new)
     table = pd.concat([table_ref, table_new], axis=1)
     table.attrs["missing"] = {**table_ref.attrs.get("missing", {}), **table_new.attrs.get("missing", {})}
-    seconds = pd.concat([seconds_per_fold(spec_ref, rec_ref), seconds_per_fold(spec_new, rec_new)], axis=1)
+    factor = calibration.factor if calibration is not None else 1.0
+    seconds = pd.concat([factor * seconds_per_fold(spec_ref, rec_ref), seconds_per_fold(spec_new, rec_new)], axis=1)
+    timing = (calibration.text(), calibration.short()) if calibration is not None else (
+        unscaled_timing(reference), "seconds from two machines and days, not calibrated")
+    method = spec_new.methods[0]
+    chosen = tuned_choices(rec_new, name, list(method.tune.grid) if method.tune is not None else [])
+    selected = {d: chosen[d] for d in new_sets if d in chosen}
     return write_ranking(table, seconds, out, what=f"{name} against the benchmark",
                          protocol=spec_ref.describe_protocol(), tuning=inner_cv_words(spec_ref), smoke=smoke,
-                         highlight=name, extra={"new_method": name, "new_run": str(new_run), "reference": str(reference),
+                         highlight=name, timing=timing,
+                         extra={"new_method": name, "new_run": str(new_run), "reference": str(reference),
+                                "selected": selected, "timing": timing[0],
                                                 "failed_datasets": {d: w for (d, m), w in table_new.attrs.get("missing", {}).items()
                                                                     if m == name}})
+
+
+# -- what the new method's inner CV chose ---------------------------------------------------
+def tuned_choices(records: pd.DataFrame, method: str, keys: list[str]) -> dict[str, str]:
+    """Per data set, what the inner CV of ``method`` chose on its outer folds (the records'
+    ``info.tuned_params``): each tuned parameter's most frequent value and on how many of
+    the successful folds, ``alpha=1 (4/5)`` (ties by the value's text); empty without
+    a tuned parameter."""
+    from collections import Counter
+
+    from lkm.report.formatting import format_value
+    from lkm.report.tuning import _info
+
+    ok = records[(records["status"] == "ok") & (records["method"] == method)] if not records.empty else records
+    out: dict[str, str] = {}
+    for dataset, group in ok.groupby("dataset", sort=False) if keys else ():
+        chosen = [_info(i).get("tuned_params") or {} for i in group["info"]] if "info" in group.columns else []
+        parts = []
+        for key in keys:
+            counts = Counter(format_value(c[key]) for c in chosen if key in c)
+            if counts:
+                top, n = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+                parts.append(f"{key}={top} ({n}/{len(group)})")
+        if parts:
+            out[str(dataset)] = ", ".join(parts)
+    return out
+
+
+# -- seconds from two machines ----------------------------------------------------------------
+#: The reference method refitted now to put the recorded seconds on this machine's scale,
+#: on the CALIBRATION_SETS smallest data sets of the benchmark (the first tuned method if
+#: the benchmark has no such method).
+CALIBRATION_METHOD, CALIBRATION_SETS = "SVM", 3
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A reference method refitted now on a few data sets (the benchmark's folds and
+    inner CV): ``factor`` = its seconds now / its recorded seconds on the same folds; the
+    reference's recorded seconds are multiplied by it where they stand beside the new
+    method's. ``recorded`` and ``now`` say on which machine and day each were timed."""
+
+    method: str
+    datasets: tuple[str, ...]
+    factor: float
+    recorded: str
+    now: str
+
+    def text(self) -> str:
+        return (f"Timing: {self.method} refitted now on {', '.join(self.datasets)} took {self.factor:.2f}× its "
+                f"recorded seconds (recorded on {self.recorded}; now on {self.now}), so the benchmark's recorded "
+                f"seconds are multiplied by {self.factor:.2f} beside the new method's (speed.md, accuracy_time.png).")
+
+    def short(self) -> str:
+        return f"the benchmark's seconds × {self.factor:.2f}, from {self.method} refitted on this machine"
+
+
+def machine_words(provenance: dict[str, Any]) -> str:
+    """``AMD EPYC, 2 CPUs, 2026-11-26``: a run's machine and day from its provenance."""
+    found = provenance.get("cpu")
+    cpu: dict[str, Any] = found if isinstance(found, dict) else {}
+    model = cpu.get("model") or provenance.get("platform") or "an unrecorded machine"
+    cpus = cpu.get("usable_cpus") or cpu.get("logical_cpus")
+    day = str(provenance.get("started_at") or "")[:10] or "an unrecorded day"
+    return f"{model}{f', {cpus} CPUs' if cpus else ''}, {day}"
+
+
+def unscaled_timing(reference: Path) -> str:
+    """The note when the seconds are not calibrated: they are from two machines and days."""
+    return (f"Timing: the benchmark's seconds were recorded on {machine_words(provenance_of(reference))}, the new "
+            f"method's now on {now_words()}, not calibrated: two machines and days (speed.md, accuracy_time.png).")
+
+
+def _today() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+
+
+def now_words() -> str:
+    """This machine and today, as :func:`machine_words` says a run's."""
+    from lkm.engine.environment import cpu_info
+
+    return machine_words({"cpu": cpu_info(), "started_at": _today()})
+
+
+def provenance_of(run_dir: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((run_dir / "provenance.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def calibration_spec(reference: Path, reference_ids: set[str] | None) -> tuple[Any, str, tuple[str, ...]] | None:
+    """The spec that refits the reference's :data:`CALIBRATION_METHOD` on its
+    :data:`CALIBRATION_SETS` smallest data sets (by rows) as the reference ran it, the
+    method's name and the data sets; None when the reference has no tuned method."""
+    from lkm.engine.store import RunStore
+    from lkm.spec import load_spec, spec_from_dict
+
+    ref = load_spec(reference / "spec.yaml", max_fits=sys.maxsize)
+    tuned = [m for m in ref.methods if m.tune is not None]
+    method = next((m for m in tuned if m.name == CALIBRATION_METHOD), tuned[0] if tuned else None)
+    if method is None:
+        return None
+    records = RunStore(reference).records_frame(reference_ids)
+    ok = records[(records["status"] == "ok") & (records["method"] == method.name)]
+    rows = (ok["n_train"].astype(float) + ok["n_test"].astype(float)).groupby(ok["dataset"]).mean()
+    sets = tuple(str(d) for d in rows.sort_values(kind="stable").index[:CALIBRATION_SETS])
+    data = ref.model_dump(mode="json", exclude={"smoke", "paper", "perturb"}, exclude_none=True)
+    data.update(name=f"calibrate-{_slug(method.name)}", description=f"{method.name} of {ref.name} refitted to time it",
+                datasets=[e for d, e in zip(ref.datasets, data["datasets"], strict=True) if d.id in sets],
+                methods=[method.model_dump(mode="json", exclude_none=True)], outputs={"tables": [], "figures": []})
+    return spec_from_dict(data, f"calibration of {method.name}", max_fits=sys.maxsize), method.name, sets
+
+
+def timing_factor(now: pd.DataFrame, recorded: pd.DataFrame, method: str) -> float | None:
+    """Seconds now / recorded (fit + predict, summed over the outer folds both have) of
+    ``method``; None without a common fold."""
+    def per_fold(records: pd.DataFrame) -> pd.Series:
+        ok = records[(records["status"] == "ok") & (records["method"] == method)]
+        seconds = ok["fit_seconds"].astype(float) + ok["predict_seconds"].astype(float)
+        return seconds.groupby([ok["dataset"], ok["split"]]).mean()
+
+    a, b = per_fold(now), per_fold(recorded)
+    common = a.index.intersection(b.index)
+    if common.empty or float(b[common].sum()) <= 0:
+        return None
+    return float(a[common].sum()) / float(b[common].sum())

@@ -507,12 +507,14 @@ def benchmark_summary(run_dir: Path, alpha: float = ALPHA) -> tuple[pd.DataFrame
 
 def write_ranking(table: pd.DataFrame, seconds: pd.DataFrame, out: Path, *, what: str, protocol: str,
                   tuning: str, smoke: bool = False, alpha: float = ALPHA, highlight: str | None = None,
-                  extra: dict[str, Any] | None = None) -> tuple[list[Path], dict[str, Any]]:
+                  extra: dict[str, Any] | None = None, timing: tuple[str, str] = ("", "")) -> tuple[list[Path], dict[str, Any]]:
     """Write the ranking, pairwise and speed tables, ``friedman.json`` and the two figures
     of ``table`` (data sets × methods, accuracy %, NaN gaps; ``attrs["missing"]`` says
     why) into ``out``. With ``highlight`` (a new method, :mod:`lkm.report.compare`) only
     its pairs with every other method are tested (Holm over those k − 1) and it is drawn
-    in colour. Returns the paths and the friedman.json payload."""
+    in colour; ``timing`` says on which machines the seconds were measured: ``(note under
+    the speed table, its short form in the accuracy-time figure's title)``. Returns the
+    paths and the friedman.json payload."""
     from lkm.files import atomic_write
 
     r = rank_methods(table, str(out), alpha, highlight)
@@ -558,7 +560,7 @@ def write_ranking(table: pd.DataFrame, seconds: pd.DataFrame, out: Path, *, what
                          f"{BAYES_MC_MARGIN:g}·MC error ≥ {BAYES_DECISION:g}", [])
     paths += write_table(speed_table(seconds.reindex(index=scores.index), result.ranks, order), out / "speed",
                          f"{what}{smoke_words}: fit (tuning search + refit on the training part) + predict seconds "
-                         "per outer fold, median over the ranked data sets, one worker per fit", [])
+                         "per outer fold, median over the ranked data sets, one worker per fit", [timing[0]] if timing[0] else [])
 
     payload = {
         **(extra or {}), "smoke": smoke, "protocol": protocol,
@@ -580,7 +582,7 @@ def write_ranking(table: pd.DataFrame, seconds: pd.DataFrame, out: Path, *, what
     paths += accuracy_time_figure({m: result.ranks[m] for m in order}, seconds.reindex(index=scores.index),
                                   out / "accuracy_time",
                                   f"{'SMOKE RUN — ' if smoke else ''}{what}: average rank against fit + predict time "
-                                  f"(N = {n} data sets)", highlight=highlight)
+                                  f"(N = {n} data sets){'; ' + timing[1] if timing[1] else ''}", highlight=highlight)
     return paths, payload
 
 
