@@ -268,12 +268,12 @@ def tuned_choices(records: pd.DataFrame, method: str, keys: list[str]) -> dict[s
     from collections import Counter
 
     from lkm.report.formatting import format_value
-    from lkm.report.tuning import _info
+    from lkm.report.tuning import record_info
 
     ok = records[(records["status"] == "ok") & (records["method"] == method)] if not records.empty else records
     out: dict[str, str] = {}
     for dataset, group in ok.groupby("dataset", sort=False) if keys else ():
-        chosen = [_info(i).get("tuned_params") or {} for i in group["info"]] if "info" in group.columns else []
+        chosen = [record_info(i).get("tuned_params") or {} for i in group["info"]] if "info" in group.columns else []
         parts = []
         for key in keys:
             counts = Counter(format_value(c[key]) for c in chosen if key in c)

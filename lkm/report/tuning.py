@@ -117,7 +117,9 @@ def edge_shares(grids: Mapping[str, Mapping[str, Sequence[Any]]],
     return out
 
 
-def _info(value: Any) -> dict[str, Any]:
+def record_info(value: Any) -> dict[str, Any]:
+    """A record's ``info`` as a dict, whether stored as JSON text or already parsed
+    (``{}`` for anything else)."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -140,7 +142,7 @@ def tuned_selections(spec: Any, records: pd.DataFrame) -> tuple[dict[str, dict[s
     for method, info in zip(fits["method"], fits["info"] if "info" in fits.columns else [{}] * len(fits), strict=True):
         if method not in grids:
             continue
-        info = _info(info)
+        info = record_info(info)
         if isinstance(info.get("tuned_params"), dict):
             selections[method].append(info["tuned_params"])
             passed[method] += int(bool(info.get("failed_settings")))
