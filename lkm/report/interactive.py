@@ -128,9 +128,11 @@ def sweep_plot(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str) ->
                                 hovertemplate=f"<b>{ref['method']}</b> at its selected setting: %{{y:.2f}}<extra></extra>"), **at)
         fig.update_xaxes(title_text=param, type="log" if logx else "linear", **at)
         fig.update_yaxes(title_text=label if at["col"] == 1 else None, **at)
-    fig.update_layout(**LAYOUT, height=PANEL_PX * nrow + 140, legend={"orientation": "h", "y": -0.12 / nrow - 0.05},
-                      title={"text": f"{spec.name}: {SCORE_LABELS[metric]} against {param} ({spec.describe_protocol(short=True)}; "
-                                     "band = ±1 std over splits; circled: the selected value)", "font": {"size": 13}, "y": 0.99, "yanchor": "top"})
+    fig.update_layout(**{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 100}}, height=PANEL_PX * nrow + 180,
+                      legend={"orientation": "h", "y": -0.12 / nrow - 0.05},
+                      title={"text": f"{spec.name}: {SCORE_LABELS[metric]} against {param}<br><span style='font-size:12px'>"
+                                     f"{spec.describe_protocol(short=True)}; band = ±1 std over splits; circled: the "
+                                     "selected value</span>", "font": {"size": 14}, "x": 0.02, "xanchor": "left"})
     return fig
 
 
