@@ -175,6 +175,9 @@ def test_the_benchmark_section_leads_with_the_ranking_and_folds_the_full_table(p
     assert section.index("average rank") < table  # the ranking (speed table: methods by average rank) first
     assert section.rfind("</details>", 0, table) < section.rindex("<details", 0, table)  # the table is inside <details>
     assert section.index('id="plot-benchmark"') < table
+    toc = page[page.index('<nav class="toc"'):]
+    assert toc.index('href="#cross-paper"') < toc.index('href="#cross-ranking"') < toc.index('href="#cross-datasets"')
+    assert 'id="cross-datasets"' in section
 
 
 def test_figure_html_escapes_ampersands_in_the_script_for_xml() -> None:
