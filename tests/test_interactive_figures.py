@@ -121,7 +121,7 @@ def test_the_critical_difference_figure_plots_the_ranks_and_cd_of_friedman_json(
     fr = json.loads((results / "cross_paper_summary" / "friedman.json").read_text(encoding="utf-8"))
     traces, _ = plot_data(page, "plot-critical-difference")
     dots = traces[0]
-    assert list(dots["y"]) == fr["methods_by_rank"]
+    assert list(dots["y"]) == [f"{m} ({fr['average_ranks'][m]:.2f})" for m in fr["methods_by_rank"]]
     assert list(values(dots["x"])) == [fr["average_ranks"][m] for m in fr["methods_by_rank"]]
     assert dots["error_x"]["value"] == pytest.approx(fr["cd"] / 2)
     bars = [t for t in traces if t.get("legendgroup") == "groups"]

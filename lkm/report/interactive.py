@@ -138,8 +138,8 @@ def sweep_plot(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str) ->
 
 def critical_difference_plot(ranks: dict[str, float], cd: float, groups: list[list[str]], n_datasets: int,
                              alpha: float) -> go.Figure:
-    """``critical_difference.png``'s twin: each method at its average rank (1, the best, on
-    the left) with a bar of ±CD/2 (two methods differ by the Nemenyi test when their bars
+    """``critical_difference.png``'s twin: each method (labelled with its average rank) at its
+    average rank (1, the best, on the left) with a bar of ±CD/2 (two methods differ by the Nemenyi test when their bars
     do not overlap); the groups of methods the diagram joins (:func:`lkm.report.ranking.nemenyi_groups`)
     as thick bars above; hovering a method names the methods it is not separated from."""
     order = sorted(ranks, key=lambda m: ranks[m])
@@ -147,10 +147,10 @@ def critical_difference_plot(ranks: dict[str, float], cd: float, groups: list[li
     near = {m: [o for o in order if o != m and abs(ranks[o] - ranks[m]) < cd] for m in order}
     fig = go.Figure()
     fig.add_trace(go.Scatter(
-        x=[ranks[m] for m in order], y=order, mode="markers", name=f"average rank ± CD/2 (CD = {cd:.2f})",
+        x=[ranks[m] for m in order], y=[f"{m} ({ranks[m]:.2f})" for m in order], mode="markers", name=f"average rank ± CD/2 (CD = {cd:.2f})",
         marker={"size": 9, "color": "#2c3e50"}, error_x={"type": "constant", "value": cd / 2, "thickness": 1.2, "width": 4},
         customdata=[", ".join(near[m]) or "none" for m in order],
-        hovertemplate="<b>%{y}</b>: average rank %{x:.2f}<br>not separated (within CD): %{customdata}<extra></extra>"))
+        hovertemplate="<b>%{y}</b>: average rank %{x:.4g}<br>not separated (within CD): %{customdata}<extra></extra>"))
     for i, members in enumerate(groups):
         lo, hi = ranks[members[0]], ranks[members[-1]]
         fig.add_trace(go.Scatter(
