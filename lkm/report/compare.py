@@ -30,6 +30,7 @@ from typing import Any
 import pandas as pd
 
 from lkm.errors import LkmError
+from lkm.report.tuning import tuned_choices
 
 #: The benchmark's run folder inside a results pack.
 BENCHMARK_RUN = "cross_paper"
@@ -257,32 +258,6 @@ def write_comparison(new_run: Path, reference: Path, out: Path, smoke: bool = Fa
                                 "selected": selected, "timing": timing[0],
                                                 "failed_datasets": {d: w for (d, m), w in table_new.attrs.get("missing", {}).items()
                                                                     if m == name}})
-
-
-# -- what the new method's inner CV chose ---------------------------------------------------
-def tuned_choices(records: pd.DataFrame, method: str, keys: list[str]) -> dict[str, str]:
-    """Per data set, what the inner CV of ``method`` chose on its outer folds (the records'
-    ``info.tuned_params``): each tuned parameter's most frequent value and on how many of
-    the successful folds, ``alpha=1 (4/5)`` (ties by the value's text); empty without
-    a tuned parameter."""
-    from collections import Counter
-
-    from lkm.report.formatting import format_value
-    from lkm.report.tuning import record_info
-
-    ok = records[(records["status"] == "ok") & (records["method"] == method)] if not records.empty else records
-    out: dict[str, str] = {}
-    for dataset, group in ok.groupby("dataset", sort=False) if keys else ():
-        chosen = [record_info(i).get("tuned_params") or {} for i in group["info"]] if "info" in group.columns else []
-        parts = []
-        for key in keys:
-            counts = Counter(format_value(c[key]) for c in chosen if key in c)
-            if counts:
-                top, n = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-                parts.append(f"{key}={top} ({n}/{len(group)})")
-        if parts:
-            out[str(dataset)] = ", ".join(parts)
-    return out
 
 
 # -- seconds from two machines ----------------------------------------------------------------

@@ -39,6 +39,7 @@ from lkm.report.formatting import (
     same_value,
 )
 from lkm.report.registry import ReportContext, figure, table
+from lkm.report.tuning import tuned_choices
 from lkm.spec import Spec
 
 
@@ -54,7 +55,8 @@ def _paper_lookup(spec: Spec) -> dict[tuple[str, str], float]:
 def summary_table(best: pd.DataFrame, spec: Spec, unavailable: dict[str, str],
                   records: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
     """The summary table and its notes: per dataset and method the selected setting
-    (marked :data:`EDGE_MARK` at the edge of its grid), accuracy at it (and the
+    (marked :data:`EDGE_MARK` at the edge of its grid; for a method tuned by inner CV,
+    what it chose on the outer folds, :func:`~lkm.report.tuning.tuned_choices`), accuracy at it (and the
     selection metric when it is not accuracy), the paper's value; a method whose every
     fit on a dataset failed is a row saying so with its first error. An accuracy some of
     whose fits carry a warning (:func:`fit_warnings`) is marked :data:`WARNING_MARK`,
@@ -64,17 +66,23 @@ def summary_table(best: pd.DataFrame, spec: Spec, unavailable: dict[str, str],
     metric = spec.selection.metric
     edges = edges_by_row(best, spec)
     warned = fit_warnings(records)
+    tuned = {m.name: tuned_choices(records, m.name, list(m.tune.grid))
+             for m in spec.methods if m.tune is not None and records is not None and not records.empty}
     warned_notes = []
     rows = []
     for pos, r in enumerate(best.itertuples()):
         mspec = next(m for m in spec.methods if m.name == r.method)
+        selected = format_selected(r.params, spec.swept_params(mspec), edges.get(pos, set()))
+        chosen = tuned.get(r.method, {}).get(r.dataset)
+        if chosen:
+            selected = chosen if selected == "–" else f"{selected}; {chosen}"
         n_warned, warning = warned.get((r.dataset, r.method, r.setting), (0, ""))
         if n_warned:
             warned_notes.append(f"{WARNING_MARK} {r.method} on {r.dataset}: {n_warned} of {int(r.splits)} fits "
                                 f"at the selected setting warn; first: {warning}")
         row = {
             "dataset": r.dataset, "method": r.method,
-            "selected": format_selected(r.params, spec.swept_params(mspec), edges.get(pos, set())),
+            "selected": selected,
             "accuracy % (ours)": format_rate(r.accuracy, r.accuracy_std) + (f" {WARNING_MARK}" if n_warned else ""),
             ci_column("accuracy % (ours)"): format_interval(r.accuracy_ci_low, r.accuracy_ci_high),
         }

@@ -23,6 +23,7 @@ saves as ``grid_edges``. Records only: nothing is fitted.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -192,3 +193,23 @@ GRID_EDGE_NOTES = (
     "fits with settings passed over: outer fits whose inner CV could not fit some settings (the data cannot "
     "take them) and chose among the others.",
 )
+
+
+def tuned_choices(records: pd.DataFrame, method: str, keys: list[str]) -> dict[str, str]:
+    """Per data set, what the inner CV of ``method`` chose on its outer folds (the records'
+    ``info.tuned_params``): each tuned parameter's most frequent value and on how many of
+    the successful folds, ``alpha=1 (4/5)`` (ties by the value's text); empty without
+    a tuned parameter."""
+    ok = records[(records["status"] == "ok") & (records["method"] == method)] if not records.empty else records
+    out: dict[str, str] = {}
+    for dataset, group in ok.groupby("dataset", sort=False) if keys else ():
+        chosen = [record_info(i).get("tuned_params") or {} for i in group["info"]] if "info" in group.columns else []
+        parts = []
+        for key in keys:
+            counts = Counter(format_value(c[key]) for c in chosen if key in c)
+            if counts:
+                top, n = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+                parts.append(f"{key}={top} ({n}/{len(group)})")
+        if parts:
+            out[str(dataset)] = ", ".join(parts)
+    return out
