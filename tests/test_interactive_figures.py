@@ -186,3 +186,20 @@ def test_figure_html_escapes_ampersands_in_the_script_for_xml() -> None:
     html = figure_html(go.Figure(go.Scatter(x=[1], y=[2], name="a & b <c>")), "plot-x")
     ET.fromstring(html)
     assert 'id="plot-x"' in html and "\\u0026" in html and "cdn" not in html
+
+
+def test_a_method_sweeping_two_parameters_shows_the_curve_through_its_selection_the_rest_in_the_legend() -> None:
+    from lkm.report.aggregation import select_best
+    from lkm.report.interactive import sweep_plot
+
+    run = RUNS / "lpl_k_diabetes"
+    spec = load_spec(run / "spec.yaml", max_fits=sys.maxsize)
+    agg = aggregate(RunStore(run).records_frame(), spec)
+    best = select_best(agg, spec)
+    curves = [t for t in sweep_plot(agg, best, spec, "k").data if t.mode == "lines+markers"]
+    shown = [t for t in curves if t.visible is not False and t.visible != "legendonly"]
+    assert len(curves) > 1 and len(shown) == 1 and all(t.visible == "legendonly" for t in curves if t not in shown)
+    lpl = best[(best["method"] == shown[0].name.split(" ")[0])]
+    on_axis = agg["params"].map(lambda p: isinstance(p.get("k"), int | float))  # k = auto is no point of the k axis
+    through = agg[agg["setting"].isin(lpl["setting"]) & on_axis]
+    assert {float(p["sigma"]) for p in through["params"]} == {float(shown[0].name.split("sigma=")[1].rstrip(")"))}

@@ -30,6 +30,8 @@ LAYOUT: dict[str, Any] = {"template": "plotly_white", "font": {"family": "system
                           "hoverlabel": {"align": "left"}, "margin": {"l": 60, "r": 20, "t": 60, "b": 50}}
 #: Height (pixels) of one row of sweep panels.
 PANEL_PX = 320
+#: A sweep figure's legend with more entries than this stands to the right of the panels.
+LEGEND_BELOW = 8
 
 
 def swept_datasets(agg: pd.DataFrame, param: str) -> list[str]:
@@ -47,7 +49,8 @@ def _line(x: list[float], y: float, **kw: Any) -> go.Scatter:
 
 def sweep_plot(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str) -> go.Figure | None:
     """The selection metric against ``param`` (``figures/sweep_<param>.png``'s twin): one
-    panel per dataset, one curve per method (and value of its other swept parameters),
+    panel per dataset, one curve per method (a method with two swept parameters: per value of
+    the other, the one through its selected setting shown, the rest hidden in the legend),
     mean over splits with a ±1 std band, the selected value circled, methods without
     ``param`` as dashed lines at their selected setting, the paper's values as black
     diamonds; a legend entry toggles a curve in every panel. None without a swept dataset."""
@@ -63,7 +66,7 @@ def sweep_plot(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str) ->
                         vertical_spacing=min(0.12, 0.5 / nrow))
     values = [p[param] for p in agg["params"] if isinstance(p.get(param), (int, float))]
     logx = bool(values) and min(values) > 0 and max(values) / min(values) > 20
-    colors, shown = method_colors(spec), set()
+    colors, shown, two_d = method_colors(spec), set(), False
 
     def legend_once(name: str) -> bool:
         first = name not in shown
@@ -82,8 +85,15 @@ def sweep_plot(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str) ->
             others = [k for k in swept if k != param]
             selected_over = param in (spec.selection.over or swept)
             color = colors[method]
-            for by_key, line in g.groupby(g["params"].map(lambda p, o=others: format_params(p, o)), sort=False):
+            lines = list(g.groupby(g["params"].map(lambda p, o=others: format_params(p, o)), sort=False))
+            # as in the PNG, a method with two swept parameters shows the curve at its selected other
+            # value; its other curves are in the legend, hidden until clicked
+            selected = set(best["setting"][(best["dataset"] == ds) & (best["method"] == method)]) if not best.empty else set()
+            shown_keys = {k for k, line in lines if selected & set(line["setting"])} or {lines[0][0]}
+            two_d = two_d or bool(others)
+            for by_key, line in lines:
                 key = str(by_key)
+                visible: bool | str = True if not others or by_key in shown_keys else "legendonly"
                 x = line["params"].map(lambda p: float(p[param])).to_numpy(float)
                 o = np.argsort(x)
                 x, y = x[o], RATE * line[metric].to_numpy(float)[o]
@@ -91,19 +101,19 @@ def sweep_plot(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str) ->
                 name = method if not others else f"{method} ({key})"
                 first = legend_once(name)
                 fig.add_trace(go.Scatter(
-                    x=x, y=y, mode="lines+markers", name=name, legendgroup=name, showlegend=first,
+                    x=x, y=y, mode="lines+markers", name=name, legendgroup=name, showlegend=first, visible=visible,
                     line={"color": color}, marker={"size": 5}, customdata=np.c_[s, line["splits"].to_numpy()[o]],
-                    hovertemplate=(f"<b>{name}</b> on {ds}<br>{param} = %{{x:.4g}}<br>{label}: %{{y:.2f}}"
+                    hovertemplate=(f"<b>{name}</b> on {ds}<br>{param} = %{{x:.4~g}}<br>{label}: %{{y:.2f}}"
                                    " ± %{customdata[0]:.2f} (std over %{customdata[1]} splits)<extra></extra>")), **at)
                 fig.add_trace(go.Scatter(
-                    x=np.r_[x, x[::-1]], y=np.r_[y + s, (y - s)[::-1]], fill="toself", fillcolor=color, opacity=0.12,
-                    line={"width": 0}, hoverinfo="skip", legendgroup=name, showlegend=False), **at)
+                    x=np.r_[x, x[::-1]], y=np.r_[y + s, (y - s)[::-1]], fill="toself", fillcolor=color, opacity=0.12, mode="lines",
+                    line={"width": 0}, hoverinfo="skip", legendgroup=name, showlegend=False, visible=visible), **at)
                 chosen = best[(best["dataset"] == ds) & (best["method"] == method)] if selected_over else best.iloc[:0]
                 for r in chosen[chosen["setting"].isin(line["setting"])].to_dict("records"):
                     fig.add_trace(go.Scatter(
-                        x=[float(r["params"][param])], y=[RATE * r[metric]], mode="markers", legendgroup=name,
+                        x=[float(r["params"][param])], y=[RATE * r[metric]], mode="markers", legendgroup=name, visible=visible,
                         showlegend=False, marker={"size": 12, "color": "rgba(0,0,0,0)", "line": {"color": color, "width": 2}},
-                        hovertemplate=f"<b>{name}</b>: selected {param} = %{{x:.4g}}, %{{y:.2f}}<extra></extra>"), **at)
+                        hovertemplate=f"<b>{name}</b>: selected {param} = %{{x:.4~g}}, %{{y:.2f}}<extra></extra>"), **at)
             for p in spec.paper.results if metric == "accuracy" else []:
                 if p.metric != "accuracy" or p.dataset != ds or p.method != method:
                     continue
@@ -116,7 +126,7 @@ def sweep_plot(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str) ->
                     fig.add_trace(go.Scatter(
                         x=[p.params[param]], y=[RATE * p.value], mode="markers", name="paper", legendgroup="paper",
                         showlegend=legend_once("paper"), marker={"symbol": "diamond", "size": 8, "color": "black"},
-                        hovertemplate=f"the paper: {method}, {param} = %{{x:.4g}}: %{{y:.2f}}<extra></extra>"), **at)
+                        hovertemplate=f"the paper: {method}, {param} = %{{x:.4~g}}: %{{y:.2f}}<extra></extra>"), **at)
         others_best = best[(best["dataset"] == ds) & ~best["method"].isin(set(sub["method"]))] if not best.empty else best
         for ref in others_best.to_dict("records"):
             value = ref[metric]
@@ -128,11 +138,18 @@ def sweep_plot(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str) ->
                                 hovertemplate=f"<b>{ref['method']}</b> at its selected setting: %{{y:.2f}}<extra></extra>"), **at)
         fig.update_xaxes(title_text=param, type="log" if logx else "linear", **at)
         fig.update_yaxes(title_text=label if at["col"] == 1 else None, **at)
-    fig.update_layout(**{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 100}}, height=PANEL_PX * nrow + 180,
-                      legend={"orientation": "h", "y": -0.12 / nrow - 0.05},
-                      title={"text": f"{spec.name}: {SCORE_LABELS[metric]} against {param}<br><span style='font-size:12px'>"
-                                     f"{spec.describe_protocol(short=True)}; band = ±1 std over splits; circled: the "
-                                     "selected value</span>", "font": {"size": 14}, "x": 0.02, "xanchor": "left"})
+    title = [f"{spec.name}: {SCORE_LABELS[metric]} against {param}",
+             f"{spec.describe_protocol(short=True)}; band = ±1 std over splits; circled: the selected value"]
+    if two_d:
+        title.append("a method with two swept parameters: its curve at the selected other value; "
+                     "its other values in the legend (click one to show it)")
+    many = len(shown) > LEGEND_BELOW  # a long legend goes to the right, scrolling, not over the panels
+    legend = {"orientation": "v", "x": 1.02, "y": 1.0, "yanchor": "top"} if many else \
+        {"orientation": "h", "y": -0.12 / nrow - 0.05}
+    fig.update_layout(**{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 60 + 20 * len(title)}},
+                      height=PANEL_PX * nrow + 140 + 20 * len(title), legend=legend,
+                      title={"text": title[0] + "".join(f"<br><span style='font-size:12px'>{t}</span>" for t in title[1:]),
+                             "font": {"size": 14}, "x": 0.02, "xanchor": "left"})
     return fig
 
 
@@ -150,7 +167,7 @@ def critical_difference_plot(ranks: dict[str, float], cd: float, groups: list[li
         x=[ranks[m] for m in order], y=[f"{m} ({ranks[m]:.2f})" for m in order], mode="markers", name=f"average rank ± CD/2 (CD = {cd:.2f})",
         marker={"size": 9, "color": "#2c3e50"}, error_x={"type": "constant", "value": cd / 2, "thickness": 1.2, "width": 4},
         customdata=[", ".join(near[m]) or "none" for m in order],
-        hovertemplate="<b>%{y}</b>: average rank %{x:.4g}<br>not separated (within CD): %{customdata}<extra></extra>"))
+        hovertemplate="<b>%{y}</b>: average rank %{x:.4~g}<br>not separated (within CD): %{customdata}<extra></extra>"))
     for i, members in enumerate(groups):
         lo, hi = ranks[members[0]], ranks[members[-1]]
         fig.add_trace(go.Scatter(
