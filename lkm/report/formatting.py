@@ -42,7 +42,7 @@ def records_interval(records: pd.DataFrame, column: str = "accuracy", resampled:
                                           records["n_train"].astype(float), resampled=resampled), error=error)
 
 
-def format_rate(mean: float, std: float | None = None) -> str:
+def format_rate(mean: float | None, std: float | None = None) -> str:
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "–"
     s = f"{RATE * mean:.2f}"
