@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -70,6 +71,7 @@ def summary_table(best: pd.DataFrame, spec: Spec, unavailable: dict[str, str],
              for m in spec.methods if m.tune is not None and records is not None and not records.empty}
     warned_notes = []
     rows = []
+    r: Any  # a row of the table (pandas-stubs types itertuples' fields as any scalar)
     for pos, r in enumerate(best.itertuples()):
         mspec = next(m for m in spec.methods if m.name == r.method)
         selected = format_selected(r.params, spec.swept_params(mspec), edges.get(pos, set()))
@@ -130,6 +132,7 @@ def sweep_table(agg: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     swept = {m.name: spec.swept_params(m) for m in spec.methods}
     metric = spec.selection.metric
     rows = []
+    r: Any  # a row of the table (pandas-stubs types itertuples' fields as any scalar)
     for r in agg.itertuples():
         row = {"dataset": r.dataset, "method": r.method}
         for k in swept[r.method]:
@@ -198,6 +201,7 @@ def _summary(ctx: ReportContext) -> list[Path]:
 def _metrics(ctx: ReportContext) -> list[Path]:
     """Every score of :data:`lkm.numerics.metrics.SCORES` at the selected setting, mean ± std over splits."""
     rows = []
+    r: Any  # a row of the table (pandas-stubs types itertuples' fields as any scalar)
     for r in ctx.best.itertuples():
         mspec = next(m for m in ctx.spec.methods if m.name == r.method)
         row = {"dataset": r.dataset, "method": r.method, "selected": format_params(r.params, ctx.spec.swept_params(mspec))}
@@ -288,6 +292,7 @@ def _train_test(ctx: ReportContext) -> list[Path]:
         return []
     paper = ctx.options("train_test").get("paper", {})
     rows = []
+    r: Any  # a row of the table (pandas-stubs types itertuples' fields as any scalar)
     for r in ctx.best.itertuples():
         recs = ok[(ok["dataset"] == r.dataset) & (ok["method"] == r.method)]
         recs = recs[recs["params"].map(lambda p: json.dumps(p, sort_keys=True, default=str)) == r.setting]
