@@ -279,14 +279,17 @@ def _cell_text(v: Any) -> str | None:
 def _split_cells(texts: list[str | None], col: str, whole: re.Pattern, alone: re.Pattern | None,
                  suffixes: tuple[str, str]) -> dict[str, list[Any]]:
     """The columns one composite column becomes (see :func:`csv_frame`)."""
-    first, second, marks, notes = [], [], [], []
+    first: list[float] = []
+    second: list[float] = []
+    marks: list[str] = []
+    notes: list[str] = []
     for t in texts:
         m = (whole.fullmatch(t) or (alone.fullmatch(t) if alone else None)) if t is not None else None
         first.append(_number(m["a"]) if m else math.nan)
         second.append(_number(m["b"]) if m and "b" in m.groupdict() else math.nan)
         marks.append((m["mark"] or "").strip() if m else "")
         notes.append("" if m or t is None or t.strip() in _NO_VALUE else t)
-    out = {f"{col}{suffixes[0]}": first, f"{col}{suffixes[1]}": second}
+    out: dict[str, list[Any]] = {f"{col}{suffixes[0]}": first, f"{col}{suffixes[1]}": second}
     if any(marks):
         out[f"{col} mark"] = marks
     if any(notes):
@@ -315,7 +318,8 @@ def csv_frame(df: pd.DataFrame) -> pd.DataFrame:
         elif (textual and any(t is not None and t.strip() not in _NO_VALUE for t in texts)
               and all(t is not None and (t.strip() in _NO_VALUE or re.fullmatch(_NUMBER, t.strip()))
                       for t in texts)):
-            out[str(col)] = ["" if t.strip() in _NO_VALUE else t.strip().replace("\u2212", "-") for t in texts]
+            out[str(col)] = ["" if t is None or t.strip() in _NO_VALUE else t.strip().replace("\u2212", "-")
+                             for t in texts]  # none is None here (checked above)
         else:
             out[str(col)] = values.to_numpy()
     return pd.DataFrame(out, index=df.index)
