@@ -45,6 +45,7 @@ import tarfile
 import time
 import unicodedata
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
@@ -149,7 +150,7 @@ def resolve_inside(folder: Path, rel: str) -> Path:
     return path
 
 
-def _check_listed(root: Path, listed: dict[str, object]) -> None:
+def _check_listed(root: Path, listed: Mapping[str, object]) -> None:
     """Refuse (one line) a manifest entry that could name anything but a file of the pack,
     or whose sha256 is not one, before any file is read."""
     seen: dict[str, str] = {}
