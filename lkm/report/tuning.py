@@ -96,6 +96,8 @@ def edge_shares(grids: Mapping[str, Mapping[str, Sequence[Any]]],
     for method, grid in grids.items():
         chosen = list(selections.get(method, ()))
         params, any_edge = [], [False] * len(chosen)
+        at_min: int | None
+        at_max: int | None
         for name, values in grid.items():
             kind = parameter_kind(name, values)
             picks = [s[name] for s in chosen if name in s]
