@@ -89,9 +89,9 @@ def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,
                                    f"{spec.name}: the paper's numbers beside ours ({spec.paper.reference})")
     if not figures:  # tables only (what the docs count flagged rows from)
         return written
-    figures = [name for name in spec.outputs.figures if not agg.empty or name in study_figures]
+    figure_names = [name for name in spec.outputs.figures if not agg.empty or name in study_figures]
     inputs = FigureInputs(ctx)
-    for name in figures:
+    for name in figure_names:
         try:
             files, reused = inputs.build(name)
         except DatasetUnavailable as exc:  # a figure of the data itself (digits): the records alone cannot draw it
