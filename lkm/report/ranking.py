@@ -131,8 +131,8 @@ def _completeness(spec: Any, records: pd.DataFrame, planned: dict[str, int]) -> 
     (``planned``, or as many as any method has): a failed fit (its first error), or
     splits not recorded (a run still going or killed)."""
     fits = records[records["kind"] != "study"] if "kind" in records.columns else records
-    expected = fits.groupby("dataset")["split"].nunique().to_dict()
-    expected = {d: max(int(expected.get(d, 0)), planned.get(d, 0)) for d in set(expected) | set(planned)}
+    recorded: dict[Any, int] = fits.groupby("dataset")["split"].nunique().to_dict()
+    expected = {d: max(int(recorded.get(d, 0)), planned.get(d, 0)) for d in set(recorded) | set(planned)}
     out: dict[tuple[str, str], str] = {}
     for d in spec.datasets:
         for m in spec.methods:
@@ -161,6 +161,7 @@ def scores_table(run_dir: Path, spec: Any, records: pd.DataFrame, best: pd.DataF
     missing = _completeness(spec, records, planned_splits(run_dir))
     table = pd.DataFrame(np.nan, index=pd.Index([d.id for d in spec.datasets], name="dataset"),
                          columns=[m.name for m in spec.methods])
+    r: Any  # a row of the table (pandas-stubs types itertuples' fields as any scalar)
     for r in best.itertuples():
         if (r.dataset, r.method) not in missing and r.dataset in table.index and r.method in table.columns:
             table.loc[r.dataset, r.method] = RATE * float(r.accuracy)
@@ -297,8 +298,8 @@ def critical_difference_figure(ranks: dict[str, float], cd: float, n_datasets: i
     for r in range(1, k + 1):
         ax.plot([xr(r), xr(r)], [top - 0.07, top], **line)
         ax.text(xr(r), top - 0.1, str(r), ha="center", va="bottom", fontsize=SMALL_PT)
-    for r in np.arange(1.5, k, 1.0):
-        ax.plot([xr(r), xr(r)], [top - 0.035, top], **line)
+    for half in np.arange(1.5, k, 1.0):
+        ax.plot([xr(half), xr(half)], [top - 0.035, top], **line)
 
     # the critical difference, from rank 1, above the tick numbers
     cd_y = top - 0.5
