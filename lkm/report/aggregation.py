@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,11 @@ from lkm.numerics.metrics import SCORES
 from lkm.numerics.stats import rate_interval
 from lkm.report.formatting import EDGE_MARK, format_params, format_value
 from lkm.spec import Spec
+
+
+def _rows(frame: pd.DataFrame) -> Iterator[Any]:
+    """``frame.itertuples()``, its rows typed Any: pandas-stubs types their fields as any scalar."""
+    return frame.itertuples()
 
 
 def aggregate(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
@@ -44,13 +50,13 @@ def aggregate(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
         resampled = {d.id: resampled_splits(spec, d.id) for d in spec.datasets}
         bounds = grouped.apply(lambda g: rate_interval(g["accuracy"], g["n_test"], g["n_train"],
                                                        resampled=resampled.get(g.name[0], True)),
-                               include_groups=False)
+                               include_groups=False)  # type: ignore[call-overload]  # pandas-stubs: apply's overloads lack include_groups (pandas >= 2.2) and a tuple result
         agg["accuracy_ci_low"] = [b[0] for b in bounds]
         agg["accuracy_ci_high"] = [b[1] for b in bounds]
     else:  # records written without split sizes: no interval
         agg["accuracy_ci_low"] = agg["accuracy_ci_high"] = np.nan
     order = _grid_order(spec)
-    agg["_order"] = [order.get((r.method, r.setting), 0) for r in agg.itertuples()]
+    agg["_order"] = [order.get((r.method, r.setting), 0) for r in _rows(agg)]
     ds_order = {d.id: i for i, d in enumerate(spec.datasets)}
     m_order = {m.name: i for i, m in enumerate(spec.methods)}
     agg["_ds"] = agg["dataset"].map(ds_order)
@@ -141,6 +147,7 @@ def grid_edges(best: pd.DataFrame, spec: Spec) -> list[tuple[int, str, Any, str,
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     values.setdefault(k, set()).add(float(v))
         grids[m.name] = {k: sorted(v) for k, v in values.items()}
+    r: Any  # a row of best (pandas-stubs types itertuples' fields as any scalar)
     for pos, r in enumerate(best.itertuples()):
         mspec = next((m for m in spec.methods if m.name == r.method), None)
         if mspec is None:
@@ -220,7 +227,7 @@ def not_run_cells(records: pd.DataFrame | None) -> dict[tuple[str, str], str]:
     if records is None:
         return {}
     nr = not_run_fits(records)
-    return {(r.dataset, r.method): r.cell for r in nr.itertuples() if r.not_run == r.total}
+    return {(r.dataset, r.method): r.cell for r in _rows(nr) if r.not_run == r.total}
 
 
 def failure_warnings(records: pd.DataFrame) -> list[str]:
