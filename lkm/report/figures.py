@@ -76,14 +76,19 @@ def method_colors(spec: Spec) -> dict[str, str]:
     same method has the same colour in every figure of a run (tab10, tab20 beyond ten
     methods, evenly spaced hues beyond twenty). Every per-method figure takes its colours here."""
     import matplotlib
-    from matplotlib.colors import to_hex
+    from matplotlib.colors import ListedColormap, to_hex
 
     names = list(dict.fromkeys(m.name for m in spec.methods))
     n = len(names)
+    def listed(name: str) -> Sequence[Any]:  # the colours of a qualitative colormap
+        cmap = matplotlib.colormaps[name]
+        assert isinstance(cmap, ListedColormap) and isinstance(cmap.colors, (list, tuple))
+        return cmap.colors
+
     if n <= 10:
-        palette = [to_hex(c) for c in matplotlib.colormaps["tab10"].colors]
+        palette = [to_hex(c) for c in listed("tab10")]
     elif n <= 20:
-        palette = [to_hex(c) for c in matplotlib.colormaps["tab20"].colors]
+        palette = [to_hex(c) for c in listed("tab20")]
     else:
         palette = [to_hex(matplotlib.colormaps["hsv"](i / n)) for i in range(n)]
     return {name: palette[i % len(palette)] for i, name in enumerate(names)}
@@ -127,7 +132,7 @@ def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, 
     has_param = agg["params"].map(lambda p: isinstance(p.get(param), (int, float)))
     varied = agg[has_param]
     counts = varied.groupby(["dataset", "method"])["params"].agg(lambda ps: len({p[param] for p in ps}))
-    datasets = [d for d in dict.fromkeys(agg["dataset"]) if (counts.get(d, pd.Series(dtype=int)) > 1).any()]
+    datasets = [d for d in dict.fromkeys(agg["dataset"]) if np.any(counts.get(d, pd.Series(dtype=int)) > 1)]
     if not datasets:
         return []
     ncol = min(3, len(datasets))
@@ -161,6 +166,7 @@ def sweep_figure(agg: pd.DataFrame, best: pd.DataFrame, spec: Spec, param: str, 
                 ax.fill_between(x[o], y - s, y + s, color=color, alpha=0.12, lw=0)
                 chosen = best[(best["dataset"] == ds) & (best["method"] == method)] if selected_over else best.iloc[:0]
                 chosen = chosen[chosen["setting"].isin(line["setting"])]
+                r: Any  # a row of best (pandas-stubs types itertuples' fields as any scalar)
                 for r in chosen.itertuples():
                     star = float(r.params[param])
                     ax.axvline(star, color=color, ls=":", lw=1.1, alpha=0.9)
@@ -388,12 +394,13 @@ def _reference_lines(ax: Any, best: pd.DataFrame, spec: Spec, dataset: str, para
     for method, g in rows.groupby("method", sort=False):
         mspec = next(m for m in spec.methods if m.name == method)
         swept = spec.swept_params(mspec)
+        r: Any  # a row (pandas-stubs types itertuples' fields as any scalar)
         for r in g.itertuples():
             value = getattr(r, metric)
             if value is None or not np.isfinite(value):
                 continue
             setting = f", {format_params(r.params, swept)}" if len(g) > 1 and swept else ""
-            ax.axhline(RATE * value, color=colors.get(method, "grey"), ls="--", lw=1.4,
+            ax.axhline(RATE * value, color=colors.get(str(method), "grey"), ls="--", lw=1.4,
                        label=f"{method} (no {param}{setting})")
 
 
@@ -528,8 +535,11 @@ def save_figure(fig: Any, base: Path, formats: Sequence[str], tight: bool = True
     try:
         for fmt in formats:
             meta = {"CreationDate": None} if fmt == "pdf" else None
-            out.append(atomic_save(base.with_suffix(f".{fmt}"), lambda tmp, fmt=fmt, meta=meta: fig.savefig(
-                tmp, format=fmt, bbox_inches="tight" if tight else None, metadata=meta)))
+
+            def write(tmp: Path, fmt: str = fmt, meta: dict[str, Any] | None = meta) -> None:
+                fig.savefig(tmp, format=fmt, bbox_inches="tight" if tight else None, metadata=meta)
+
+            out.append(atomic_save(base.with_suffix(f".{fmt}"), write))
     finally:
         plt.close(fig)
     return out
