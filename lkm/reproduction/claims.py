@@ -224,7 +224,8 @@ def claim_row(number: str, claim: str, where: str, evaluate: Evaluator, names: l
         vruns = list(runs)
         for i, variant in by_index.items():
             vrun = load(variant, False)
-            vruns[i] = runs[i].with_methods_of(vrun) if vrun is not None and runs[i] is not None else None
+            run = runs[i]
+            vruns[i] = run.with_methods_of(vrun) if vrun is not None and run is not None else None
         missing = any(vruns[i] is None for i in by_index)
         under.append((label, None if missing else evaluate(vruns if len(names) > 1 else vruns[0])[1]))
     cell, rcell = reading_verdict(cell, ok, under)

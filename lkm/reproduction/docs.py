@@ -247,7 +247,7 @@ def row_verdict_counts(snap: Snapshot) -> pd.DataFrame:
                     shutil.copytree(snap.root / name, root / name)
                     build_report(RunStore(root / name), load_spec(root / name / "spec.yaml"), figures=False)
         site = collect(root, snap.papers, None)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for view in site.papers:
         counts = view.row_verdicts()
         rows.append({"paper": view.short, "compared rows": sum(counts.values()), **{v: counts[v] for v in ROW_VERDICTS}})
@@ -510,12 +510,12 @@ def snapshot(papers: Papers, results: Path = Path("results"), root: Path = Path(
     for paper, file in cited_figures(papers, root):
         if paper in NOT_FROM_RUNS:
             continue
-        src = _figure_source(results, file)
-        if src is None:
+        figure = _figure_source(results, file)
+        if figure is None:
             report.missing_figures.append(f"{paper}/{file}")
             continue
         (root / FIGURES / paper).mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, root / FIGURES / paper / file)
+        shutil.copyfile(figure, root / FIGURES / paper / file)
         report.figures.append(f"{paper}/{file}")
     if dest_root.is_dir():  # the results pack: its manifest (version, sha256 of each file) and pin
         from lkm.report.pack import pin_pack, verify_pack, write_manifest

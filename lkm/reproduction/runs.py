@@ -64,7 +64,7 @@ def packaged_specs(package: str) -> dict[str, Path]:
 def shown_path(spec: str) -> str:
     """A shipped spec's path as a reader finds it in the source (``lkm/papers/lpl/specs/
     lpl_vs_svm.yaml``) wherever lkm is installed; any other path as given."""
-    package_root = Path(files("lkm")).resolve().parent
+    package_root = Path(str(files("lkm"))).resolve().parent  # a regular package: its folder
     try:
         return Path(spec).resolve().relative_to(package_root).as_posix()
     except ValueError:

@@ -47,8 +47,8 @@ def datasets_rows(prov: dict[str, Any]) -> list[list[str]]:
     for key, ids in groups.items():
         d = info[key]
         name = key[0] + (f" ({len(ids)} tasks)" if len(ids) > 1 else "")
-        files = "; ".join(f"{n} sha256 {s}" if s else n for n, s in key[1]) or d.get("source", "")
-        rows.append([name, f"{d.get('rows', '')} × {d.get('features', '')}", files])
+        listed = "; ".join(f"{n} sha256 {s}" if s else n for n, s in key[1]) or d.get("source", "")
+        rows.append([name, f"{d.get('rows', '')} × {d.get('features', '')}", listed])
     return rows
 
 

@@ -132,7 +132,9 @@ def _pairs(table: Table) -> list[tuple[str, int, int, str, str]]:
             out.append((m.group(1), i, index[f"{m.group(1)} (paper)"], f"{m.group(1)}: ours − paper", m.group(1)))
     for j, c in enumerate(columns):
         m = re.fullmatch(r"paper's\s+(.*\S)", c)
-        for i, o in enumerate(columns if m else ()):
+        if m is None:
+            continue
+        for i, o in enumerate(columns):
             mo = re.fullmatch(r"(ours[^:]*):\s*(.*)", o)
             if mo and mo.group(2).startswith(m.group(1)):
                 out.append((m.group(1), i, j, f"{mo.group(1)} − paper", f"{m.group(1)} ({mo.group(1)})"))
@@ -395,8 +397,8 @@ def with_differences(table: Table, link: str | None = None, cause_for: CauseFor 
             inserts.append((max(io, ip) + 1, name, diffs))
     for pos, name, diffs in sorted(inserts, key=lambda t: -t[0]):
         columns.insert(pos, name)
-        for row, d in zip(rows, diffs, strict=True):
-            row.insert(pos, d)
+        for row, cell in zip(rows, diffs, strict=True):
+            row.insert(pos, cell)
     if not any(found) and not inserts:
         return table
     causes = list(dict.fromkeys(c.cause for parts in found for c in parts if c.cause and c.cause != NO_CAUSE))
@@ -409,9 +411,9 @@ def with_differences(table: Table, link: str | None = None, cause_for: CauseFor 
     compared = []
     for stem, io, ip, name, _ in pairs:
         if not stem or _is_rate(stem):
-            ours = table.columns[io]
-            difference = name if name in inserted else "ours − paper" if has_diff else ""
-            compared += [table.columns[ip], ours, ci_column(ours), difference]
+            ours_column = table.columns[io]
+            difference_column = name if name in inserted else "ours − paper" if has_diff else ""
+            compared += [table.columns[ip], ours_column, ci_column(ours_column), difference_column]
     ids = [c for c in table.columns if c in KEY_COLUMNS]
     out.lead = [c for c in dict.fromkeys(ids + compared) if c in columns]
     return out
@@ -455,7 +457,9 @@ def contradictions(comparisons: list[Comparison]) -> list[str]:
             groups.setdefault((id(c.difference), c.row), []).append(c)
     out = []
     for (_, row), group in groups.items():
-        for evidence in group[0].difference.evidence:
+        difference = group[0].difference
+        assert difference is not None  # grouped by it above
+        for evidence in difference.evidence:
             prefix = f"{evidence.choice}: "
             verdicts = []
             for c in group:
