@@ -9,7 +9,7 @@ export LKM_DATA_DIR ?= $(abspath ../shared/datasets)
 LOCK   := requirements.lock
 ENV    := $(if $(LOCKED),install-locked,install)
 
-.PHONY: help install install-locked lock docs docs-figures docs-check demo test check-shipped lint benchmark benchmark-smoke bench bench-large bench-scaling bench-cost bench-cluster bench-cli reproduce reproduce-smoke report report-snapshot reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
+.PHONY: help install install-locked lock docs docs-figures docs-check demo test typecheck check-shipped lint benchmark benchmark-smoke bench bench-large bench-scaling bench-cost bench-cluster bench-cli reproduce reproduce-smoke report report-snapshot reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -39,8 +39,12 @@ lock: install  ## rewrite requirements.lock from .venv (pip freeze --exclude-edi
 demo: install  ## run the embedded default (offline data) and write results/quickstart/
 	$(LKM) run configs/quickstart.yaml --jobs 2
 
-test: install  ## run the test suite (uses the dataset mirror in $$LKM_DATA_DIR)
+test: install  ## type-check lkm/ (mypy), then run the test suite (uses the dataset mirror in $$LKM_DATA_DIR)
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n 2 --durations=30
+
+typecheck: install  ## mypy over lkm/ (strict on lkm.methods, lkm.spec, lkm.engine; pyproject.toml [tool.mypy])
+	$(BIN)/mypy
 
 check-shipped: install  ## re-fit every shipped record a faster solver route touches (PRLS/PLapRLS, SVM-KNN), label for label (~1 h)
 	$(BIN)/python -m pytest -q -n 2 -m shipped_refit --refit-shipped
@@ -48,6 +52,7 @@ check-shipped: install  ## re-fit every shipped record a faster solver route tou
 lint: install  ## static checks
 	$(BIN)/ruff check lkm tests scripts
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 bench: install  ## speed ratios against reference libraries (one spambase fold)
 	$(LKM) bench --out results/bench.json

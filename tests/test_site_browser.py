@@ -36,7 +36,7 @@ def _chromium(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def page(tmp_path_factory) -> Path:
     root = tiny_results(tmp_path_factory.mktemp("browser") / "results")
-    return build_site(root, PAPERS, CROSS_SPEC).index
+    return build_site(root, PAPERS, CROSS_SPEC).page
 
 
 @pytest.mark.parametrize("width", [1400, 800])

@@ -48,7 +48,7 @@ def built(smoke_all: Path, tmp_path_factory) -> Path:
     shared with other test modules and workers: read only here)."""
     out = tmp_path_factory.mktemp("site") / "report"
     files = build_site(smoke_all, PAPERS, CROSS_SPEC, out=out, smoke=True)
-    assert files.index == out / "index.html" and files.markdown == out / "report.md"
+    assert files.page == out / "index.html" and files.markdown == out / "report.md"
     return out
 
 
@@ -289,7 +289,7 @@ def test_a_report_with_nothing_run_says_what_makes_each_part(tmp_path: Path) -> 
     tiny_results(tmp_path)
     cross = tmp_path / "cross_paper_summary"
     files = build_site(tmp_path, PAPERS, CROSS_SPEC)
-    assert files.index == tmp_path / "report" / "index.html" and files.claims == 3
+    assert files.page == tmp_path / "report" / "index.html" and files.claims == 3
     doc = _document(tmp_path / "report")
     text = ET.tostring(doc, encoding="unicode", method="text")
     for key in PAPERS:

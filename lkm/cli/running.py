@@ -354,4 +354,4 @@ def print_site(written) -> None:
     if len(written.missing) > MISSING_LINES:
         err_console.print(text_line(("missing:", "yellow"), f" ... and {len(written.missing) - MISSING_LINES} more"
                                 f" (each paper's \"Still missing\" in the report)"), soft_wrap=True)
-    console.print(f"report: {written.index} (and {written.markdown.name} beside it)", highlight=False)
+    console.print(f"report: {written.page} (and {written.markdown.name} beside it)", highlight=False)

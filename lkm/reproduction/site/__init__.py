@@ -124,12 +124,13 @@ def _copy_files(files: list[tuple[str, Path, str]], out: Path) -> list[Path]:
 
 
 class SiteFiles(list[Path]):
-    """The files of the report (``index``, ``markdown`` first) and its claims counts."""
+    """The files of the report (``page``, its index.html, and ``markdown`` first) and its
+    claims counts. (Not ``index``: that would hide ``list.index``.)"""
 
-    def __init__(self, files: Iterable[Path], index: Path, markdown: Path, counts: dict[str, int],
+    def __init__(self, files: Iterable[Path], page: Path, markdown: Path, counts: dict[str, int],
                  claims: int, missing: list[str], differing: str = "") -> None:
         super().__init__(files)
-        self.index, self.markdown, self.counts, self.claims, self.missing = index, markdown, counts, claims, missing
+        self.page, self.markdown, self.counts, self.claims, self.missing = page, markdown, counts, claims, missing
         self.differing = differing
 
 
