@@ -6,12 +6,12 @@ writes one back."""
 from __future__ import annotations
 
 import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
 
 from lkm.errors import SpecError, did_you_mean
 from lkm.spec.model import (
@@ -68,7 +68,7 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def _error_message(err: ErrorDetails) -> tuple[tuple[Any, ...], str]:
+def _error_message(err: Mapping[str, Any]) -> tuple[tuple[Any, ...], str]:
     """The key path and the one-line message of a pydantic error, in a spec's words
     (what is accepted, never pydantic's internal names: tags, discriminators, ``[key]``)."""
     loc, kind = tuple(err["loc"]), err["type"]
