@@ -164,3 +164,15 @@ def test_a_command_that_changes_its_pool_ends_without_joblibs_leak_warning(tmp_p
     assert done.returncode == 0, done.stderr
     assert "leaked" not in done.stderr and "resource_tracker" not in done.stderr, done.stderr
     assert (tmp_path / "run_b" / "results.csv").is_file()
+
+
+def test_a_two_parameter_sweep_names_the_figure_of_both_as_its_main_figure(tmp_path, data_dir, monkeypatch):
+    """The README's `lkm sweep -m lpl -d sonar --sigma … --k 3,7` named `sweep_k.png`, one
+    line per sigma, as its main figure; the figure of both parameters is the one to open."""
+    monkeypatch.chdir(tmp_path)
+    res = runner.invoke(app, ["sweep", "-m", "lpl", "-d", "sonar", "--sigma", "0.1:10:3", "--k", "3,7",
+                              "--no-progress"], env={"LKM_DATA_DIR": str(data_dir), "COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    shown = [line.split("figure:", 1)[1].strip() for line in res.output.splitlines() if "figure:" in line]
+    assert len(shown) == 1 and shown[0].endswith("/figures/sweep_sigma_k.png"), res.output
+    assert (tmp_path / shown[0]).is_file()

@@ -304,7 +304,8 @@ def _print_failed_methods(store, task_ids: set[str]) -> None:
 
 def _main_outputs(run_dir: Path, spec) -> list[tuple[str, Path]]:
     """The run folder, its main table (tables/summary.md, else the first table) and main
-    figure (the first PNG of the spec's first figure output, else the first PNG)."""
+    figure (of the spec's first figure output that drew one, its PNG with the longest name —
+    a two-parameter sweep's ``sweep_<x>_<y>`` —, else the first PNG)."""
     out: list[tuple[str, Path]] = [("run folder", run_dir)]
     tables = run_dir / "tables"
     summary = tables / "summary.md"
@@ -314,8 +315,10 @@ def _main_outputs(run_dir: Path, spec) -> list[tuple[str, Path]]:
     if table is not None:
         out.append(("table", table))
     figures = sorted((run_dir / "figures").glob("*.png")) if (run_dir / "figures").is_dir() else []
-    named = [f for name in spec.outputs.figures for f in figures if f.stem == name or f.stem.startswith(f"{name}_")]
-    figure = next(iter(named or figures), None)
+    groups = [[f for f in figures if f.stem == name or f.stem.startswith(f"{name}_")] for name in spec.outputs.figures]
+    named = next((g for g in groups if g), [])
+    # of a sweep over two parameters, the figure of both (sweep_sigma_k), not one of its lines
+    figure = max(named, key=lambda f: f.stem.count("_")) if named else next(iter(figures), None)
     if figure is not None:
         out.append(("figure", figure))
     return out
