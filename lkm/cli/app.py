@@ -312,10 +312,17 @@ def main() -> None:  # pragma: no cover - console entry point
     exit handlers run and the output is flushed, then the process leaves with the app's
     exit code. Tests call :data:`app` itself."""
     import atexit
+    import os
     import sys
 
     from lkm.engine.workers import stop_workers
 
+    # stop_workers kills the idle pool and the exit below skips the finalizers that would
+    # unlink its semaphores; loky's resource tracker (a process of its own, started with
+    # this environment) unlinks them at exit and says so as a UserWarning ("leaked semlock
+    # objects to clean up"): nothing is left behind, so the notice is not shown.
+    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, (
+        os.environ.get("PYTHONWARNINGS"), "ignore::UserWarning:joblib.externals.loky.backend.resource_tracker")))
     try:
         app()
         code: int = 0
