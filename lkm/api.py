@@ -402,10 +402,12 @@ def method_entry_of(estimator: Any, params: Mapping[str, Any] | None, name: str 
     """The new method's spec entry, and what names it in errors (its YAML file, if one).
     ``estimator``: a method key, a dotted path, a class, or a YAML file holding one method
     entry ({name, estimator, params, tune}). ``params``: NAME -> one value (fixed) or a
-    list of values (tuned by the reference's inner CV)."""
-    from lkm.report.compare import inner_cv, method_entry
+    list of values (tuned by the reference's inner CV, with the reference's tuning budget
+    when it draws its settings from ranges: :func:`lkm.report.compare.method_entry`)."""
+    from lkm.report.compare import check_budget, inner_cv, method_entry, tuning_budget
 
     cv, seed = inner_cv(reference)
+    budget = tuning_budget(reference)
     key = estimator_name(estimator)
     path = Path(key)
     if path.suffix in (".yaml", ".yml"):
@@ -419,9 +421,10 @@ def method_entry_of(estimator: Any, params: Mapping[str, Any] | None, name: str 
             raise SpecError(f"{path}: name: expected the method's name as text, got {entry['name']!r}")
         if "tune" in entry and isinstance(entry["tune"], dict):
             entry["tune"] = {"cv": cv, "seed": seed, **entry["tune"]}
+        check_budget(entry, budget, str(path))
         return entry, str(path)
     grids = {k: list(v) if isinstance(v, list | tuple) else [v] for k, v in (params or {}).items()}
-    return method_entry(key, name, grids, cv, seed), None
+    return method_entry(key, name, grids, cv, seed, budget), None
 
 
 def prepare_comparison(estimator: Any, params: Mapping[str, Any] | None = None, *, name: str | None = None,

@@ -19,6 +19,7 @@ from lkm.report.tuning import (
     grid_edge_table,
     parameter_kind,
 )
+from lkm.spec import TuneSpec
 
 GRID = {"sigma": [1, 2, 4, 8, 16], "k": [3, 9], "max_features": ["sqrt", None], "fixed": [5]}
 #: min edge, max edge (given as a float), two interior values; k at both ends of its
@@ -63,7 +64,7 @@ def test_edge_shares_of_two_range_parameters_count_a_fit_once() -> None:
 
 
 def test_grid_edge_table_reads_the_records_selections() -> None:
-    spec = SimpleNamespace(methods=[SimpleNamespace(name="M", tune=SimpleNamespace(grid=GRID)),
+    spec = SimpleNamespace(methods=[SimpleNamespace(name="M", tune=TuneSpec.model_validate({"grid": GRID, "cv": 3})),
                                     SimpleNamespace(name="Fixed", tune=None)])
     infos = [{"tuned_params": c} for c in CHOSEN]
     infos[1] = json.dumps(infos[1])  # a record read back as text

@@ -195,12 +195,13 @@ def run_sample(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOL
     times (grid size × inner folds), plus one refit on the whole training part at the
     middle setting with the test prediction and the decision values (as
     :func:`lkm.engine.runner.run_job` does). ``cpu_seconds``/``wall_seconds`` are the
-    estimate for the full fold; ``run_cpu_seconds`` what the sample itself took."""
+    estimate for the full fold; ``run_cpu_seconds`` what the sample itself took. A method
+    searched by successive halving has no sampled estimate (an error cell)."""
     import warnings
 
     import numpy as np
     from sklearn.base import clone
-    from sklearn.model_selection import ParameterGrid, StratifiedKFold
+    from sklearn.model_selection import StratifiedKFold
     from threadpoolctl import threadpool_limits
 
     from lkm.engine.runner import decision_values
@@ -211,7 +212,10 @@ def run_sample(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOL
     spec, m, ds_spec, data, split, params = _setup(spec_ref, dataset, method, n, fold, data_dir, data_path)
     X_train, X_test = preprocess(spec.preprocessing, data.X[split.train], data.X[split.test])
     y_train = data.y[split.train]
-    grid = list(ParameterGrid({k: list(v) for k, v in m.tune.grid.items()}))
+    if m.tune.halving:  # the sample's arithmetic (settings × folds × mean) is a plain search's
+        return {"status": "error", "mode": "sampled",
+                "message": f"{method} searches by successive halving: no sampled estimate, whole folds only"}
+    grid = m.tune.settings()
     inner = StratifiedKFold(n_splits=int(m.tune.cv), shuffle=True, random_state=int(m.tune.seed))
     tr, va = next(inner.split(X_train, y_train))
     base = resolve_estimator(m.estimator)(**params)

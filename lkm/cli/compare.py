@@ -120,8 +120,14 @@ def _announce(spec: Any, reference: Path, calibrate: bool) -> None:
     tasks, per_task = fit_count(spec, {d.id: int(splits.get(d.id, 0)) for d in spec.datasets})
     fits = tasks * per_task
     m = spec.methods[0]
-    how = (f"{per_task - 1} inner fits ({' × '.join(str(len(v)) for v in m.tune.grid.values())} settings × "
-           f"{m.tune.cv} folds) + 1 refit each" if m.tune is not None else "one fit each, parameters fixed")
+    if m.tune is None:
+        how = "one fit each, parameters fixed"
+    elif m.tune.grid is not None:
+        how = (f"{per_task - 1} inner fits ({' × '.join(str(len(v)) for v in m.tune.grid.values())} settings × "
+               f"{m.tune.cv} folds) + 1 refit each")
+    else:
+        how = (f"{m.tune.size} settings drawn from ranges, searched by {m.tune.cv}-fold inner CV"
+               + (f" with successive halving (factor {m.tune.halving})" if m.tune.halving else "") + " + 1 refit each")
     _say(f"{m.name}: {tasks} outer folds on {len(spec.datasets)} data sets, {how}: {fits} model fits in all. "
          f"The other methods' results are read from {reference}, not refitted"
          + (f"; {CALIBRATION_METHOD} is refitted on the {CALIBRATION_SETS} smallest sets to time this machine "

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import time
 import traceback
 from collections import Counter
@@ -636,55 +637,125 @@ class _SemiSupervised:
 
 
 def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.ndarray) -> tuple[Any, dict[str, Any]]:
-    """Choose ``tune['grid']`` by stratified k-fold CV on the training part only and refit
-    (the rule of :func:`best_setting`).
+    """Choose among ``tune``'s settings (:meth:`lkm.spec.TuneSpec.settings`: a grid's
+    combinations or a space's drawn candidates) by stratified k-fold CV on the training
+    part only and refit (the rule of :func:`best_setting`).
+
+    With ``tune['halving'] = h`` the search is successive halving in two rounds (Jamieson &
+    Talwalkar 2016; the schedule of scikit-learn's ``HalvingGridSearchCV`` with
+    ``factor=h``): every setting is fitted on a seeded stratified 1/h of each inner
+    training fold and scored on the whole inner test fold; the best ⌈settings/h⌉ (rounded
+    scores, ties to the search's order) and every setting that failed on the small part
+    (failing on fewer rows is no evidence) are searched again on whole folds, and the
+    choice is made there. scikit-learn's own halving draws its subsets without
+    stratification and ranks by an unstable sort; this protocol wants stratified draws and
+    the stated tie rule. The first round is skipped (a plain search) when 1/h of an inner
+    training fold would hold fewer than :data:`HALVING_MIN_ROWS_PER_CLASS` rows per class.
 
     Returns the refitted best estimator and the record's extra ``info``: ``tuned_params``,
     ``cv_score`` (mean CV accuracy of the chosen setting), ``refit_seconds`` (the final fit
     alone: the record's ``fit_seconds`` also counts the search), ``cv_folds``, ``cv_seed``,
-    ``grid_size``, ``failed_settings`` (settings that failed on some inner fold and were
-    passed over; absent when none did) and ``cv_n_train`` (rows the search saw: the training part only, or its
-    seeded stratified ``subsample`` when the spec asks for one; the refit always uses the
-    whole training part). The search does not share the job's distance cache
-    (GridSearchCV calls plain ``fit``).
+    ``grid_size`` (settings searched), ``failed_settings`` (settings that failed on some
+    inner fold of the final round and were passed over; absent when none did),
+    ``halving`` (rows per round and settings kept, when halving ran) and ``cv_n_train``
+    (rows the search saw: the training part only, or its seeded stratified ``subsample``
+    when the spec asks for one; the refit always uses the whole training part). The search
+    does not share the job's distance cache (GridSearchCV calls plain ``fit``).
     """
-    from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
+    from sklearn.model_selection import StratifiedKFold, train_test_split
 
+    from lkm.spec import TuneSpec
+
+    settings = TuneSpec.model_validate(tune).settings()
     cv = StratifiedKFold(n_splits=int(tune["cv"]), shuffle=True, random_state=int(tune["seed"]))
     rows = np.arange(len(y_train))
     if tune.get("subsample") and int(tune["subsample"]) < len(y_train):
         rows = np.sort(train_test_split(rows, train_size=int(tune["subsample"]), stratify=y_train,
                                         random_state=int(tune["seed"]))[0])
     folds = [(rows[a], rows[b]) for a, b in cv.split(X_train[rows], y_train[rows])]
-    # a setting the data cannot take (LDCV's C·(K-1) >= d) scores NaN and is passed over;
-    # the fit fails only when every setting fails
-    search = GridSearchCV(est, {k: list(v) for k, v in tune["grid"].items()}, scoring="accuracy",
-                          cv=folds, refit=best_setting, error_score=np.nan, n_jobs=1)
-    # an estimator that reads unlabeled rows from y (sklearn's -1) is told none are: a
-    # class labelled -1 (e.g. the IDA sets' ±1) is a class here
-    labeled = {"unlabeled": np.zeros(len(y_train), dtype=bool)} if _fit_takes_unlabeled(est) else {}
     import warnings
 
     from sklearn.exceptions import FitFailedWarning
 
+    halving_info: dict[str, Any] | None = None
+    factor = int(tune.get("halving") or 0)
+    if factor >= 2 and len(settings) > 1:
+        small = _halving_folds(folds, y_train, factor, int(tune["seed"]))
+        if small is not None:
+            first = _grid_search(est, settings, small, refit=False)
+            with warnings.catch_warnings():  # a setting failing on the small part goes on to whole folds
+                warnings.filterwarnings("ignore", category=FitFailedWarning)
+                warnings.filterwarnings("ignore", message="One or more of the test scores are non-finite")
+                first.fit(X_train, y_train, **_labeled_kwargs(est, y_train))
+            scores = np.round(np.asarray(first.cv_results_["mean_test_score"], dtype=float), CV_SCORE_DECIMALS)
+            keep = math.ceil(len(settings) / factor)
+            scored = [i for i in range(len(settings)) if not np.isnan(scores[i])]
+            best = sorted(scored, key=lambda i: (-scores[i], i))[:keep]  # stable: ties to the search's order
+            kept = sorted(set(best) | {i for i in range(len(settings)) if np.isnan(scores[i])})
+            halving_info = {"factor": factor, "rows": [int(np.median([len(a) for a, _ in small])),
+                                                       int(np.median([len(a) for a, _ in folds]))],
+                            "settings": [len(settings), len(kept)]}
+            settings = [settings[i] for i in kept]
+    search = _grid_search(est, settings, folds, refit=best_setting)
     with warnings.catch_warnings():  # settings that failed are counted in the record instead
         warnings.filterwarnings("ignore", category=FitFailedWarning)
         warnings.filterwarnings("ignore", message="One or more of the test scores are non-finite")
         try:
-            search.fit(X_train, y_train, **labeled)
+            search.fit(X_train, y_train, **_labeled_kwargs(est, y_train))
         except ValueError as exc:
             if not str(exc).strip().startswith("All the"):
                 raise
-            _raise_first_failure(est, tune, X_train[folds[0][0]], y_train[folds[0][0]])
+            _raise_first_failure(est, settings, X_train[folds[0][0]], y_train[folds[0][0]])
             raise
     skipped = int(np.isnan(search.cv_results_["mean_test_score"]).sum())
     chosen = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in search.best_params_.items()}
     cv_score = float(search.cv_results_["mean_test_score"][search.best_index_])
     return search.best_estimator_, {
         "tuned_params": chosen, "cv_score": cv_score, "cv_folds": int(tune["cv"]),
-        "cv_seed": int(tune["seed"]), "grid_size": len(search.cv_results_["params"]), "cv_n_train": int(len(rows)),
-        "refit_seconds": float(search.refit_time_), **({"failed_settings": skipped} if skipped else {}),
+        "cv_seed": int(tune["seed"]), "grid_size": (halving_info or {}).get("settings", [len(settings)])[0],
+        "cv_n_train": int(len(rows)), "refit_seconds": float(search.refit_time_),
+        **({"failed_settings": skipped} if skipped else {}), **({"halving": halving_info} if halving_info else {}),
     }
+
+
+#: The halving search's small round runs only when 1/factor of an inner training fold keeps
+#: at least this many rows per class (on average): fewer, and a local method's neighbourhoods
+#: would not be what they are on the whole fold.
+HALVING_MIN_ROWS_PER_CLASS = 10
+
+
+def _halving_folds(folds: list[tuple[np.ndarray, np.ndarray]], y: np.ndarray, factor: int,
+                   seed: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Each inner fold with its training rows cut to a seeded stratified 1/factor (test rows
+    whole), or None when that would leave fewer than HALVING_MIN_ROWS_PER_CLASS rows per class."""
+    from sklearn.model_selection import train_test_split
+
+    n_classes = len(np.unique(y))
+    out = []
+    for train, test in folds:
+        size = len(train) // factor
+        if size < HALVING_MIN_ROWS_PER_CLASS * n_classes:
+            return None
+        part = train_test_split(train, train_size=size, stratify=y[train], random_state=seed)[0]
+        out.append((np.sort(part), test))
+    return out
+
+
+def _grid_search(est: Any, settings: list[dict[str, Any]], folds: list[tuple[np.ndarray, np.ndarray]],
+                 refit: Any) -> Any:
+    """scikit-learn's GridSearchCV over an explicit list of settings, in that order (a list
+    of one-point grids); a setting the data cannot take (LDCV's C·(K-1) >= d) scores NaN and
+    is passed over, the fit failing only when every setting fails."""
+    from sklearn.model_selection import GridSearchCV
+
+    grid = [{k: [v] for k, v in s.items()} for s in settings]
+    return GridSearchCV(est, grid, scoring="accuracy", cv=folds, refit=refit, error_score=np.nan, n_jobs=1)
+
+
+def _labeled_kwargs(est: Any, y: np.ndarray) -> dict[str, Any]:
+    """An estimator that reads unlabeled rows from y (sklearn's -1) is told none are: a class
+    labelled -1 (e.g. the IDA sets' ±1) is a class here."""
+    return {"unlabeled": np.zeros(len(y), dtype=bool)} if _fit_takes_unlabeled(est) else {}
 
 
 #: Mean CV scores are compared rounded to this many decimals (:func:`best_setting`).
@@ -706,15 +777,13 @@ def best_setting(cv_results: dict[str, Any]) -> int:
     return int(np.flatnonzero(scores == scores.max())[0])
 
 
-def _raise_first_failure(est: Any, tune: dict[str, Any], X: np.ndarray, y: np.ndarray) -> None:
+def _raise_first_failure(est: Any, settings: list[dict[str, Any]], X: np.ndarray, y: np.ndarray) -> None:
     """Every setting of a search failed: fit the first one again so that its own error
     (one line, e.g. LDCV's C·(K-1) >= d) is what the record keeps, not scikit-learn's
     summary of every traceback."""
     from sklearn.base import clone
 
-    first = {k: list(v)[0] for k, v in tune["grid"].items()}
-    labeled = {"unlabeled": np.zeros(len(y), dtype=bool)} if _fit_takes_unlabeled(est) else {}
-    clone(est).set_params(**first).fit(X, y, **labeled)
+    clone(est).set_params(**settings[0]).fit(X, y, **_labeled_kwargs(est, y))
 
 
 def run_study(

@@ -149,17 +149,85 @@ def _check_records(store: Any, spec: Any, task_ids: set[str]) -> None:
                        "(recorded fits are not refitted)")
 
 
-def method_entry(estimator: str, name: str | None, grids: dict[str, list[Any]], cv: int, seed: int) -> dict[str, Any]:
+def method_entry(estimator: str, name: str | None, grids: dict[str, list[Any]], cv: int, seed: int,
+                 budget: TuningBudget | None = None) -> dict[str, Any]:
     """The spec entry of the new method: parameters with one value are fixed, those with
-    several are tuned by the reference's inner CV (``cv`` folds, ``seed``)."""
+    several are tuned by the reference's inner CV (``cv`` folds, ``seed``). Against a
+    reference whose methods draw ``budget.candidates`` settings from ranges
+    (:class:`TuningBudget`), the new method gets the same budget: each numeric parameter's
+    smallest and largest value bound a log-uniform range (integers stay integers), text
+    values are a choice; a parameter list of choices alone with no more combinations than
+    the budget is searched whole, as a grid."""
     fixed = {k: v[0] for k, v in grids.items() if len(v) == 1}
     tuned = {k: v for k, v in grids.items() if len(v) > 1}
     entry: dict[str, Any] = {"name": name or estimator.rsplit(".", 1)[-1], "estimator": estimator}
     if fixed:
         entry["params"] = fixed
-    if tuned:
+    if tuned and budget is not None:
+        space = {k: _range_of(v) for k, v in tuned.items()}
+        if all("choice" in r for r in space.values()) and math.prod(len(v) for v in tuned.values()) <= budget.candidates:
+            entry["tune"] = {"grid": tuned, "cv": cv, "seed": seed}
+        else:
+            entry["tune"] = {"space": space, **budget.tune_fields(), "cv": cv, "seed": seed}
+    elif tuned:
         entry["tune"] = {"grid": tuned, "cv": cv, "seed": seed}
     return entry
+
+
+def _range_of(values: list[Any]) -> dict[str, list[Any]]:
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    if len(numbers) < len(values) or min(numbers) <= 0:
+        return {"choice": list(values)}
+    kind = "logint" if all(isinstance(v, int) for v in numbers) else "log"
+    return {kind: [min(numbers), max(numbers)]}
+
+
+@dataclass(frozen=True)
+class TuningBudget:
+    """The tuning budget a benchmark's methods share: settings drawn per method, and the
+    successive-halving factor (None: none)."""
+
+    candidates: int
+    halving: int | None
+
+    def tune_fields(self) -> dict[str, Any]:
+        return {"candidates": self.candidates, **({"halving": self.halving} if self.halving else {})}
+
+    def describe(self) -> str:
+        return f"{self.candidates} settings" + (f", successive halving by {self.halving}" if self.halving else "")
+
+
+def tuning_budget(reference: Path) -> TuningBudget | None:
+    """The budget of a reference whose tuned methods all draw their settings from ranges
+    (the same ``candidates`` and ``halving``); None for a reference tuned by grids."""
+    from lkm.spec import load_spec
+
+    spec = load_spec(reference / "spec.yaml", max_fits=sys.maxsize)
+    budgets = {(m.tune.candidates, m.tune.halving) for m in spec.methods if m.tune is not None and m.tune.space is not None}
+    if len(budgets) != 1 or any(m.tune is not None and m.tune.space is None for m in spec.methods):
+        return None
+    candidates, halving = budgets.pop()
+    return TuningBudget(int(candidates or 0), halving)
+
+
+def check_budget(entry: dict[str, Any], budget: TuningBudget | None, where: str) -> None:
+    """A method entry from a file tuned beyond the reference's budget is refused: a grid of
+    more settings than the budget, or a space with other candidates or halving."""
+    tune = entry.get("tune")
+    if budget is None or not isinstance(tune, dict):
+        return
+    if "space" in tune:
+        for key, want in budget.tune_fields().items():
+            if tune.setdefault(key, want) != want:
+                raise LkmError(f"{where}: tune.{key} = {tune[key]!r}, but every method of the reference has "
+                               f"{key} = {want!r}: the same budget for all ({budget.describe()})")
+        if budget.halving is None and tune.get("halving"):
+            raise LkmError(f"{where}: tune.halving: the reference searches without halving")
+    elif isinstance(tune.get("grid"), dict):
+        size = math.prod(len(v) if isinstance(v, list) else 1 for v in tune["grid"].values())
+        if size > budget.candidates:
+            raise LkmError(f"{where}: tune.grid has {size} settings, more than the reference's budget of "
+                           f"{budget.candidates}: give a space (ranges) and lkm draws {budget.candidates} from it")
 
 
 def compare_spec(reference: Path, entry: dict[str, Any], source: str | None = None, max_fits: int | None = None) -> Any:
@@ -195,9 +263,13 @@ def _slug(name: str) -> str:
 
 def fit_count(spec: Any, n_splits: dict[str, int]) -> tuple[int, int]:
     """``(tasks, model fits per task)`` of the compare spec: one task per data set and
-    outer fold; a tuned task fits every setting on every inner fold, then refits once."""
+    outer fold; a tuned task fits every setting on every inner fold (with halving: every
+    setting on the small parts, then the kept ones on whole folds, at most), then refits once."""
     tune = spec.methods[0].tune
-    return sum(n_splits.values()), (tune.size * tune.cv + 1 if tune is not None else 1)
+    if tune is None:
+        return sum(n_splits.values()), 1
+    kept = math.ceil(tune.size / tune.halving) if tune.halving else 0
+    return sum(n_splits.values()), (tune.size + kept) * tune.cv + 1
 
 
 class NoResult(LkmError):
@@ -249,7 +321,7 @@ def write_comparison(new_run: Path, reference: Path, out: Path, smoke: bool = Fa
     timing = (calibration.text(), calibration.short()) if calibration is not None else (
         unscaled_timing(reference), "seconds from two machines and days, not calibrated")
     method = spec_new.methods[0]
-    chosen = tuned_choices(rec_new, name, list(method.tune.grid) if method.tune is not None else [])
+    chosen = tuned_choices(rec_new, name, method.tune.params if method.tune is not None else [])
     selected = {d: chosen[d] for d in new_sets if d in chosen}
     return write_ranking(table, seconds, out, what=f"{name} against the benchmark",
                          protocol=spec_ref.describe_protocol(), tuning=inner_cv_words(spec_ref), smoke=smoke,

@@ -67,7 +67,7 @@ def summary_table(best: pd.DataFrame, spec: Spec, unavailable: dict[str, str],
     metric = spec.selection.metric
     edges = edges_by_row(best, spec)
     warned = fit_warnings(records)
-    tuned = {m.name: tuned_choices(records, m.name, list(m.tune.grid))
+    tuned = {m.name: tuned_choices(records, m.name, m.tune.params)
              for m in spec.methods if m.tune is not None and records is not None and not records.empty}
     warned_notes = []
     rows = []

@@ -1,7 +1,9 @@
 """How the benchmark's inner CV chose (issue 42, point 3, the measuring part): per
 method, its tuning budget (the settings its ``tune:`` grid searches) and, per tuned
 parameter, the share of its outer-fold selections (the records' ``info.tuned_params``)
-at the smallest and the largest value of the parameter's grid.
+at the smallest and the largest value of the parameter's grid (for settings drawn from a
+``tune.space``: the smallest and largest candidate drawn, which a Latin hypercube puts in
+the outermost 1/candidates of the declared range).
 
 A selection at the edge of a range says that the best value may lie outside it, so a
 method whose optimum the grid cuts off is ranked below what it could do. The kinds of
@@ -87,11 +89,14 @@ class MethodEdges:
 
 def edge_shares(grids: Mapping[str, Mapping[str, Sequence[Any]]],
                 selections: Mapping[str, Sequence[Mapping[str, Any]]],
-                passed_over: Mapping[str, int] | None = None) -> list[MethodEdges]:
+                passed_over: Mapping[str, int] | None = None,
+                budgets: Mapping[str, int] | None = None) -> list[MethodEdges]:
     """Per method of ``grids`` (method → parameter → the values its grid searches), its
     selections (``selections[method]``: one chosen setting per outer fit) counted at the
     ends of each parameter's grid. A selection lacking a parameter is not counted for
-    it; values compare as numbers (1 and 1.0 are the same value)."""
+    it; values compare as numbers (1 and 1.0 are the same value). ``budgets`` (method →
+    settings searched) is needed when the settings are drawn candidates, not every
+    combination of ``grids``'s values."""
     out = []
     for method, grid in grids.items():
         chosen = list(selections.get(method, ()))
@@ -114,6 +119,7 @@ def edge_shares(grids: Mapping[str, Mapping[str, Sequence[Any]]],
         budget = 1
         for values in grid.values():
             budget *= len(values)
+        budget = int((budgets or {}).get(method, budget))
         has_range = any(p.kind == RANGE for p in params)
         out.append(MethodEdges(method, budget, len(chosen), int((passed_over or {}).get(method, 0)), tuple(params),
                                sum(any_edge) if has_range else None))
@@ -133,10 +139,11 @@ def record_info(value: Any) -> dict[str, Any]:
 
 def tuned_selections(spec: Any, records: pd.DataFrame) -> tuple[dict[str, dict[str, list[Any]]],
                                                                 dict[str, list[dict[str, Any]]], dict[str, int]]:
-    """The grids of ``spec``'s tuned methods, the settings their inner CV chose on each
-    outer fit of ``records`` (successful fits; study records left out), and per method
-    how many of those fits passed over settings the data could not take."""
-    grids = {m.name: {k: list(v) for k, v in m.tune.grid.items()} for m in spec.methods if m.tune is not None}
+    """The grids of ``spec``'s tuned methods (a drawn space's: each parameter's candidate
+    values), the settings their inner CV chose on each outer fit of ``records``
+    (successful fits; study records left out), and per method how many of those fits
+    passed over settings the data could not take."""
+    grids = {m.name: m.tune.values() for m in spec.methods if m.tune is not None}
     fits = records[records["status"] == "ok"] if "status" in records.columns else records
     if "kind" in fits.columns:
         fits = fits[fits["kind"] != "study"]
@@ -160,20 +167,34 @@ def _grid_text(values: Sequence[Any]) -> str:
     return ", ".join(format_value(v) for v in values)
 
 
+def _range_text(declared: Mapping[str, Sequence[Any]], values: Sequence[Any]) -> str:
+    """``log 0.25–256: 16 drawn, 0.264 … 191`` (a space's range and its candidates' ends)."""
+    kind, args = next(iter(declared.items()))
+    if kind == "choice":
+        return f"choice of {_grid_text(args)}"
+    numbers = sorted(float(v) for v in values if _is_number(v))
+    ends = f"{format_value(numbers[0])} … {format_value(numbers[-1])}" if numbers else ""
+    return f"{kind} {format_value(args[0])}–{format_value(args[1])}: {len(values)} drawn, {ends}"
+
+
 def grid_edge_table(spec: Any, records: pd.DataFrame) -> pd.DataFrame:
     """The ``grid_edges`` table of a benchmark run: per tuned method (spec order) one
     line ``any range parameter`` (the share of fits with a range parameter at an edge),
     then one line per tuned parameter (its grid, kind, and the shares of fits at its
     smallest and largest value, in %)."""
     rows = []
-    for m in edge_shares(*tuned_selections(spec, records)):
+    budgets = {m.name: m.tune.size for m in spec.methods if m.tune is not None}
+    spaces = {m.name: m.tune.space for m in spec.methods if m.tune is not None and m.tune.space is not None}
+    for m in edge_shares(*tuned_selections(spec, records), budgets=budgets):
         head = {"method": m.method, "settings searched": m.budget, "outer fits": m.fits,
                 "fits with settings passed over": m.passed_over}
+        ranges = spaces.get(m.method, {})
         rows.append({**head, "parameter": ANY_RANGE, "grid": "", "kind": "",
                      "% at the smallest": "–", "% at the largest": "–",
                      "% at an edge": _share(m.any_range_at_edge, m.fits)})
         for p in m.parameters:
-            rows.append({**head, "parameter": p.parameter, "grid": _grid_text(p.values), "kind": p.kind,
+            grid = _grid_text(p.values) if p.parameter not in ranges else _range_text(ranges[p.parameter], p.values)
+            rows.append({**head, "parameter": p.parameter, "grid": grid, "kind": p.kind,
                          "% at the smallest": _share(p.at_min, p.fits), "% at the largest": _share(p.at_max, p.fits),
                          "% at an edge": _share(p.at_edge, p.fits)})
     return pd.DataFrame(rows, columns=["method", "settings searched", "outer fits", "fits with settings passed over",

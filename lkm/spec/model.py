@@ -276,25 +276,96 @@ class TuneSpec(_Model):
     (sklearn ``GridSearchCV``, stratified shuffled k-fold, accuracy, refit on the whole
     training part; ties in the mean score rounded to 9 decimals go to the first setting,
     :func:`lkm.engine.runner.best_setting`); the chosen values are recorded in the record's
-    ``info.tuned_params``."""
+    ``info.tuned_params``.
 
-    grid: dict[str, Grid] = Field(min_length=1, description="parameter -> values searched (every combination)")
+    The settings searched are either a ``grid`` (every combination) or ``candidates``
+    settings drawn from a ``space`` of ranges (:mod:`lkm.spec.search_space`: a seeded
+    log-uniform Latin hypercube, the same list on every data set and fold). ``halving``
+    (a factor, e.g. 4) searches by successive halving: every setting on a stratified
+    1/halving of each inner training fold, the best 1/halving of them again on the whole
+    fold (:func:`lkm.engine.runner.fit_tuned`)."""
+
+    grid: dict[str, Grid] | None = Field(default=None, description="parameter -> values searched (every combination)")
+    space: dict[str, dict[str, list[Any]]] | None = Field(
+        default=None, description="parameter -> range ({log: [lo, hi]}, {logint: [lo, hi]} or {choice: [...]}); "
+        "needs candidates")
+    candidates: int | None = Field(default=None, ge=2, description="settings drawn from the space (the tuning budget)")
+    halving: int | None = Field(default=None, ge=2, description="successive-halving factor (none: every setting on whole folds)")
     cv: int = Field(default=5, ge=2, description="folds of the stratified k-fold on the training part")
-    seed: int = Field(default=0, description="seed of the fold shuffle")
+    seed: int = Field(default=0, description="seed of the fold shuffle and of the space's draw")
     subsample: int | None = Field(
         default=None, ge=10,
         description="run the CV on a seeded stratified subsample of this many training rows "
         "(large sets); the chosen setting is still refitted on the whole training part",
     )
+    _settings: list[dict[str, Any]] | None = PrivateAttr(default=None)
 
     @field_validator("grid", mode="before")
     @classmethod
     def _parse_grids(cls, v: Any, info: ValidationInfo) -> Any:
-        return _grids(v, info, "tune.grid")
+        if isinstance(v, dict) and not v:
+            raise ValueError("give at least one parameter")
+        return _grids(v, info, "tune.grid") if v is not None else v
+
+    @field_validator("space", mode="before")
+    @classmethod
+    def _parse_space(cls, v: Any) -> Any:
+        from lkm.spec.search_space import parse_range
+
+        if v is None:
+            return v
+        if not isinstance(v, dict) or not v:
+            raise ValueError(f"expected a mapping parameter -> range, got {v!r}")
+        return {str(k): parse_range(str(k), r) for k, r in v.items()}
+
+    @model_validator(mode="after")
+    def _grid_or_space(self) -> TuneSpec:
+        if (self.grid is None) == (self.space is None):
+            raise ValueError("give either grid (values to combine) or space with candidates (ranges to draw from)")
+        if self.space is not None and self.candidates is None:
+            raise ValueError("space needs candidates: the number of settings to draw")
+        if self.grid is not None and self.candidates is not None:
+            raise ValueError("candidates goes with space; a grid searches every combination")
+        if self.space is not None:
+            from lkm.spec.search_space import draw_candidates
+
+            try:
+                self._settings = draw_candidates(self.space, int(self.candidates or 0), self.seed)
+            except ValueError as exc:
+                raise ValueError(f"space: {exc}") from None
+        return self
+
+    @property
+    def params(self) -> list[str]:
+        """The tuned parameters' names."""
+        return list(self.grid if self.grid is not None else self.space or {})
+
+    def settings(self) -> list[dict[str, Any]]:
+        """Every setting searched, in the search's order (a grid's: scikit-learn's
+        ``ParameterGrid``, keys sorted, the last varying fastest; a space's: sorted draws)."""
+        if self._settings is not None:
+            return [dict(s) for s in self._settings]
+        from sklearn.model_selection import ParameterGrid
+
+        return [dict(s) for s in ParameterGrid({k: list(v) for k, v in (self.grid or {}).items()})]
+
+    def values(self) -> dict[str, list[Any]]:
+        """Each tuned parameter's values: a grid's as written, a space's distinct candidate
+        values in first-seen order."""
+        if self.grid is not None:
+            return {k: list(v) for k, v in self.grid.items()}
+        out: dict[str, list[Any]] = {k: [] for k in self.params}
+        for s in self.settings():
+            for k, v in s.items():
+                if not any(v == w and type(v) is type(w) for w in out[k]):
+                    out[k].append(v)
+        return out
 
     @property
     def size(self) -> int:
-        return math.prod(len(g) for g in self.grid.values())
+        if self.grid is not None:
+            return math.prod(len(g) for g in self.grid.values())
+        return len(self._settings or [])
 
 
 class MethodSpec(_Model):
@@ -488,7 +559,7 @@ class Spec(_Model):
         from lkm.methods import estimator_param_names, resolve_estimator
 
         names = estimator_param_names(resolve_estimator(method.estimator))
-        tuned = set(method.tune.grid) if method.tune else set()
+        tuned = set(method.tune.params) if method.tune else set()
         # A tuned parameter is chosen by CV, so the spec-wide sweep leaves it alone.
         axes = {k: g for k, g in self.sweep.items() if k in names and k not in tuned}
         axes.update(method.sweep)
@@ -521,5 +592,5 @@ class Spec(_Model):
         from lkm.methods import estimator_param_names, resolve_estimator
 
         names = estimator_param_names(resolve_estimator(method.estimator))
-        tuned = set(method.tune.grid) if method.tune else set()
+        tuned = set(method.tune.params) if method.tune else set()
         return [k for k in self.sweep if k in names and k not in tuned] + [k for k in method.sweep if k not in self.sweep]

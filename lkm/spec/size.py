@@ -77,7 +77,7 @@ def method_grid_size(spec: Spec, method: MethodSpec) -> int:
         names = estimator_param_names(resolve_estimator(method.estimator))
     except LkmError:  # reported by validate_semantics
         names = set(spec.sweep)
-    tuned = set(method.tune.grid) if method.tune else set()
+    tuned = set(method.tune.params) if method.tune else set()
     axes = {k: len(g) for k, g in spec.sweep.items() if k in names and k not in tuned}
     axes.update({k: len(g) for k, g in method.sweep.items()})
     return math.prod(axes.values())
@@ -109,8 +109,9 @@ def check_plan_size(spec: Spec, source: str, max_fits: int | None = None) -> int
     for i, m in enumerate(spec.methods):
         settings = method_grid_size(spec, m) * (m.tune.size if m.tune else 1)
         if settings > limit:
+            tuned = "tune.grid" if m.tune is None or m.tune.grid is not None else "tune.space"
             raise SpecError(
-                f"{source}: methods[{i}] ({m.name}): {settings} parameter settings with its tune.grid "
+                f"{source}: methods[{i}] ({m.name}): {settings} parameter settings with its {tuned} "
                 f"(> limit {limit}): narrow the grids or pass --max-fits {settings}"
             )
     return n

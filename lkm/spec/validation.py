@@ -4,7 +4,6 @@ parameters an estimator uses only under a condition (:func:`unused_parameter`)."
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any
 
@@ -201,21 +200,21 @@ def _validate_tune(spec: Spec, i: int, m: MethodSpec, names: set[str], source: s
     """``methods[i].tune``: grid keys are parameters of the estimator, not also fixed or
     swept by the method itself, and every combination is a valid parameter setting."""
     assert m.tune is not None
-    where = f"{source}: methods[{i}].tune.grid"
-    for key in m.tune.grid:
+    kind = "grid" if m.tune.grid is not None else "space"
+    where = f"{source}: methods[{i}].tune.{kind}"
+    for key in m.tune.params:
         if key not in names:
             raise SpecError(f"{where}.{key}: {m.estimator!r} has no parameter {key!r}{did_you_mean(key, names)}")
         if key in m.params or key in m.sweep:
             other = "params" if key in m.params else "sweep"
             raise SpecError(f"{where}.{key}: {key!r} is also in methods[{i}].{other}; a parameter is fixed, swept or tuned, not two of these")
-    keys = list(m.tune.grid)
     for base in spec.method_grid(m):
-        for values in itertools.product(*(m.tune.grid[k] for k in keys)):
-            params = {**base, **dict(zip(keys, values, strict=True))}
+        for setting in m.tune.settings():
+            params = {**base, **setting}
             try:
                 _check_params(m.estimator, params, where)
             except SpecError as exc:
-                # name the grid key, not a params key: "...tune.grid.beta = -1: ..."
+                # name the tuned key, not a params key: "...tune.grid.beta = -1: ..."
                 raise SpecError(str(exc).replace(f"{where}.params.", f"{where}.", 1)) from None
 
 
@@ -274,7 +273,7 @@ def unused_parameter(spec: Spec, method: MethodSpec, name: str) -> str | None:
     if condition is None:
         return None
     other, values = condition
-    if method.tune is not None and any(v in values for v in method.tune.grid.get(other, [])):
+    if method.tune is not None and any(v in values for v in method.tune.values().get(other, [])):
         return None
     from lkm.methods import resolve_estimator
 
