@@ -10,13 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from threadpoolctl import threadpool_limits
-from typer.testing import CliRunner
 
-from lkm.cli import app
 from lkm.data import load_dataset
 from lkm.engine.runner import build_plan, execute
 from lkm.engine.store import RunStore
-from lkm.papers import packaged_specs
 from lkm.papers.lpl.scaling import MIN_SECONDS, fitted_slope
 from lkm.report import build_report
 from lkm.spec import spec_from_dict
@@ -109,14 +106,10 @@ def _files(root: Path, tables: list[str], figures: list[str]) -> list[Path]:
         ("lpl_scaling", ["scaling", "scaling_sizes", "timing"], ["time_vs_size"]),
     ],
 )
-def test_smoke_run_writes_every_output(tmp_path, config, tables, figures):
-    out = tmp_path / config
-    # One BLAS thread, as in the runner's worker processes: `--jobs 1` fits in this process,
-    # where idle BLAS threads spinning beside LIBSVM can slow a loaded machine many times.
-    with threadpool_limits(limits=1):
-        res = CliRunner().invoke(app, ["run", str(packaged_specs()[config]), "--smoke", "--out",
-                                       str(out), "--no-progress"], catch_exceptions=False)
-    assert res.exit_code == 0, res.output
+def test_smoke_run_writes_every_output(smoke_results, config, tables, figures):
+    # the config's smoke run inside the session's `lkm reproduce lpl --smoke`
+    # (tests/conftest.smoke_results: made once per session and shared). Read only.
+    out = smoke_results("lpl") / f"{config}-smoke"
     missing = [str(p.relative_to(out)) for p in _files(out, tables, figures) if not p.is_file()]
     assert not missing
     if config == "lpl_scaling":

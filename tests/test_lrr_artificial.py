@@ -8,12 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
-from typer.testing import CliRunner
 
-from lkm.cli import app
 from lkm.data import load_dataset
 from lkm.methods import METHODS, LocalRiskPair, LocalRiskRegularization
-from lkm.papers import packaged_specs
 from lkm.papers.lrr.artificial import combined_accuracy
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,14 +74,10 @@ def test_paper_combination_from_per_class_accuracies() -> None:
     assert paper == pytest.approx(0.825, abs=5e-5)  # 0.76670 is printed for 0.76667
 
 
-def test_smoke_run_writes_the_tables_and_figure(tmp_path, data_dir, monkeypatch) -> None:
-    monkeypatch.setenv("LKM_DATA_DIR", str(data_dir))
-    out = tmp_path / "run"
-    res = CliRunner().invoke(
-        app, ["run", str(packaged_specs()["lrr_artificial"]), "--smoke", "--out", str(out), "--no-progress"],
-        catch_exceptions=False,
-    )
-    assert res.exit_code == 0, res.output
+def test_smoke_run_writes_the_tables_and_figure(smoke_results) -> None:
+    # lrr_artificial's smoke run inside the session's `lkm reproduce lrr --smoke`
+    # (tests/conftest.smoke_results: made once per session and shared). Read only.
+    out = smoke_results("lrr") / "lrr_artificial-smoke"
     for name in ("lrr_artificial", "lrr_per_class", "lrr_convention", "paper", "summary"):
         assert (out / "tables" / f"{name}.md").is_file(), name
     assert (out / "figures" / "lrr_x0.png").is_file()

@@ -98,9 +98,15 @@ def _run(spec: str, out: Path, data_dir: Path, monkeypatch) -> None:
     assert res.exit_code == 0, res.output
 
 
-def test_smoke_table2_writes_every_output(tmp_path, data_dir, monkeypatch):
-    out = tmp_path / "t2"
-    _run("npps_table2.yaml", out, data_dir, monkeypatch)
+def _smoke_run(smoke_results, spec: str) -> Path:
+    """The folder of ``spec``'s smoke run inside the session's `lkm reproduce npps --smoke`
+    (tests/conftest.smoke_results: made once per session, shared with tests/test_reproduce.py
+    and tests/test_outputs_as_data.py). Read only."""
+    return smoke_results("npps") / f"{spec}-smoke"
+
+
+def test_smoke_table2_writes_every_output(smoke_results):
+    out = _smoke_run(smoke_results, "npps_table2")
     for name in ("npps_table2", "npps_k_sweep", "dataset_stats"):
         for ext in ("md", "csv", "tex"):
             assert (out / "tables" / f"{name}.{ext}").is_file(), name
@@ -116,9 +122,8 @@ def test_smoke_table2_writes_every_output(tmp_path, data_dir, monkeypatch):
     assert "K-uci" in sweep and "SELECTED-uci" in sweep
 
 
-def test_smoke_fast_vs_naive_writes_every_output(tmp_path, data_dir, monkeypatch):
-    out = tmp_path / "fv"
-    _run("npps_fast_vs_naive.yaml", out, data_dir, monkeypatch)
+def test_smoke_fast_vs_naive_writes_every_output(smoke_results):
+    out = _smoke_run(smoke_results, "npps_fast_vs_naive")
     for ext in ("md", "csv", "tex"):
         assert (out / "tables" / f"npps_selection_time.{ext}").is_file()
     for ext in ("png", "pdf"):
@@ -126,9 +131,8 @@ def test_smoke_fast_vs_naive_writes_every_output(tmp_path, data_dir, monkeypatch
     assert "slopes" in (out / "tables" / "npps_selection_time.md").read_text()
 
 
-def test_mnist_smoke_runs_the_standin_with_settings_chosen_by_cv(tmp_path, data_dir, monkeypatch):
-    out = tmp_path / "mn"
-    _run("npps_table2_mnist.yaml", out, data_dir, monkeypatch)
+def test_mnist_smoke_runs_the_standin_with_settings_chosen_by_cv(smoke_results):
+    out = _smoke_run(smoke_results, "npps_table2_mnist")
     table = (out / "tables" / "npps_table2.md").read_text()
     rows = {line.split("|")[1].strip(): line for line in table.splitlines() if line.startswith("| mnist")}
     modern = "mnist-3-8-standin, ALL on a modern solver (scikit-learn-intelex)"

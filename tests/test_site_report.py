@@ -389,16 +389,14 @@ def test_missing_or_corrupt_inputs_are_named_and_never_counted_as_agreement(tmp_
     assert "not fully counted" in files.differing
 
 
-def test_the_cross_paper_ranking_is_shown_when_written(data_dir: Path, tmp_path: Path, monkeypatch) -> None:
-    """The smoke cross-paper run and lkm.report.ranking's ranking: the report's cross-paper
-    section shows the ranking table, the Friedman test and the critical-difference figure."""
+def test_the_cross_paper_ranking_is_shown_when_written(benchmark_smoke: Path, tmp_path: Path) -> None:
+    """The smoke cross-paper run (the session's `lkm run cross_paper --smoke`, copied:
+    tests/conftest.benchmark_smoke) and lkm.report.ranking's ranking: the report's
+    cross-paper section shows the ranking table, the Friedman test and the
+    critical-difference figure."""
     cross = pytest.importorskip("lkm.report.ranking")
-    monkeypatch.chdir(REPO)
-    monkeypatch.setenv("LKM_DATA_DIR", str(data_dir))
     spec = load_spec(CROSS_SPEC, smoke=True)
-    res = CliRunner().invoke(app, ["run", CROSS_SPEC, "--smoke", "--out", str(tmp_path / spec.name), "--jobs", "2",
-                                   "--no-progress"], catch_exceptions=False)
-    assert res.exit_code == 0, res.output
+    shutil.copytree(benchmark_smoke, tmp_path / spec.name)
     cross.write_cross_paper(tmp_path, True)
     build_site(tmp_path, PAPERS, CROSS_SPEC, smoke=True)
     out = tmp_path / "report-smoke"
