@@ -19,8 +19,13 @@ Every projection uses a rank-revealing basis (SVD or eigh with a relative cutoff
 where eq. (4)'s inv(ZᵀZ) does not exist. The neighbour selection and HKNN's and LDCV's
 distances run as compiled loops over queries (:mod:`lkm.numerics.local_hulls`: the small
 Gram matrix ZZᵀ by Cholesky where its conditioning is certified, the SVD otherwise);
-NHKNN and NLDCV process their queries as stacked arrays (one batched SVD/eigh per class
-and block of queries), with no Python loop over queries.
+NHKNN and NLDCV (Gaussian kernel) take each query's kernel-PCA coordinates from two
+Cholesky factors of its centred local kernel matrix where they certifiably span what the
+eigendecomposition keeps (:mod:`lkm.numerics.kernel_pca`: isometric coordinates, the same
+distances; about a fifth of the cost of an ``eigh`` per query), and NLDCV its
+common-vector residuals from the pooled differences' certified Gram matrix; the other
+queries (and the linear kernel) take ``eigh`` and the SVD, as stacked arrays per block of
+queries (:data:`CHOLESKY_KPCA`).
 When K reaches every class's size (small classes, e.g. 26 letters in a few hundred
 rows), every query's neighbourhood is the whole training set and NHKNN/NLDCV take one
 kernel PCA for all of them (the same subspaces as the per-query route).
@@ -47,6 +52,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from lkm.errors import NotApplicable
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
+from lkm.numerics.kernel_pca import independent_within, isometric_coordinates, pooled_residuals
 from lkm.numerics.kernels import DISTANCES, DistanceCache, check_metric, gaussian_from_sq, sq_dists
 from lkm.numerics.local_hulls import select_class_neighbors, span_residuals
 from lkm.numerics.neighbors import k_smallest
@@ -78,6 +84,18 @@ FULL_TRAIN_GRAM_MAX = 12_000
 SHARE_WHOLE_CLASSES = True
 #: Neighbour coordinates / local kernel entries gathered at once (bytes).
 CHUNK_BYTES = 32 * 2**20
+#: NHKNN and NLDCV (Gaussian kernel) take each query's kernel-PCA coordinates from
+#: Cholesky factors where they certifiably span the same subspace as the
+#: eigendecomposition (:func:`lkm.numerics.kernel_pca.isometric_coordinates`; the other
+#: queries take ``eigh``), and NLDCV its null-space residuals from the pooled
+#: differences' certified Gram matrix (:func:`lkm.numerics.kernel_pca.pooled_residuals`;
+#: otherwise the SVD). Off: ``eigh`` and the SVD for every query, the reference the
+#: Cholesky route is tested against (the same predictions; distances equal to round-off
+#: amplified by the local kernel matrix's conditioning, measured below 1e-9 relative).
+CHOLESKY_KPCA = True
+#: The Cholesky route computes the training rows' kernel matrix once per prediction (n²
+#: float64) up to this many training rows; above, the eigendecomposition route.
+CHOLESKY_TRAIN_MAX = 6000
 
 
 #: Queries whose distance rows are computed and selected from at a time (in cache).
@@ -824,6 +842,9 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
     _numerical_params = ("n_neighbors", "sigma", "q")
 
     def _fit_extra(self, X: np.ndarray) -> None:
+        # identical training rows share a label (their features coincide: exact null
+        # directions of every local kernel matrix they both enter)
+        self._row_group = np.unique(X, axis=0, return_inverse=True)[1].reshape(-1).astype(np.intp)
         if self.q is not None:
             self.sigma_ = math.sqrt(self.q / 2.0)
         self.info_["sigma"] = self.sigma_
@@ -902,6 +923,18 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
         with blas_threads(1):
             if SHARE_WHOLE_CLASSES and (self.k_per_class_ == self.class_count_).all():
                 n_bad, n_empty = self._whole_class_distances(idx, dq, D_train, out)
+            elif CHOLESKY_KPCA and self.kernel == "gaussian" and self.X_.shape[0] <= CHOLESKY_TRAIN_MAX:
+                # the training rows' kernel once per prediction (Euclidean: not kept in the
+                # cache, an n² array per training set)
+                D_all = D_train if D_train is not None else DISTANCES[self.metric](self.X_, None)
+                K_train = self._kernel(D_all)
+
+                def cholesky_block(blk: slice) -> tuple[int, int]:
+                    out[blk], bad, empty = self._cholesky_block(idx[blk], dq[blk], K_train, D_train)
+                    return bad, empty
+
+                counts = map_row_blocks(cholesky_block, n, self._query_block(8 * M * M), self.n_jobs)
+                n_bad, n_empty = sum(c[0] for c in counts), sum(c[1] for c in counts)
             else:
                 # the union of a block's neighbours gets one distance matrix, about (b·M)²
                 # entries for b·M² needed: Euclidean ones are cheap BLAS (keep b·M near
@@ -919,6 +952,51 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
         if self._counts_empty:
             self.info_["empty_null_space"] = n_empty
         return out, nearest
+
+    def _cholesky_block(
+        self, idx: np.ndarray, dq: np.ndarray, K_train: np.ndarray, D_train: np.ndarray | None
+    ) -> tuple[np.ndarray, int, int]:
+        """Class distances (b, C) of one block of queries (neighbours idx, squared
+        distances dq (b, M)) by :data:`CHOLESKY_KPCA`'s route, K_train the training rows'
+        kernel matrix; the queries it does not certify take :meth:`_local_coordinates`
+        (``eigh``). Returns them with the non-PSD and empty-null-space counts."""
+        b, M = idx.shape
+        cutoff = max(self.rcond**2, KPCA_NOISE * M * EPS)
+        lq = self._kernel(dq)
+        Yn, Yq = np.empty((b, M, M)), np.empty((b, M))
+        ok = np.zeros(b, dtype=np.bool_)
+        for i in range(b):
+            nb = idx[i]
+            coords = isometric_coordinates(K_train, nb, lq[i], self._groups_of(nb), cutoff)
+            if coords is not None:
+                Yn[i], Yq[i] = coords
+                ok[i] = True
+        out = np.empty((b, self.classes_.size))
+        n_bad = n_empty = 0
+        if ok.all():
+            out[:], n_empty = self._isometric_distances(Yn, Yq, idx)
+        elif ok.any():
+            out[ok], n_empty = self._isometric_distances(Yn[ok], Yq[ok], idx[ok])
+        if not ok.all():
+            slow = ~ok
+            Yn_s, Yq_s, n_bad = self._local_coordinates(idx[slow], dq[slow], D_train)
+            out[slow], empty = self._feature_distances(Yn_s, Yq_s)
+            n_empty += empty
+        return out, n_bad, n_empty
+
+    def _groups_of(self, rows: np.ndarray) -> np.ndarray:
+        """Labels of the training ``rows`` equal exactly for identical rows (computed
+        here for an estimator fitted before they were recorded in ``fit``)."""
+        if getattr(self, "_row_group", None) is None:
+            self._row_group = np.unique(self.X_, axis=0, return_inverse=True)[1].reshape(-1).astype(np.intp)
+        groups: np.ndarray = self._row_group[rows]
+        return groups
+
+    def _isometric_distances(self, Yn: np.ndarray, Yq: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, int]:
+        """Class distances from coordinates isometric to kernel PCA's (Yn (b, M, M), Yq
+        (b, M), the neighbours idx (b, M)): :meth:`_feature_distances` unless a subclass
+        has a faster exact route."""
+        return self._feature_distances(Yn, Yq)
 
     def _whole_class_distances(
         self, idx: np.ndarray, dq: np.ndarray, D_train: np.ndarray | None, out: np.ndarray
@@ -1102,6 +1180,15 @@ class NHKNN(_KernelSubspaceClassifier):
         self.non_psd = non_psd
         self.n_jobs = n_jobs
 
+    def _isometric_distances(self, Yn: np.ndarray, Yq: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, int]:
+        # HKNN in these coordinates, by :func:`_hull_distances`: the small Gram matrix of
+        # each class's differences where it is certified well conditioned, the SVD of
+        # :func:`_residual_norms` (cutoff rcond) elsewhere, the residual explicit
+        out = np.empty((Yq.shape[0], self.classes_.size))
+        for c, sl in enumerate(self._class_slices()):
+            out[:, c] = _hull_distances(Yn[:, sl], Yq, self.rcond)
+        return out, 0
+
     def _feature_distances(self, Yn: np.ndarray, Yq: np.ndarray) -> tuple[np.ndarray, int]:
         out = np.empty((Yq.shape[0], self.classes_.size))
         Q = _as_stack(Yn, Yq)
@@ -1247,6 +1334,36 @@ class NLDCV(_KernelSubspaceClassifier):
     def _fit_extra(self, X: np.ndarray) -> None:
         super()._fit_extra(X)
         self.info_["empty_null_space"] = 0
+
+    def _isometric_distances(self, Yn: np.ndarray, Yq: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, int]:
+        # per query: the residual off the pooled within-class differences (exactly
+        # dependent ones dropped: the same span) from their certified Gram matrix, else
+        # the SVD of :func:`_residual_norms` with the cutoff rcond, as the eigh route
+        slices = self._class_slices()
+        starts = np.array([sl.start for sl in slices], dtype=np.intp)
+        ks = self.k_per_class_.astype(np.intp)
+        b = Yq.shape[0]
+        dist = np.empty((b, self.classes_.size))
+        empty = 0
+        for i in range(b):
+            Y, yq = Yn[i], Yq[i]
+            Z, R = _pooled_differences(Y[None], yq[None, None], slices)
+            Z, R = Z[0], R[0, 0]
+            # classes whose nearest neighbours are the same point (a row repeated across
+            # classes) have the same common-vector distance: computed once, so the tie
+            # is exact and the tie rule decides
+            groups = self._groups_of(idx[i])
+            _, first, back = np.unique(groups[starts], return_index=True, return_inverse=True)
+            Ru = R[first]
+            d = pooled_residuals(Z[independent_within(groups, starts, ks)], Ru)
+            scale = np.linalg.norm(Ru, axis=-1)
+            if d is None:
+                d = _residual_norms(Z[None], Ru[None], self.rcond)[0]
+            else:
+                d[d <= SNAP_ZERO * scale] = 0.0  # round-off of an exact 0
+            dist[i] = d[back.reshape(-1)]
+            empty += int(d.max() <= 1e-8 * max(float(scale.max()), np.finfo(float).tiny))
+        return dist, empty
 
     def _feature_distances(self, Yn: np.ndarray, Yq: np.ndarray) -> tuple[np.ndarray, int]:
         Z, R = _pooled_differences(Yn, _as_stack(Yn, Yq), self._class_slices())

@@ -25,6 +25,10 @@ neighbours, near rank deficiency) are flagged for the caller's rank-revealing SV
 Residuals at or below ``snap·||r||`` become exactly 0 (round-off of a query on the
 subspace), so exact ties stay exact.
 
+Two gathers for :mod:`lkm.numerics.kernel_pca` (NHKNN and NLDCV): :func:`gather_gram`
+(a query's local kernel matrix from the training rows' kernel, with its row means) and
+:func:`centre_gram` (its double centring in place).
+
 Imports only numpy and numba.
 """
 
@@ -275,3 +279,31 @@ def span_residuals(
                 continue
             value = _residual(Z, m, L, dinv, r, work, coef)
             out[i, c] = 0.0 if value <= snap * _norm(r) else value
+
+
+@_jit()
+def gather_gram(K: np.ndarray, nb: np.ndarray, F: np.ndarray, r: np.ndarray) -> None:
+    """NHKNN/NLDCV's local kernel matrix (Cevikalp et al., eq. (14)) of the neighbours
+    ``nb`` (M,) from the training rows' symmetric kernel matrix K: ``F[i, j] =
+    K[nb[j], nb[i]]`` (F (M, M), Fortran order: column j is K's row nb[j] gathered), and
+    ``r`` (M,) the means of F's columns (= its rows')."""
+    M = nb.size
+    for j in range(M):
+        row = nb[j]
+        s = 0.0
+        for i in range(M):
+            v = K[row, nb[i]]
+            F[i, j] = v
+            s += v
+        r[j] = s / M
+
+
+@_jit()
+def centre_gram(F: np.ndarray, r: np.ndarray, c: float) -> None:
+    """``F[i, j] ← F[i, j] - r[i] - r[j] + c`` in place (F Fortran order): the double
+    centring ``J G J`` of eq. (15) with ``c`` its grand mean (plus any constant added)."""
+    M = r.size
+    for j in range(M):
+        rj = r[j]
+        for i in range(M):
+            F[i, j] = F[i, j] - r[i] - rj + c
