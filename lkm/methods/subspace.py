@@ -94,8 +94,9 @@ CHUNK_BYTES = 32 * 2**20
 #: amplified by the local kernel matrix's conditioning, measured below 1e-9 relative).
 CHOLESKY_KPCA = True
 #: The Cholesky route computes the training rows' kernel matrix once per prediction (n²
-#: float64) up to this many training rows; above, the eigendecomposition route.
-CHOLESKY_TRAIN_MAX = 6000
+#: float64: 128 MiB at 4,000 rows) up to this many training rows; above, the
+#: eigendecomposition route.
+CHOLESKY_TRAIN_MAX = 4000
 
 
 #: Queries whose distance rows are computed and selected from at a time (in cache).
@@ -925,9 +926,12 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
                 n_bad, n_empty = self._whole_class_distances(idx, dq, D_train, out)
             elif CHOLESKY_KPCA and self.kernel == "gaussian" and self.X_.shape[0] <= CHOLESKY_TRAIN_MAX:
                 # the training rows' kernel once per prediction (Euclidean: not kept in the
-                # cache, an n² array per training set)
-                D_all = D_train if D_train is not None else DISTANCES[self.metric](self.X_, None)
-                K_train = self._kernel(D_all)
+                # cache, an n² array per training set; the kernel overwrites the distances)
+                if D_train is not None:
+                    K_train = self._kernel(D_train)
+                else:
+                    D_own = DISTANCES[self.metric](self.X_, None)
+                    K_train = gaussian_from_sq(D_own, self.sigma_, out=D_own)
 
                 def cholesky_block(blk: slice) -> tuple[int, int]:
                     out[blk], bad, empty = self._cholesky_block(idx[blk], dq[blk], K_train, D_train)
