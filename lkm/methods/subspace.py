@@ -92,6 +92,10 @@ CHUNK_BYTES = 32 * 2**20
 #: otherwise the SVD). Off: ``eigh`` and the SVD for every query, the reference the
 #: Cholesky route is tested against (the same predictions; distances equal to round-off
 #: amplified by the local kernel matrix's conditioning, measured below 1e-9 relative).
+#: Exception: rows whose class distances tie up to round-off (a query on a training row
+#: of two classes; a kernel so narrow that every query's kernel values underflow, e.g.
+#: isolet at sigma <= 2, where all C distances agree to 1e-15) are exact ties here, which
+#: the tie rule decides, and round-off decides them in ``eigh``'s route.
 CHOLESKY_KPCA = True
 #: The Cholesky route computes the training rows' kernel matrix once per prediction (n²
 #: float64: 128 MiB at 4,000 rows) up to this many training rows; above, the
