@@ -195,8 +195,11 @@ def run_sample(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOL
     times (grid size × inner folds), plus one refit on the whole training part at the
     middle setting with the test prediction and the decision values (as
     :func:`lkm.engine.runner.run_job` does). ``cpu_seconds``/``wall_seconds`` are the
-    estimate for the full fold; ``run_cpu_seconds`` what the sample itself took. A method
-    searched by successive halving has no sampled estimate (an error cell)."""
+    estimate for the full fold; ``run_cpu_seconds`` what the sample itself took. For a
+    search by successive halving (:func:`lkm.engine.runner.fit_tuned`) the same settings are
+    also fitted on the first inner fold's small part, and the estimate is the halving
+    schedule's: small-part mean × settings × inner folds + whole-fold mean × kept settings
+    × inner folds + the refit (settings failing on the small part, also kept, not counted)."""
     import warnings
 
     import numpy as np
@@ -204,7 +207,7 @@ def run_sample(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOL
     from sklearn.model_selection import StratifiedKFold
     from threadpoolctl import threadpool_limits
 
-    from lkm.engine.runner import decision_values
+    from lkm.engine.runner import decision_values, halving_folds
     from lkm.methods import resolve_estimator
     from lkm.methods.base import accepts_keyword
     from lkm.numerics.preprocessing import preprocess
@@ -212,12 +215,11 @@ def run_sample(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOL
     spec, m, ds_spec, data, split, params = _setup(spec_ref, dataset, method, n, fold, data_dir, data_path)
     X_train, X_test = preprocess(spec.preprocessing, data.X[split.train], data.X[split.test])
     y_train = data.y[split.train]
-    if m.tune.halving:  # the sample's arithmetic (settings × folds × mean) is a plain search's
-        return {"status": "error", "mode": "sampled",
-                "message": f"{method} searches by successive halving: no sampled estimate, whole folds only"}
     grid = m.tune.settings()
     inner = StratifiedKFold(n_splits=int(m.tune.cv), shuffle=True, random_state=int(m.tune.seed))
     tr, va = next(inner.split(X_train, y_train))
+    small = (halving_folds([(tr, va)], y_train, int(m.tune.halving), int(m.tune.seed))
+             if m.tune.halving and len(grid) > 1 else None)
     base = resolve_estimator(m.estimator)(**params)
     cls: type = type(base)  # typed as a class: mypy does not see type[Any] as Hashable (accepts_keyword is cached)
     takes_mask = accepts_keyword(cls, "fit", "unlabeled")
@@ -226,20 +228,25 @@ def run_sample(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOL
         est.fit(X, y, **({"unlabeled": np.zeros(len(y), dtype=bool)} if takes_mask else {}))
 
     reset = reset_peak_memory()
-    cpu_fits, wall_fits, failed = [], [], 0
+    cpu_fits: list[float] = []
+    wall_fits: list[float] = []
+    failed = 0
+    cpu_small: list[float] = []
+    wall_small: list[float] = []
     cpu0, t0 = time.process_time(), time.perf_counter()
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for i in sampled_settings(len(grid)):
-            c, w = time.process_time(), time.perf_counter()
-            try:
-                est = clone(base).set_params(**grid[i])
-                fit(est, X_train[tr], y_train[tr])
-                est.predict(X_train[va])
-            except Exception:  # a setting the data cannot take fails fast, as in the search
-                failed += 1
-            cpu_fits.append(time.process_time() - c)
-            wall_fits.append(time.perf_counter() - w)
+            for rows, cpu_out, wall_out in [(tr, cpu_fits, wall_fits)] + ([(small[0][0], cpu_small, wall_small)] if small else []):
+                c, w = time.process_time(), time.perf_counter()
+                try:
+                    est = clone(base).set_params(**grid[i])
+                    fit(est, X_train[rows], y_train[rows])
+                    est.predict(X_train[va])
+                except Exception:  # a setting the data cannot take fails fast, as in the search
+                    failed += rows is tr
+                cpu_out.append(time.process_time() - c)
+                wall_out.append(time.perf_counter() - w)
         c, w = time.process_time(), time.perf_counter()
         est = clone(base).set_params(**grid[len(grid) // 2])
         fit(est, X_train, y_train)
@@ -247,16 +254,18 @@ def run_sample(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOL
         decision_values(est, X_test)
         cpu_refit, wall_refit = time.process_time() - c, time.perf_counter() - w
     cpu1, t1 = time.process_time(), time.perf_counter()
-    searched = len(grid) * int(m.tune.cv)
+    folds = int(m.tune.cv)
+    searched = len(grid) * folds
+    whole = math.ceil(len(grid) / int(m.tune.halving)) * folds if small else searched
     return {
         "status": "ok", "mode": "sampled",
-        "cpu_seconds": float(np.mean(cpu_fits)) * searched + cpu_refit,
-        "wall_seconds": float(np.mean(wall_fits)) * searched + wall_refit,
+        "cpu_seconds": float(np.mean(cpu_fits)) * whole + (float(np.mean(cpu_small)) * searched if small else 0.0) + cpu_refit,
+        "wall_seconds": float(np.mean(wall_fits)) * whole + (float(np.mean(wall_small)) * searched if small else 0.0) + wall_refit,
         "run_cpu_seconds": cpu1 - cpu0, "run_wall_seconds": t1 - t0,
         "sampled_fits": len(cpu_fits), "failed_settings": failed, "refit_cpu_seconds": cpu_refit,
         "rows": int(len(data.y)), "n_train": int(len(split.train)),
         "n_features": int(data.X.shape[1]), "n_classes": int(len(set(data.y.tolist()))),
-        "grid_size": len(grid), "cv_folds": int(m.tune.cv), "fits": searched + 1,
+        "grid_size": len(grid), "cv_folds": int(m.tune.cv), "fits": (searched + whole if small else searched) + 1,
         "spec_grid_size": int(m.tune.size), "spec_cv_folds": int(m.tune.cv),
         "peak_bytes": status_bytes("VmHWM") if reset else None,
     }

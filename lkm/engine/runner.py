@@ -680,7 +680,7 @@ def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.n
     halving_info: dict[str, Any] | None = None
     factor = int(tune.get("halving") or 0)
     if factor >= 2 and len(settings) > 1:
-        small = _halving_folds(folds, y_train, factor, int(tune["seed"]))
+        small = halving_folds(folds, y_train, factor, int(tune["seed"]))
         if small is not None:
             first = _grid_search(est, settings, small, refit=False)
             with warnings.catch_warnings():  # a setting failing on the small part goes on to whole folds
@@ -724,7 +724,7 @@ def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.n
 HALVING_MIN_ROWS_PER_CLASS = 10
 
 
-def _halving_folds(folds: list[tuple[np.ndarray, np.ndarray]], y: np.ndarray, factor: int,
+def halving_folds(folds: list[tuple[np.ndarray, np.ndarray]], y: np.ndarray, factor: int,
                    seed: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
     """Each inner fold with its training rows cut to a seeded stratified 1/factor (test rows
     whole), or None when that would leave fewer than HALVING_MIN_ROWS_PER_CLASS rows per class."""
