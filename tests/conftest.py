@@ -28,7 +28,16 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+#: Test modules whose few tests are among the longest of the suite (tens of seconds each, in
+#: subprocesses) and wait for no other worker: collected first, so that pytest-xdist hands
+#: them out at the start rather than last, where the other worker would sit idle meanwhile.
+LONG_FIRST = ("test_wheel.py",)
+
+
+@pytest.hookimpl(trylast=True)  # after -k / -m deselected theirs
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _note_smoke_keys(items)
+    items[:] = sorted(items, key=lambda item: item.path.name not in LONG_FIRST)  # stable: otherwise as collected
     if config.getoption("--refit-shipped"):
         return
     skip = pytest.mark.skip(reason="re-fits every shipped record: `pytest --refit-shipped` (make check-shipped)")
@@ -73,19 +82,31 @@ def session_base(tmp_path_factory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-def once(folder: Path, key: str, make) -> None:
+def once(folder: Path, key: str, make, meanwhile=None, wait: bool = True) -> bool:
     """Call ``make()`` once per test session for ``key``: whichever pytest-xdist worker
     asks first runs it, the others wait on a lock in ``folder`` (the pattern pytest-xdist
     documents) and reuse what it made. A ``make`` that fails is tried again by the next
-    worker that asks, so each of its tests fails with the error."""
+    worker that asks, so each of its tests fails with the error.
+
+    A worker that finds ``key`` being made by another calls ``meanwhile()`` first (work
+    the session needs anyway, instead of idling on the lock), then waits. With
+    ``wait=False`` it returns False at once instead; True once ``key`` is made."""
     folder.mkdir(parents=True, exist_ok=True)
     done = folder / f".{key}.done"
     with open(folder / f".{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the file closes
+        except BlockingIOError:
+            if not wait:
+                return False
+            if meanwhile is not None:
+                meanwhile()
+            fcntl.flock(lock, fcntl.LOCK_EX)
         if done.is_file():
-            return
+            return True
         make()
         done.write_text("ok\n")
+    return True
 
 
 def made_once(tmp_path_factory, key: str, make) -> Path:
@@ -104,9 +125,11 @@ def made_once(tmp_path_factory, key: str, make) -> Path:
     return folder
 
 
-def lkm_once(smoke_root: Path, data_dir: Path, key: str, args: list[str]) -> None:
+def lkm_once(smoke_root: Path, data_dir: Path, key: str, args: list[str], meanwhile=None,
+             wait: bool = True) -> bool:
     """Run `lkm ARGS` from the repository once per test session: whichever pytest-xdist
-    worker asks first runs it, the others wait on a lock in ``smoke_root`` and reuse it."""
+    worker asks first runs it, the others wait on a lock in ``smoke_root`` and reuse it
+    (``meanwhile`` and ``wait``: :func:`once`)."""
     from typer.testing import CliRunner
 
     from lkm.cli import app
@@ -121,16 +144,49 @@ def lkm_once(smoke_root: Path, data_dir: Path, key: str, args: list[str]) -> Non
             mp.undo()
         assert res.exit_code == 0, res.output
 
-    once(smoke_root, key, run)
+    return once(smoke_root, key, run, meanwhile, wait)
+
+
+#: The papers whose smoke reproductions the collected tests need (pytest_collection_modifyitems):
+#: a worker waiting for one that another worker is making makes one of these meanwhile.
+SMOKE_KEYS_NEEDED: list[str] = []
+
+
+def _note_smoke_keys(items: list[pytest.Item]) -> None:
+    """Fill :data:`SMOKE_KEYS_NEEDED` from the tests collected (and not deselected)."""
+    from lkm.papers import PAPERS
+
+    needed: set[str] = set()
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "smoke_all" in names:
+            needed |= set(PAPERS)
+        elif "smoke_results" in names and (key := getattr(item, "callspec", None) and item.callspec.params.get("key")):
+            needed.add(key)
+    SMOKE_KEYS_NEEDED[:] = [k for k in PAPERS if k in needed]
 
 
 @pytest.fixture(scope="session")
 def smoke_results(smoke_root: Path, data_dir: Path):
     """``run(key)`` runs `lkm reproduce KEY --smoke` into smoke_root once per session
-    (:func:`lkm_once`) and returns smoke_root."""
+    (:func:`lkm_once`) and returns smoke_root. A worker that finds KEY being made by another
+    first makes those of :data:`SMOKE_KEYS_NEEDED` no worker has started, instead of idling."""
+
+    def args(key: str) -> list[str]:
+        return ["reproduce", key, "--smoke", "--results", str(smoke_root)]
+
+    def meanwhile(key: str) -> None:
+        for other in SMOKE_KEYS_NEEDED:
+            if (smoke_root / f".{key}.done").is_file():
+                return  # made meanwhile: this test need not wait longer
+            if other != key:
+                try:
+                    lkm_once(smoke_root, data_dir, other, args(other), wait=False)
+                except Exception:  # noqa: BLE001 - its own tests make it again and fail with the error
+                    pass
 
     def run(key: str) -> Path:
-        lkm_once(smoke_root, data_dir, key, ["reproduce", key, "--smoke", "--results", str(smoke_root)])
+        lkm_once(smoke_root, data_dir, key, args(key), meanwhile=lambda: meanwhile(key))
         return smoke_root
 
     return run
