@@ -170,7 +170,7 @@ def test_an_unknown_key_is_matched_against_the_keys_of_its_own_mapping(workdir):
     """Before: `methods[0].tune.folds: unknown key (choose from: datasets, estimator, name, ...)`
     (a method's keys), and `tune.grid: Field required` for `grd`."""
     msg = run_error(workdir, BASE + "methods: [{name: S, estimator: svm, tune: {grid: {C: [1]}, folds: 3}}]\n")
-    assert msg == "methods[0].tune.folds: unknown key (choose from: cv, grid, seed, subsample)"
+    assert msg == "methods[0].tune.folds: unknown key (choose from: candidates, cv, grid, halving, seed, space, subsample)"
     msg = run_error(workdir, BASE + "methods: [{name: S, estimator: svm, tune: {grd: {C: [1]}}}]\n")
     assert msg == "methods[0].tune.grd: unknown key (did you mean 'grid'?)"
     msg = run_error(workdir, BASE + SVM + "protocol: {kind: holdout, train_size: 0.5, folds: 3}\n")

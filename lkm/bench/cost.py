@@ -172,7 +172,9 @@ def run_cell(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOLD,
         "peak_bytes": status_bytes("VmHWM") if reset else None,
     }
     if out["grid_size"] is not None and out["cv_folds"] is not None:
-        out["fits"] = int(out["grid_size"]) * int(out["cv_folds"]) + 1
+        halving = info.get("halving") or {}
+        kept = int(halving["settings"][1]) if halving else 0  # the whole-fold round after the small one
+        out["fits"] = (int(out["grid_size"]) + kept) * int(out["cv_folds"]) + 1
     if record["status"] == "ok":
         out.update(accuracy=record["accuracy"], tuned_params=info.get("tuned_params"),
                    failed_settings=int(info.get("failed_settings", 0)))

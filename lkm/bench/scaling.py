@@ -243,11 +243,21 @@ class CellProcess:
     """A fresh interpreter that answers one JSON line for each request line written to its
     stdin: the benches' cell workers (:class:`_Worker` here, :class:`lkm.bench.cost.CellWorker`).
     One process per chain of cells keeps interpreter start-up out of the cells and lets a
-    crash or a hung cell end that chain only; failures become a status, never an exception."""
+    crash or a hung cell end that chain only; failures become a status, never an exception.
+    The child's stderr goes to a temporary file, not a pipe: nobody reads it while cells
+    run, and a pipe's 64 KiB of warnings would block the child (seen with scikit-learn's
+    "Scoring failed" tracebacks)."""
 
     def __init__(self, cmd: list[str], env: dict[str, str] | None = None) -> None:
+        self.stderr_file = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
         self.process = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, bufsize=1, env=env)
+                                        stderr=self.stderr_file, text=True, bufsize=1, env=env)
+
+    def stderr_tail(self) -> str:
+        """The last line the child wrote to stderr (at most 300 characters)."""
+        self.stderr_file.seek(0)
+        lines = self.stderr_file.read().strip().splitlines()
+        return (lines or [""])[-1][:300]
 
     def stdout_pipe(self) -> IO[str]:
         """The child's stdout (opened with PIPE, so never None)."""
@@ -277,8 +287,8 @@ class CellProcess:
         """Kill the process and say why it ended: "crashed" (a signal) or "error" (stderr's last line)."""
         proc = self.process
         proc.kill()
-        _, err = proc.communicate()
-        tail = (err.strip().splitlines() or [""])[-1][:300]
+        proc.communicate()
+        tail = self.stderr_tail()
         if proc.returncode < 0:
             return {"status": "crashed",
                     "message": f"killed by signal {-proc.returncode}" + (f": {tail}" if tail else "")}
@@ -288,6 +298,7 @@ class CellProcess:
         if self.process.poll() is None:
             self.process.kill()
         self.process.communicate()
+        self.stderr_file.close()
 
 
 class _Worker(CellProcess):

@@ -25,13 +25,14 @@ a not-run record is not a completed one, so a rerun with the extra installed fit
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -673,19 +674,13 @@ def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.n
         rows = np.sort(train_test_split(rows, train_size=int(tune["subsample"]), stratify=y_train,
                                         random_state=int(tune["seed"]))[0])
     folds = [(rows[a], rows[b]) for a, b in cv.split(X_train[rows], y_train[rows])]
-    import warnings
-
-    from sklearn.exceptions import FitFailedWarning
-
     halving_info: dict[str, Any] | None = None
     factor = int(tune.get("halving") or 0)
     if factor >= 2 and len(settings) > 1:
         small = halving_folds(folds, y_train, factor, int(tune["seed"]))
         if small is not None:
             first = _grid_search(est, settings, small, refit=False)
-            with warnings.catch_warnings():  # a setting failing on the small part goes on to whole folds
-                warnings.filterwarnings("ignore", category=FitFailedWarning)
-                warnings.filterwarnings("ignore", message="One or more of the test scores are non-finite")
+            with _failed_settings_quiet():  # a setting failing on the small part goes on to whole folds
                 first.fit(X_train, y_train, **_labeled_kwargs(est, y_train))
             scores = np.round(np.asarray(first.cv_results_["mean_test_score"], dtype=float), CV_SCORE_DECIMALS)
             keep = math.ceil(len(settings) / factor)
@@ -697,9 +692,7 @@ def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.n
                             "settings": [len(settings), len(kept)]}
             settings = [settings[i] for i in kept]
     search = _grid_search(est, settings, folds, refit=best_setting)
-    with warnings.catch_warnings():  # settings that failed are counted in the record instead
-        warnings.filterwarnings("ignore", category=FitFailedWarning)
-        warnings.filterwarnings("ignore", message="One or more of the test scores are non-finite")
+    with _failed_settings_quiet():  # settings that failed are counted in the record instead
         try:
             search.fit(X_train, y_train, **_labeled_kwargs(est, y_train))
         except ValueError as exc:
@@ -716,6 +709,22 @@ def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.n
         "cv_n_train": int(len(rows)), "refit_seconds": float(search.refit_time_),
         **({"failed_settings": skipped} if skipped else {}), **({"halving": halving_info} if halving_info else {}),
     }
+
+
+@contextlib.contextmanager
+def _failed_settings_quiet() -> Iterator[None]:
+    """Silence scikit-learn's warnings about settings that failed to fit or to score (e.g.
+    kNN with more neighbours than rows): the search scores them NaN, passes them over, and
+    the record counts them (``failed_settings``)."""
+    import warnings
+
+    from sklearn.exceptions import FitFailedWarning
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=FitFailedWarning)
+        warnings.filterwarnings("ignore", message="One or more of the test scores are non-finite")
+        warnings.filterwarnings("ignore", message="Scoring failed")
+        yield
 
 
 #: The halving search's small round runs only when 1/factor of an inner training fold keeps
