@@ -95,8 +95,3 @@ def draw_candidates(space: dict[str, dict[str, list[Any]]], candidates: int, see
     if len(out) < candidates:
         raise ValueError(f"the space holds only {len(out)} distinct settings, fewer than candidates = {candidates}")
     return sorted(out, key=lambda s: _sort_key(space, s))
-
-
-def range_ends(space: dict[str, dict[str, list[Any]]]) -> dict[str, tuple[float, float]]:
-    """Each ordered (log / logint) parameter's declared [low, high]."""
-    return {n: (float(r[k][0]), float(r[k][1])) for n, r in space.items() for k in r if k != "choice"}
