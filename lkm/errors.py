@@ -47,6 +47,13 @@ class InsufficientMemory(LkmError, MemoryError):
     needed and the bytes available, and where the available figure came from."""
 
 
+class ParameterClipped(UserWarning):
+    """A parameter asked for more than the training data holds (LPL's or NPPS's k above the
+    rows, HKNN's K above d + 1, LDCV's K leaving no null space) and the estimator used the
+    largest value the data takes; its ``info_`` records both. A tuning search over a wide
+    range meets this on purpose, so :func:`lkm.engine.runner.fit_tuned` silences it there."""
+
+
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """Return ' (did you mean 'x'?)' for the closest choice, or a list of valid choices."""
     choices = sorted(set(choices))

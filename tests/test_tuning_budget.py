@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from lkm.engine.runner import HALVING_MIN_ROWS_PER_CLASS, fit_tuned
-from lkm.errors import LkmError, SpecError
+from lkm.errors import LkmError, ParameterClipped, SpecError
 from lkm.report.compare import TuningBudget, check_budget, method_entry
 from lkm.report.tuning import grid_edge_table
 from lkm.spec import TuneSpec, load_spec, spec_from_dict
@@ -116,6 +116,25 @@ def test_a_setting_that_fails_on_the_small_part_is_searched_again_on_whole_folds
     assert info["halving"]["rows"][0] < 100 <= info["halving"]["rows"][1]
     assert info["halving"]["settings"] == [3, 2]  # the best of the scored two, and the failed one
     assert est.n_neighbors == 100
+
+
+def test_a_search_over_a_wide_range_is_silent_about_clipped_settings_a_lone_fit_is_not() -> None:
+    """LPL's k drawn above a fold's rows is clipped; in a search that is expected and the
+    log stays clean (2,470 benchmark fits would print it thousands of times), while a lone
+    fit still warns and its ``info_`` records the clip."""
+    import warnings
+
+    from lkm.methods import LocalizedProjectionLearning as LPL
+
+    X, y = _blobs(60)
+    tune = {"grid": {"k": [3, 500]}, "cv": 3, "seed": 0}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit_tuned(LPL(sigma=1.0), tune, X, y)
+    assert not [w for w in caught if issubclass(w.category, ParameterClipped)]
+    with pytest.warns(ParameterClipped, match="k=500 > 180 training rows"):
+        est = LPL(sigma=1.0, k=500).fit(X, y)
+    assert est.info_["k_clipped"] and est.info_["k"] == 180
 
 
 def test_the_choice_does_not_depend_on_the_order_of_the_training_rows() -> None:

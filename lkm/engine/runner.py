@@ -43,7 +43,14 @@ from lkm import __version__
 from lkm.data import Dataset
 from lkm.engine.store import NOT_APPLICABLE, RunStore, task_id
 from lkm.engine.workers import DEFAULT_JOBS, describe_user_failure, user_code_failures
-from lkm.errors import DataError, DatasetUnavailable, LkmError, NotApplicable, SpecError
+from lkm.errors import (
+    DataError,
+    DatasetUnavailable,
+    LkmError,
+    NotApplicable,
+    ParameterClipped,
+    SpecError,
+)
 from lkm.methods import resolve_estimator
 from lkm.methods.base import accepts_keyword, cache_kwargs
 from lkm.methods.extras import NOT_RUN, Extra, missing_extra
@@ -715,13 +722,16 @@ def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.n
 def _failed_settings_quiet() -> Iterator[None]:
     """Silence scikit-learn's warnings about settings that failed to fit or to score (e.g.
     kNN with more neighbours than rows): the search scores them NaN, passes them over, and
-    the record counts them (``failed_settings``)."""
+    the record counts them (``failed_settings``). Likewise lkm's own notes that a setting
+    was clipped to what a fold holds (LPL's k above its rows): a range drawn wide meets
+    them on purpose, and the refitted estimator's ``info_`` keeps its own."""
     import warnings
 
     from sklearn.exceptions import FitFailedWarning
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=FitFailedWarning)
+        warnings.filterwarnings("ignore", category=ParameterClipped)
         warnings.filterwarnings("ignore", message="One or more of the test scores are non-finite")
         warnings.filterwarnings("ignore", message="Scoring failed")
         yield

@@ -36,6 +36,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
+from lkm.errors import ParameterClipped
 from lkm.methods.base import (
     SCALE,
     SIGMA_CONSTRAINT,
@@ -393,7 +394,7 @@ def _selection_info(result: dict[str, Any], n: int, k_requested: int, method: st
             f"NPPS: k={k_requested} > {n - 1} other training patterns; "
             f"using k={result['k']} (clipped)"
         )
-        warnings.warn(info["note"], UserWarning, stacklevel=stacklevel)
+        warnings.warn(info["note"], ParameterClipped, stacklevel=stacklevel)
     return info
 
 

@@ -24,6 +24,7 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from lkm.errors import ParameterClipped
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier, memoized
 from lkm.numerics.kernels import (
     EXP_FLUSH_BELOW,
@@ -638,7 +639,7 @@ class LocalizedProjectionLearning(LocalKernelClassifier):
             self.info_["neighbors_backend"] = resolve_backend(APPROXIMATE)
         if self.k_ < k_requested:
             note = f"LPL: k={k_requested} > {n} training rows; using k={self.k_}"
-            warnings.warn(note, UserWarning, stacklevel=3)  # fit < base's sample_weight check < caller
+            warnings.warn(note, ParameterClipped, stacklevel=3)  # fit < base's sample_weight check < caller
             self.info_.update(k_requested=k_requested, k_clipped=True, note=note)
         return self
 

@@ -50,7 +50,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from lkm.errors import NotApplicable
+from lkm.errors import NotApplicable, ParameterClipped
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
 from lkm.numerics.kernel_pca import independent_within, isometric_coordinates, pooled_residuals
 from lkm.numerics.kernels import DISTANCES, DistanceCache, check_metric, gaussian_from_sq, sq_dists
@@ -630,7 +630,7 @@ class HKNN(_LocalSubspaceClassifier):
             warnings.warn(
                 f"HKNN: n_neighbors K={self.n_neighbors} with d={d} features: affine hulls of K >= d + 1 "
                 f"neighbours fill the space (every distance 0); using K={d} (hulls of dimension {d - 1})",
-                UserWarning, stacklevel=4,  # _fit_extra < fit < base's sample_weight check < caller
+                ParameterClipped, stacklevel=4,  # _fit_extra < fit < base's sample_weight check < caller
             )
             self.k_per_class_ = np.minimum(self.k_per_class_, d)
         self.info_["k_effective"] = int(self.k_per_class_.max())
@@ -764,7 +764,7 @@ class LDCV(_LocalSubspaceClassifier):
                 f"LDCV: n_neighbors K={self.n_neighbors} with C={C} classes and d={d} features: no K >= 2 "
                 "leaves a within-class null space (eq. (23) needs C·(K-1) < d); using K=1 "
                 "(each class's nearest sample: 1-NN)",
-                UserWarning, stacklevel=4,  # _fit_extra < fit < base's sample_weight check < caller
+                ParameterClipped, stacklevel=4,  # _fit_extra < fit < base's sample_weight check < caller
             )
             self.k_per_class_ = np.ones_like(self.k_per_class_)
             pooled = 0
