@@ -167,3 +167,20 @@ def test_bad_cost_options_are_one_line_errors_naming_the_option(tmp_path) -> Non
         res = CliRunner().invoke(app, ["bench", "--cost", *args])
         assert res.exit_code == 2, res.output
         assert words in res.output and len(res.output.strip().splitlines()) == 1, res.output
+
+
+def test_from_cells_totals_the_whole_benchmark_at_the_caps_given_by_sizes() -> None:
+    """The cap the benchmark spec states (700 rows, 3.6 CPU-hours) is read off the committed
+    cells with ``--sizes`` naming the caps; nothing is measured."""
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from lkm.cli import app
+
+    cells = Path(__file__).resolve().parents[1] / "docs" / "bench" / "cost-2026-11-29-equal-budget.cells.jsonl"
+    res = CliRunner().invoke(app, ["bench", "--cost", "--from-cells", str(cells), "--sizes", "500,700,2000"])
+    assert res.exit_code == 0, res.output
+    caps = [line.split("|")[1].strip() for line in res.output.splitlines() if line.startswith("| ") and " h |" in line]
+    assert caps == ["500", "700", "2,000"]
+    assert "| 700 | 3.6 | 1.8 h |" in res.output

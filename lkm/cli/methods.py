@@ -76,7 +76,9 @@ def bench(
     sizes: Annotated[str | None, typer.Option(
         help="--scaling: comma-separated training sizes to try (each problem's pool size is always "
         "tried last), e.g. 20000,32000 with --problems mnist-even-odd for the 60,000-image row; "
-        "default 500,1000,2000,4000,8000,16000,20000,32000,60000.")] = None,
+        "default 500,1000,2000,4000,8000,16000,20000,32000,60000. --cost: the rows each set is drawn to "
+        "(default 500,2000,5000); with --from-cells, the caps the whole-benchmark table totals, e.g. "
+        "500,700,1000,2000 (log-log between the measured sizes).")] = None,
     figure: Annotated[Path | None, typer.Option(help="--scaling: also draw the log-log figure here (PNG).")] = None,
     cost: Annotated[bool, typer.Option(
         "--cost",
@@ -155,6 +157,7 @@ def _bench_cost(data_dir, datasets, methods, sizes, max_seconds, jobs, budget_mi
     """``lkm bench --cost``: one line per cell as it finishes, then the tables."""
     from lkm.api import published_folder
     from lkm.bench.cost import (
+        CAPS,
         DATASETS,
         MAX_SECONDS,
         SIZES,
@@ -164,17 +167,22 @@ def _bench_cost(data_dir, datasets, methods, sizes, max_seconds, jobs, budget_mi
         run_cost,
     )
 
+    def listed(text: str | None) -> list[str] | None:
+        return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+    try:
+        chosen_sizes = [int(t) for t in listed(sizes) or SIZES]
+    except ValueError:
+        raise exit_error(LkmError(f"--sizes: expected comma-separated whole numbers, got {sizes!r}")) from None
+    caps = sorted(set(chosen_sizes) | ({*CAPS} if sizes is None else set()))
     records = published_folder() / "cross_paper" / "records"
     if from_cells is not None:
         try:
-            text, _ = cost_report(read_cells(from_cells), records)
+            text, _ = cost_report(read_cells(from_cells), records, caps=caps)
         except (OSError, ValueError, KeyError) as exc:
             raise exit_error(LkmError(f"--from-cells {from_cells}: {exc}")) from None
         console.print(text, markup=False, highlight=False)
         return
-
-    def listed(text: str | None) -> list[str] | None:
-        return [t.strip() for t in text.split(",") if t.strip()] if text else None
 
     def show(cell: dict) -> None:
         what = (f"{cell['cpu_seconds']:.1f} CPU s, {cell['wall_seconds']:.1f} wall s, {cell.get('fits')} fits"
@@ -196,10 +204,6 @@ def _bench_cost(data_dir, datasets, methods, sizes, max_seconds, jobs, budget_mi
                 fh.write(json.dumps(cell, default=str) + "\n")
 
     try:
-        chosen_sizes = [int(t) for t in listed(sizes) or SIZES]
-    except ValueError:
-        raise exit_error(LkmError(f"--sizes: expected comma-separated whole numbers, got {sizes!r}")) from None
-    try:
         use_data_dir(data_dir)
         chosen = listed(methods)
         if chosen is None:  # the costliest first, so that a spent budget leaves cheap cells
@@ -208,7 +212,7 @@ def _bench_cost(data_dir, datasets, methods, sizes, max_seconds, jobs, budget_mi
                          max_seconds=MAX_SECONDS if max_seconds is None else max_seconds,
                          jobs=jobs, budget_seconds=None if budget_minutes is None else 60 * budget_minutes,
                          data_dir=os.environ.get("LKM_DATA_DIR"), on_cell=keep)
-        text, hours = cost_report(cells, records)
+        text, hours = cost_report(cells, records, caps=caps)
     except ValueError as exc:
         raise exit_error(LkmError(str(exc))) from None
     except LkmError as exc:
