@@ -135,13 +135,14 @@ def test_benchmark_hours_scale_unmeasured_sets_by_the_measured_growth():
     rows = {"big": 20000, "small": 300, "mid": 1000}
     hours = cost.benchmark_hours(cells, shipped, rows, caps=(500, 1000, 2000))
     growth_1000 = math.exp(math.log(10) + 0.5 * (math.log(160) - math.log(10))) / 10  # 4: slope 2 between the caps
+    protocol = 5 * 10 / 55.0  # the cells' protocol costs 50 s where the shipped run took 55 on "big"
     assert hours["measured_sets"] == ["big"]
-    assert hours["by_method"][500]["M"] == pytest.approx((5 * 10 + 3600 + 3600) / 3600)
-    assert hours["by_method"][1000]["M"] == pytest.approx((5 * 40 + 3600 + 3600 * growth_1000) / 3600)
+    assert hours["by_method"][500]["M"] == pytest.approx((5 * 10 + 3600 * protocol + 3600 * protocol) / 3600)
+    assert hours["by_method"][1000]["M"] == pytest.approx((5 * 40 + 3600 * protocol * (1 + growth_1000)) / 3600)
     # "mid" has 1,000 rows: at the 2,000 cap it is used whole
-    assert hours["by_method"][2000]["M"] == pytest.approx((5 * 160 + 3600 + 3600 * growth_1000) / 3600)
+    assert hours["by_method"][2000]["M"] == pytest.approx((5 * 160 + 3600 * protocol * (1 + growth_1000)) / 3600)
     assert hours["total"] == {cap: hours["by_method"][cap]["M"] for cap in (500, 1000, 2000)}
-    assert cost.hours_markdown(hours).splitlines()[2].startswith("| 500 | 2.0 |")
+    assert cost.hours_markdown(hours).splitlines()[2].startswith("| 500 | 1.8 |")
 
 
 def test_a_single_point_chain_takes_the_methods_slope_on_other_sets():
@@ -170,8 +171,9 @@ def test_bad_cost_options_are_one_line_errors_naming_the_option(tmp_path) -> Non
 
 
 def test_from_cells_totals_the_whole_benchmark_at_the_caps_given_by_sizes() -> None:
-    """The cap the benchmark spec states (700 rows, 3.6 CPU-hours) is read off the committed
-    cells with ``--sizes`` naming the caps; nothing is measured."""
+    """The cap the benchmark spec states (700 rows, 4.2 CPU-hours against the 500-row pack the
+    cells were measured beside) is read off the committed cells with ``--sizes`` naming the
+    caps; nothing is measured."""
     from pathlib import Path
 
     from typer.testing import CliRunner
@@ -183,4 +185,13 @@ def test_from_cells_totals_the_whole_benchmark_at_the_caps_given_by_sizes() -> N
     assert res.exit_code == 0, res.output
     caps = [line.split("|")[1].strip() for line in res.output.splitlines() if line.startswith("| ") and " h |" in line]
     assert caps == ["500", "700", "2,000"]
-    assert "| 700 | 3.6 | 1.8 h |" in res.output
+    assert "| 700 | 4.2 | 2.1 h |" in res.output
+
+
+def test_the_shipped_runs_cap_is_read_from_its_spec(tmp_path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("datasets:\n  - {name: a, subsample: 700}\n  - {name: b, subsample: 700}\n")
+    assert cost.run_cap(spec) == 700
+    spec.write_text("datasets:\n  - {name: a}\n")
+    assert cost.run_cap(spec) == cost.SHIPPED_CAP
+    assert cost.run_cap(tmp_path / "none.yaml") == cost.SHIPPED_CAP

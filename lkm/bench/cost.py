@@ -45,9 +45,9 @@ more); a cell is killed at :data:`KILL_FACTOR` ceilings of CPU seconds (read fro
 :func:`benchmark_hours` turns the table into the whole benchmark's CPU-hours at a cap:
 26 sets × 5 folds × 19 methods, every set at min(cap, its size). Measured sets use their
 own per-fold cost × 5 (log-log interpolated between the caps measured); the others
-scale their recorded cost in the shipped benchmark run (500 rows, the sum of
-fit + predict seconds over its 5 folds) by the method's median growth factor over the
-measured sets.
+scale their recorded cost in the shipped benchmark run (the sum of fit + predict seconds
+over its 5 folds, at the run's own cap) by the method's median factor over the measured
+sets: growth to the cap times the ratio of the cells' protocol to the shipped run's.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ MAX_WALL = 1800.0
 POLL_SECONDS = 2.0
 #: Slope assumed when a method has one measured cell only.
 DEFAULT_SLOPE = 2.0
-#: Cap of the shipped benchmark run (its records' costs are at this size).
+#: Cap assumed for a benchmark run whose spec gives none (the cap of the first shipped runs).
 SHIPPED_CAP = 500
 
 
@@ -613,6 +613,19 @@ def shipped_costs(records_path: str | Path) -> dict[tuple[str, str], float]:
     return out
 
 
+def run_cap(spec_file: Path) -> int:
+    """The row cap of the benchmark run whose spec is ``spec_file`` (its datasets'
+    ``subsample``; :data:`SHIPPED_CAP` when the file or the key is missing)."""
+    import yaml
+
+    try:
+        datasets = yaml.safe_load(Path(spec_file).read_text()).get("datasets", [])
+    except (OSError, AttributeError, yaml.YAMLError):
+        return SHIPPED_CAP
+    caps = [d.get("subsample") for d in datasets if isinstance(d, dict) and d.get("subsample")]
+    return int(max(caps)) if caps else SHIPPED_CAP
+
+
 def costliest_first(records_path: str | Path) -> list[str]:
     """The methods of a benchmark run, by their total seconds in its records, largest first."""
     total: dict[str, float] = {}
@@ -640,13 +653,20 @@ def _at(cells: dict[int, float], n: int, one_point_slope: float = DEFAULT_SLOPE)
 
 
 def benchmark_hours(cells: Sequence[dict[str, Any]], shipped: dict[tuple[str, str], float],
-                    rows: dict[str, int], caps: Sequence[int] = CAPS, folds: int = 5) -> dict[str, Any]:
+                    rows: dict[str, int], caps: Sequence[int] = CAPS, folds: int = 5,
+                    shipped_cap: int = SHIPPED_CAP) -> dict[str, Any]:
     """The whole benchmark's CPU-hours at each cap (see the module doc): ``total`` per cap,
     ``by_method`` per cap, ``measured_sets``, and ``assumed``: the methods with no cell
-    on any set, whose growth from the shipped run's 500 rows is assumed n^DEFAULT_SLOPE.
+    on any set, whose growth from the shipped run's cap is assumed n^DEFAULT_SLOPE.
     A chain with one estimate grows at the method's slope on the other sets
-    (:func:`method_slopes`). ``shipped`` from :func:`shipped_costs`, ``rows`` the full
-    size of every benchmark set."""
+    (:func:`method_slopes`). ``shipped`` from :func:`shipped_costs` (a run capped at
+    ``shipped_cap`` rows), ``rows`` the full size of every benchmark set.
+
+    A set without cells scales its shipped seconds by the median over the measured sets
+    of (the cells' growth from its shipped size to the cap) × (the cells' cost at the
+    shipped cap / the shipped seconds there): the second factor carries a change of
+    protocol between the shipped run and the cells (a larger tuning budget), which growth
+    alone would miss."""
     slopes = method_slopes(cells)
     fold_cost: dict[tuple[str, str], dict[int, float]] = {}
     for c in cells:
@@ -659,20 +679,22 @@ def benchmark_hours(cells: Sequence[dict[str, Any]], shipped: dict[tuple[str, st
     for cap in caps:
         by_method[cap] = dict.fromkeys(methods, 0.0)
         for (d, m), seconds in shipped.items():
-            n = min(cap, rows.get(d, SHIPPED_CAP))
+            n = min(cap, rows.get(d, shipped_cap))
             if (d, m) in fold_cost:
                 cost = folds * _at(fold_cost[d, m], n, slopes.get(m, DEFAULT_SLOPE))
-            elif n <= SHIPPED_CAP:
-                cost = seconds
             else:
                 slope = slopes.get(m, DEFAULT_SLOPE)
-                factors = [_at(v, n, slope) / _at(v, SHIPPED_CAP, slope) for (dd, mm), v in fold_cost.items() if mm == m]
-                factor = sorted(factors)[len(factors) // 2] if factors else (n / SHIPPED_CAP) ** DEFAULT_SLOPE
+                was = min(shipped_cap, rows.get(d, shipped_cap))
+                factors = [_at(v, n, slope) / _at(v, was, slope)
+                           * folds * _at(v, min(shipped_cap, rows.get(dd, shipped_cap)), slope) / shipped[dd, mm]
+                           for (dd, mm), v in fold_cost.items() if mm == m and shipped.get((dd, mm))]
+                factor = sorted(factors)[len(factors) // 2] if factors else (n / was) ** DEFAULT_SLOPE
                 cost = seconds * factor
             by_method[cap][m] += cost / 3600
         totals[cap] = sum(by_method[cap].values())
     assumed = sorted(set(methods) - {m for _, m in fold_cost})
-    return {"total": totals, "by_method": by_method, "measured_sets": measured_sets, "assumed": assumed}
+    return {"total": totals, "by_method": by_method, "measured_sets": measured_sets, "assumed": assumed,
+            "shipped_cap": shipped_cap}
 
 
 def hours_markdown(hours: dict[str, Any], top: int = 6) -> str:
@@ -687,7 +709,8 @@ def hours_markdown(hours: dict[str, Any], top: int = 6) -> str:
     assumed = hours.get("assumed") or []
     if assumed:
         share = {cap: sum(hours["by_method"][cap][m] for m in assumed) for cap in caps}
-        lines += ["", f"Not measured on any set (growth from the shipped run's 500 rows assumed n^{DEFAULT_SLOPE:g}): "
+        lines += ["", f"Not measured on any set (growth from the shipped run's {hours.get('shipped_cap', SHIPPED_CAP):,} rows "
+                  f"assumed n^{DEFAULT_SLOPE:g}): "
                   + ", ".join(assumed) + "; together " + ", ".join(f"{share[c]:,.1f} CPU-hours at {c:,}" for c in caps)
                   + "."]
     return "\n".join(lines)
@@ -747,7 +770,8 @@ def cost_report(cells: Sequence[dict[str, Any]], records: str | Path, spec: str 
     (``records``: the shipped benchmark run's, see :func:`shipped_costs`)."""
     shipped = shipped_costs(records)
     cells = with_method_slopes(cells)
-    hours = benchmark_hours(cells, shipped, full_rows(benchmark_spec(spec)), caps)
+    hours = benchmark_hours(cells, shipped, full_rows(benchmark_spec(spec)), caps,
+                            shipped_cap=run_cap(Path(records).parent / "spec.yaml"))
     text = cost_markdown(cells, shipped) + "\n" + hours_markdown(hours) + "\n"
     return text, hours
 
