@@ -286,7 +286,36 @@ def doc_blocks(papers: Papers) -> dict[str, Block]:
     out["all/benchmark"] = Block((BENCHMARK_RUN,), benchmark_methods, "the benchmark's methods by average rank")
     out["all/benchmark-tests"] = Block((BENCHMARK_RUN,), benchmark_tests,
                                        "the benchmark's Friedman test and the pairs each test separates")
+    out["all/benchmark-edges"] = Block((BENCHMARK_RUN,), benchmark_edges,
+                                       "per method, its budget and the share of selections at a range edge")
     return out
+
+
+def benchmark_edges(snap: Snapshot) -> pd.DataFrame:
+    """Per method of the benchmark (spec order): the settings searched, the share of outer
+    fits with some range parameter at an edge (issue 42's goal: at most 10 %), and per tuned
+    parameter its candidates' span with the shares at the smallest and at the largest
+    (:func:`lkm.report.tuning.grid_edge_table`, condensed to one row per method)."""
+    from lkm.report.ranking import load_benchmark_run
+    from lkm.report.tuning import ANY_RANGE, grid_edge_table
+
+    run = snap.root / BENCHMARK_RUN
+    if not (run / "spec.yaml").is_file():
+        raise DocsError(f"run {BENCHMARK_RUN!r} is not in {snap.root}/")
+    spec, records, _ = load_benchmark_run(run)
+    table = grid_edge_table(spec, records)
+    rows = []
+    for method, part in table.groupby("method", sort=False):
+        head = part[part["parameter"] == ANY_RANGE].iloc[0]
+        params = part[part["parameter"] != ANY_RANGE]
+        rows.append({
+            "method": method, "settings searched": int(head["settings searched"]),
+            "% of fits at a range edge": head["% at an edge"],
+            "per parameter: candidates (% at smallest / % at largest)": "; ".join(
+                f"{r['parameter']} {r['grid']} ({r['% at the smallest']} / {r['% at the largest']})"
+                for _, r in params.iterrows()),
+        })
+    return pd.DataFrame(rows)
 
 
 def benchmark_methods(snap: Snapshot) -> pd.DataFrame:
