@@ -622,8 +622,8 @@ def run_cap(spec_file: Path) -> int:
         datasets = yaml.safe_load(Path(spec_file).read_text()).get("datasets", [])
     except (OSError, AttributeError, yaml.YAMLError):
         return SHIPPED_CAP
-    caps = [d.get("subsample") for d in datasets if isinstance(d, dict) and d.get("subsample")]
-    return int(max(caps)) if caps else SHIPPED_CAP
+    caps = [int(d["subsample"]) for d in datasets if isinstance(d, dict) and d.get("subsample")]
+    return max(caps) if caps else SHIPPED_CAP
 
 
 def costliest_first(records_path: str | Path) -> list[str]:
