@@ -157,7 +157,6 @@ def _bench_cost(data_dir, datasets, methods, sizes, max_seconds, jobs, budget_mi
     """``lkm bench --cost``: one line per cell as it finishes, then the tables."""
     from lkm.api import published_folder
     from lkm.bench.cost import (
-        CAPS,
         DATASETS,
         MAX_SECONDS,
         SIZES,
@@ -174,7 +173,7 @@ def _bench_cost(data_dir, datasets, methods, sizes, max_seconds, jobs, budget_mi
         chosen_sizes = [int(t) for t in listed(sizes) or SIZES]
     except ValueError:
         raise exit_error(LkmError(f"--sizes: expected comma-separated whole numbers, got {sizes!r}")) from None
-    caps = sorted(set(chosen_sizes) | ({*CAPS} if sizes is None else set()))
+    caps = sorted(set(chosen_sizes))  # the sizes measured are the caps the hours table totals
     records = published_folder() / "cross_paper" / "records"
     if from_cells is not None:
         try:
