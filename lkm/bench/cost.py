@@ -1,9 +1,10 @@
 """``lkm bench --cost``: what one outer fold of the cross-paper benchmark costs per method
 at larger caps (issue 41, point 6; the table issue 42 picks its row cap from).
 
-The benchmark (spec ``cross_paper``) subsamples every data set to 500 rows, splits it by
-stratified 5-fold CV and tunes each method by an inner stratified 3-fold CV over its
-``tune:`` grid on the training part, then refits and predicts the held-out fold. Here a
+The benchmark (spec ``cross_paper``) subsamples every data set to a cap (``subsample``;
+700 rows since issue 42), splits it by stratified 5-fold CV and tunes each method by an
+inner stratified 3-fold CV over its ``tune:`` settings on the training part, then refits
+and predicts the held-out fold. Here a
 *cell* is (data set, cap n, method): the data set drawn to n rows exactly as the
 benchmark would with ``subsample: n`` (:func:`lkm.data.subsample_rows`, seed 0), the
 spec's outer fold 0 (training part 4n/5), and the method's whole protocol run once by
