@@ -7,7 +7,8 @@ inner stratified 3-fold CV over its ``tune:`` settings on the training part, the
 and predicts the held-out fold. Here a *cell* is (data set, cap n, method): the data set
 drawn to n rows exactly as the benchmark would with ``subsample: n``
 (:func:`lkm.data.subsample_rows`, seed 0), the spec's outer fold 0 (training part 4n/5),
-and the method's whole protocol run once by the engine's own job function (:func:`lkm.engine.runner.run_job`: the grid search over
+and the method's whole protocol run once by the engine's own job function
+(:func:`lkm.engine.runner.run_job`: the grid search over
 the spec's grid and inner CV, the refit, the test prediction and the decision values the
 record keeps). Nothing is copied from the spec: the grid, the inner CV, the fixed
 parameters, the preprocessing and the outer protocol are read from ``cross_paper.yaml``
