@@ -347,7 +347,8 @@ def test_no_cevikalp_cause_in_the_snapshot_is_contradicted_by_its_own_experiment
             for row, verdict in zip(t.rows, t.verdicts, strict=True)}
     assert usps["NLDCV-TD"] == "differs, not reached under the readings"  # K = 10 by inner CV does not count: the paper prints K = 7
     assert usps["NHKNN-TD"] == "matched post hoc"  # TD as half the squared residual, found after its results
-    assert usps["Linear-SVM"] == "differs, not reached under the readings" and usps["NN-TD"] == "reproduced"
+    # one-vs-one at C = 100 (post hoc, against the text): 7.42 % [6.32, 8.66] holds the paper's 6.32 at its edge
+    assert usps["Linear-SVM"] == "matched post hoc" and usps["NN-TD"] == "reproduced"
     counts = view.row_verdicts()
     assert counts["reproduced under a reading"] == 0 and sum(counts.values()) == sum(
         1 for run in view.runs for t in run.tables for v in t.verdicts if v)
