@@ -187,3 +187,24 @@ def test_a_perturbed_variant_does_not_outlive_its_refreshed_run(built: Path, mon
     shutil.copytree(built / docs.SNAPSHOT / "lpl_vs_svm", old_variant)
     report = docs.snapshot(PAPERS, built / "results", built)
     assert report.kept == ["lpl_vs_svm", "lpl_vs_svm-perturbed"] and old_variant.exists()
+
+
+def test_prose_edited_while_the_blocks_are_built_is_kept(built: Path, monkeypatch) -> None:
+    """`lkm docs build` reads a file just before building its blocks and writes it only if
+    it still holds what was read: an edit made meanwhile is kept and its blocks rebuilt."""
+    readme = built / "README.md"
+    stale = readme.read_text().replace(_block(readme.read_text(), "lpl/accuracy"), "(stale)\n")
+    readme.write_text(stale)
+    render, edits = docs.render, []
+
+    def render_while_edited(block_id, snap, blocks):
+        if not edits:  # the first block built: the user saves an edit of the prose meanwhile
+            readme.write_text(readme.read_text().replace("Accuracy at sigma*:", "Accuracy at the selected sigma*:"))
+            edits.append(block_id)
+        return render(block_id, snap, blocks)
+
+    monkeypatch.setattr(docs, "render", render_while_edited)
+    assert docs.build(PAPERS, built) == ["README.md"]
+    text = readme.read_text()
+    assert "Accuracy at the selected sigma*:" in text and "(stale)" not in text
+    assert docs.check(PAPERS, built) == []

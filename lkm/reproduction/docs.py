@@ -401,21 +401,38 @@ def _diff_summary(old: str, new: str) -> str:
             f"committed {cut(a)!r}, records give {cut(b)!r}")
 
 
+#: How often :func:`build` rebuilds a file that was edited while its blocks were built.
+EDIT_RETRIES = 3
+
+
 def build(papers: Papers, root: Path = Path("."), snapshot_root: Path | None = None) -> list[str]:
     """Rewrite every block of :func:`doc_files` from the snapshot; returns the files
-    changed. Raises :class:`DocsError` naming every block that cannot be built."""
+    changed. Raises :class:`DocsError` naming every block that cannot be built.
+
+    Each file is read just before its blocks are built and written only if it still
+    holds what was read (else rebuilt from the edited text): prose edited while a build
+    runs is kept, never overwritten with the text read at the start."""
     snap = Snapshot(snapshot_root or root / SNAPSHOT, papers)
     changed, errors = [], []
-    for rel, text in _docs(root, papers):
+    for rel in doc_files(papers):
         path = root / rel
-        if (bad := _markers(text)) is not None:
-            errors.append(f"{rel}: {bad}")
+        if not path.is_file():
             continue
-        new, found = _rewrite(text, snap)
-        errors += [f"{rel}: {bid}: {reason}" for bid, reason, body in found if body is None]
-        if new != text:
-            path.write_text(new, encoding="utf-8")
-            changed.append(rel)
+        for _attempt in range(EDIT_RETRIES):
+            text = path.read_text(encoding="utf-8")
+            if (bad := _markers(text)) is not None:
+                errors.append(f"{rel}: {bad}")
+                break
+            new, found = _rewrite(text, snap)
+            if path.read_text(encoding="utf-8") != text:
+                continue  # edited meanwhile: build again from the edited text
+            errors += [f"{rel}: {bid}: {reason}" for bid, reason, body in found if body is None]
+            if new != text:
+                path.write_text(new, encoding="utf-8")
+                changed.append(rel)
+            break
+        else:
+            errors.append(f"{rel}: edited during each of {EDIT_RETRIES} builds of its blocks; run `lkm docs build` again")
     if errors:
         raise DocsError("some blocks could not be built:\n" + "\n".join(errors))
     return changed
