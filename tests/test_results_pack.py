@@ -79,6 +79,20 @@ def test_a_manifest_keeps_its_version_until_a_file_changes(tmp_path: Path) -> No
     assert write_manifest(pack).version != "test.1"
 
 
+def test_a_pack_changed_the_day_it_was_versioned_gets_a_version_of_its_own(tmp_path: Path, monkeypatch) -> None:
+    import lkm.report.pack as pack_module
+
+    monkeypatch.setattr(pack_module.time, "strftime", lambda fmt, *a: "2026.11.29" if "." in fmt else "2026-11-29")
+    pack = _small_pack(tmp_path / "pack")
+    (pack / SMALL[0] / "plan.json").write_text("{}\n")
+    assert write_manifest(pack).version == "2026.11.29"
+    (pack / SMALL[0] / "plan.json").write_text("{ }\n")
+    assert write_manifest(pack).version == "2026.11.29.2"  # same day, other files: another version
+    assert write_manifest(pack).version == "2026.11.29.2"  # nothing changed since: kept
+    (pack / SMALL[0] / "plan.json").write_text("{  }\n")
+    assert write_manifest(pack).version == "2026.11.29.3"
+
+
 def test_an_archive_is_byte_stable_and_opens_from_a_path_or_a_pinned_url(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("LKM_CACHE_DIR", str(tmp_path / "cache"))
     pack = verify_pack(_small_pack(tmp_path / "pack"))

@@ -203,17 +203,26 @@ def is_pack_source(source: str) -> bool:
     return "://" in source or PIN_MARK in source.lower() or path.is_file() or is_pack(path)
 
 
+def _next_version(today: str, previous: str | None) -> str:
+    """``today`` (``YYYY.MM.DD``), or ``today.N`` after a version ``today`` or ``today.N-1``."""
+    if previous is None or not (previous == today or previous.startswith(f"{today}.")):
+        return today
+    serial = previous.removeprefix(today).lstrip(".")
+    return f"{today}.{int(serial) + 1 if serial.isdigit() else 2}"
+
+
 def write_manifest(root: Path, version: str | None = None) -> Pack:
     """Write ``root/PACK.json`` for the files under ``root``. The version is ``version``,
     else the existing manifest's when no file changed, else today's date
-    (``YYYY.MM.DD``)."""
+    (``YYYY.MM.DD``), with a serial (``YYYY.MM.DD.2``, ...) when a pack of other files
+    already had that version: two different packs never share a version."""
     files = pack_files(root)
     old = _read_manifest(root) if is_pack(root) else None
     if version is None:
         if old is not None and old["files"] == files:
             version, created = old["version"], old["created"]
         else:
-            version = time.strftime("%Y.%m.%d")
+            version = _next_version(time.strftime("%Y.%m.%d"), old["version"] if old is not None else None)
     created = old["created"] if old is not None and old["version"] == version else time.strftime("%Y-%m-%d")
     payload = {"format": PACK_FORMAT, "version": version, "created": created, "files": files}
     atomic_write(root / MANIFEST, json.dumps(payload, indent=1, sort_keys=True) + "\n")
