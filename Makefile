@@ -46,7 +46,7 @@ test: install  ## type-check lkm/ (mypy), then run the test suite (uses the data
 typecheck: install  ## mypy over lkm/ (strict on lkm.methods, lkm.spec, lkm.engine; pyproject.toml [tool.mypy])
 	$(BIN)/mypy
 
-check-shipped: install  ## re-fit every shipped record a solver route touches (PRLS/PLapRLS, SVM-KNN, the papers' SVM), label for label (~1 h 20 min)
+check-shipped: install  ## re-fit every shipped record a solver route touches (PRLS/PLapRLS, SVM-KNN, the SVM everywhere), label for label (~1 h 30 min)
 	$(BIN)/python -m pytest -q -n 2 -m shipped_refit --refit-shipped
 
 lint: install  ## static checks

@@ -23,6 +23,13 @@ def records(run: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh]
 
 
+def runs_with(estimators: Iterable[str]) -> list[str]:
+    """The shipped runs holding an ok record of one of ``estimators``, by name."""
+    wanted = set(estimators)
+    return [d.name for d in sorted(RUNS.iterdir()) if (d / "records" / "part-snapshot.jsonl.gz").is_file()
+            and any(r.get("estimator") in wanted and r.get("status") == "ok" for r in records(d.name))]
+
+
 def as_json(value: Any) -> Any:
     """``value`` as it reads back from a record (numpy scalars as numbers)."""
     return json.loads(json.dumps(value, default=lambda v: v.item() if hasattr(v, "item") else str(v)))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from shipped_records import refit_records
+from shipped_records import refit_records, runs_with
 
 SVM = ("svm", "npps_svm")
 
@@ -28,11 +28,7 @@ def test_shipped_svm_records_are_reproduced(data_dir: Path, run: str, keep: Any)
 
 
 @pytest.mark.shipped_refit
-@pytest.mark.parametrize("run", ["lpl_vs_svm", "lpl_vs_svm-perturbed", "lpl_vs_svm_scaled", "lpl_k_diabetes",
-                                 "lpl_k_diabetes-perturbed", "lpl_k_diabetes_raw", "lpl_sigma_sonar",
-                                 "npps_table2", "npps_table2-perturbed", "npps_fast_vs_naive",
-                                 "cevikalp_segmentation", "cevikalp_segmentation-perturbed",
-                                 "cevikalp_segmentation.ovo", "cevikalp_usps.ovo"])
+@pytest.mark.parametrize("run", runs_with(SVM))
 def test_every_shipped_svm_record_is_reproduced(data_dir: Path, run: str) -> None:
     """Every shipped SVM and NPPS + SVM record of ``run`` (docs/runs), with its tuned setting."""
     count, differences = refit_records(run, data_dir, SVM, lambda r: True)
