@@ -143,3 +143,32 @@ def test_exponent_floats_without_a_dot_are_numbers(tmp_path) -> None:
         "methods:\n  - {name: PL, estimator: pl, params: {sigma: 1.0, rcond: 1e-8}}\n"
     )
     assert load_spec(path).methods[0].params["rcond"] == 1e-8
+
+
+def test_a_spec_validated_again_is_an_equal_copy_with_its_notes_and_edits_do_not_leak() -> None:
+    data = base(sweep={"sigma": [0.5, 1, 1]})  # a duplicate value: validation notes it
+    first = spec_from_dict(data, "s.yaml")
+    again = spec_from_dict(data, "s.yaml")
+    assert again == first and again is not first
+    assert again.notes == first.notes and any("duplicate" in n for n in again.notes)
+    again.methods[0].name = "edited"
+    assert spec_from_dict(data, "s.yaml").methods[0].name == "PL"
+
+
+def test_a_kept_spec_is_validated_again_when_its_environment_changes(tmp_path, monkeypatch) -> None:
+    """The cache of validated specs keys on what validation reads: a plan-size limit set
+    after a spec was validated still refuses it."""
+    data = base()
+    spec_from_dict(data, "s.yaml")
+    monkeypatch.setenv("LKM_MAX_FITS", "2")
+    with pytest.raises(SpecError, match="fits"):
+        spec_from_dict(data, "s.yaml")
+    monkeypatch.delenv("LKM_MAX_FITS")
+    data["datasets"] = ["my-own-set"]
+    with pytest.raises(SpecError, match="my-own-set"):
+        spec_from_dict(data, "s.yaml")
+    csv = tmp_path / "mine.csv"
+    csv.write_text("a,b,y\n0,1,0\n1,0,1\n0,0,0\n1,1,1\n")
+    from lkm.data.user import add_user_dataset, user_dataset
+    add_user_dataset(user_dataset("my-own-set", csv, target="y"))  # the registry of tests/conftest.py
+    assert spec_from_dict(data, "s.yaml").datasets[0].id == "my-own-set"
