@@ -70,7 +70,8 @@ def test_claims_table_has_the_fragility_check(smoke_results, key: str) -> None:
     assert f"verdict under {PERTURBATION_WORDS}" in claims and "no difference" not in claims
 
 
-#: Tables of the smoke runs copied before the per-paper packages were laid out (issue 11):
+#: Tables of the smoke runs copied before the per-paper packages were laid out (issue 11;
+#: those of lpl_timing_spambase and prls_isolet again when their smoke runs were made smaller):
 #: every Markdown table without seconds in it, by paper, at its path under the results folder;
 #: not knn_invariance_rows (its column order) nor lrr_tuned (its tie between settings) — both
 #: follow the order in which parallel tasks finish.

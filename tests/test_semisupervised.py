@@ -198,6 +198,10 @@ def test_labeled_group_makes_one_realization_per_speaker(data_dir):
         SemiSupervisedProtocol(pool=120, labeled_group="session").splits(_dataset())
     with pytest.raises(ValueError, match="repeats"):
         SemiSupervisedProtocol(pool=1560, labeled_group="speaker", repeats=3)
+    first = SemiSupervisedProtocol(pool=1560, test="predefined", labeled_group="speaker", groups_used=3).splits(isolet)
+    assert [(s.id, s.unlabeled.tolist()) for s in first] == [(s.id, s.unlabeled.tolist()) for s in splits[:3]]
+    with pytest.raises(ValueError, match="groups_used: only with labeled_group"):
+        SemiSupervisedProtocol(pool=1560, labeled=52, groups_used=3)
 
 
 def test_tasks_expand_a_dataset_into_binary_tasks_methods_follow_the_family():

@@ -333,6 +333,9 @@ class SemiSupervisedProtocol(_Protocol):
     labeled_group: str | None = Field(
         default=None, description="one realization per group of the dataset's row_groups (e.g. speaker), labeling its pool rows"
     )
+    groups_used: int | None = Field(
+        default=None, ge=1, description="with labeled_group, only the first N groups of the pool (a smoke run's few realizations)"
+    )
     repeats: int = Field(default=1, ge=1, description="number of realizations")
     seed: int = 0
 
@@ -344,6 +347,8 @@ class SemiSupervisedProtocol(_Protocol):
                              + (f" (got {', '.join(given)})" if given else ""))
         if self.labeled_group is not None and self.repeats != 1:
             raise ValueError("repeats: labeled_group makes one realization per group; leave repeats out")
+        if self.groups_used is not None and self.labeled_group is None:
+            raise ValueError("groups_used: only with labeled_group")
         if isinstance(self.pool, int) and not isinstance(self.pool, bool) and self.pool < 2:
             raise ValueError("pool must be 'predefined' or a row count >= 2")
         return self
@@ -386,7 +391,7 @@ class SemiSupervisedProtocol(_Protocol):
         if present.size < 1:
             raise SpecError(f"protocol.labeled_group: no row of the pool of '{dataset.name}' has a known {name}")
         out = []
-        for r, g in enumerate(present):
+        for r, g in enumerate(present[:self.groups_used]):
             labeled = groups == g
             if labeled.all():
                 raise SpecError(f"protocol.labeled_group: {name} {g + 1} is the whole pool of '{dataset.name}'")
@@ -428,7 +433,8 @@ class SemiSupervisedProtocol(_Protocol):
     def describe(self) -> str:
         pool = "the official training part" if self.pool == "predefined" else f"the first {self.pool} rows"
         if self.labeled_group is not None:
-            return (f"one semi-supervised realization per {self.labeled_group}: all of its rows of {pool} labeled, "
+            only = f" (the first {self.groups_used} only)" if self.groups_used is not None else ""
+            return (f"one semi-supervised realization per {self.labeled_group}{only}: all of its rows of {pool} labeled, "
                     "the rest unlabeled")
         how = (f"{self.labeled} labeled" if self.labeled is not None else
                f"{self.labeled_per_class} labeled per {'original ' if self.per_class_of == 'original' else ''}class")
