@@ -25,10 +25,18 @@ Generated datasets take ``holdout`` with integer ``train_size``/``test_size``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
 from lkm.errors import SpecError
@@ -338,6 +346,13 @@ class SemiSupervisedProtocol(_Protocol):
     )
     repeats: int = Field(default=1, ge=1, description="number of realizations")
     seed: int = 0
+
+    @model_serializer(mode="wrap")
+    def _without_unset_groups_used(self, handler: Any) -> dict[str, Any]:
+        dump: dict[str, Any] = handler(self)
+        if dump.get("groups_used") is None:  # unset: left out, so task ids stay what they were
+            dump.pop("groups_used", None)
+        return dump
 
     @model_validator(mode="after")
     def _one_way_to_label(self) -> SemiSupervisedProtocol:
