@@ -34,6 +34,7 @@ numbers neither support nor refute says how large an effect would have shown.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -187,9 +188,6 @@ def rate_interval(rates: Any, n_test: Any, n_train: Any, *, resampled: bool = Tr
       When every split gives the same rate, the binomial interval of the pooled test
       rows is used, since ``s = 0`` would claim certainty.
     """
-    from scipy.stats import binomtest
-    from scipy.stats import t as student
-
     r = np.asarray(rates, dtype=float).ravel()
     nt = np.broadcast_to(np.asarray(n_test, dtype=float), r.shape)
     keep = ~np.isnan(r)
@@ -203,8 +201,7 @@ def rate_interval(rates: Any, n_test: Any, n_train: Any, *, resampled: bool = Tr
         n = int(round(trials))
         if n <= 0:
             return math.nan, math.nan
-        ci = binomtest(int(round(successes)), n).proportion_ci(confidence_level=level, method="exact")
-        return float(ci.low), float(ci.high)
+        return _exact_binomial_interval(int(round(successes)), n, level)
 
     if r.size == 1 or float(r.std()) == 0.0:
         return binomial(float((r * nt).sum()), float(nt.sum()))
@@ -213,8 +210,27 @@ def rate_interval(rates: Any, n_test: Any, n_train: Any, *, resampled: bool = Tr
         ntr = np.broadcast_to(np.asarray(n_train, dtype=float), keep.shape)[keep]
         ratio = float(nt.mean() / ntr.mean()) if ntr.mean() > 0 else 0.0
     se = float(r.std(ddof=1)) * math.sqrt(1.0 / r.size + ratio)
-    half = float(student.ppf(0.5 + level / 2.0, r.size - 1)) * se
+    half = _t_quantile(0.5 + level / 2.0, r.size - 1) * se
     return max(0.0, float(r.mean()) - half), min(1.0, float(r.mean()) + half)  # a rate lies in [0, 1]
+
+
+# scipy's quantile and binomial test cost about a millisecond a call; a report asks for the
+# same few (level, df) and (successes, trials) pairs thousands of times.
+@functools.lru_cache(maxsize=4096)
+def _t_quantile(q: float, df: int) -> float:
+    """Student's t quantile ``q`` with ``df`` degrees of freedom (cached)."""
+    from scipy.stats import t as student
+
+    return float(student.ppf(q, df))
+
+
+@functools.lru_cache(maxsize=65536)
+def _exact_binomial_interval(successes: int, trials: int, level: float) -> tuple[float, float]:
+    """The exact (Clopper–Pearson) ``level`` interval of ``successes`` of ``trials`` (cached)."""
+    from scipy.stats import binomtest
+
+    ci = binomtest(successes, trials).proportion_ci(confidence_level=level, method="exact")
+    return float(ci.low), float(ci.high)
 
 
 def count_words(results: dict[str, Paired], a: str, b: str, alpha: float = ALPHA,

@@ -47,10 +47,7 @@ def aggregate(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     ).reset_index()
     agg["params"] = agg["setting"].map(json.loads)
     if {"n_test", "n_train"} <= set(ok.columns):
-        resampled = {d.id: resampled_splits(spec, d.id) for d in spec.datasets}
-        bounds = grouped.apply(lambda g: rate_interval(g["accuracy"], g["n_test"], g["n_train"],
-                                                       resampled=resampled.get(g.name[0], True)),
-                               include_groups=False)  # type: ignore[call-overload]  # pandas-stubs: apply's overloads lack include_groups (pandas >= 2.2) and a tuple result
+        bounds = _group_intervals(ok, grouped.ngroup().to_numpy(), spec)
         agg["accuracy_ci_low"] = [b[0] for b in bounds]
         agg["accuracy_ci_high"] = [b[1] for b in bounds]
     else:  # records written without split sizes: no interval
@@ -62,6 +59,23 @@ def aggregate(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     agg["_ds"] = agg["dataset"].map(ds_order)
     agg["_m"] = agg["method"].map(m_order)
     return agg.sort_values(["_ds", "_m", "_order"]).reset_index(drop=True)
+
+
+def _group_intervals(ok: pd.DataFrame, codes: np.ndarray, spec: Spec) -> list[tuple[float, float]]:
+    """:func:`rate_interval` of the accuracies of each group (``codes``: each record's group
+    number, NaN for a record in no group), in group-number order, each group's records in
+    record order: what ``groupby(...).apply(rate_interval)`` gives, without pandas' cost per group."""
+    resampled = {d.id: resampled_splits(spec, d.id) for d in spec.datasets}
+    codes = np.asarray(codes, dtype=float)
+    rows = np.flatnonzero(~np.isnan(codes))
+    if rows.size == 0:
+        return []
+    rows = rows[np.argsort(codes[rows], kind="stable")]
+    starts = np.flatnonzero(np.r_[True, np.diff(codes[rows]) != 0])
+    accuracy, n_test, n_train = (np.asarray(ok[c], dtype=float)[rows] for c in ("accuracy", "n_test", "n_train"))
+    datasets = ok["dataset"].to_numpy()[rows]
+    return [rate_interval(accuracy[a:b], n_test[a:b], n_train[a:b], resampled=resampled.get(datasets[a], True))
+            for a, b in zip(starts, [*starts[1:], len(rows)], strict=True)]
 
 
 def resampled_splits(spec: Spec, dataset_id: str) -> bool:
@@ -100,19 +114,37 @@ def select_best(agg: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     if agg.empty:
         return agg
     metric = spec.selection.metric
-    rows = []
-    for (_ds, method), g in agg.groupby(["dataset", "method"], sort=False):
-        mspec = next(m for m in spec.methods if m.name == method)
-        swept = spec.swept_params(mspec)
-        over = [p for p in (spec.selection.over or swept) if p in swept]
-        fixed = [p for p in swept if p not in over]
-        keys = g["params"].map(lambda p, fixed=fixed: json.dumps({k: p.get(k) for k in fixed}, default=str))
-        for _, sub in g.groupby(keys, sort=False):
-            by = metric if metric in sub.columns and sub[metric].notna().any() else "accuracy"
-            best = sub.sort_values([by, f"{by}_std", "_order"], ascending=[False, True, True]).iloc[0].copy()
-            best["selected_by"] = by
-            rows.append(best)
-    return pd.DataFrame(rows).reset_index(drop=True)
+    fixed: dict[str, list[str]] = {}  # per method: the swept parameters not selected over
+    groups: dict[tuple[Any, Any], dict[str, list[int]]] = {}  # (dataset, method) -> fixed values -> rows
+    for pos, (ds, method, params) in enumerate(zip(agg["dataset"], agg["method"], agg["params"], strict=True)):
+        if pd.isna(ds) or pd.isna(method):  # groupby leaves out missing keys
+            continue
+        if method not in fixed:
+            swept = spec.swept_params(next(m for m in spec.methods if m.name == method))
+            over = [p for p in (spec.selection.over or swept) if p in swept]
+            fixed[method] = [p for p in swept if p not in over]
+        key = json.dumps({k: params.get(k) for k in fixed[method]}, default=str)
+        groups.setdefault((ds, method), {}).setdefault(key, []).append(pos)
+    columns: dict[str, list[float]] = {c: agg[c].to_numpy(dtype=float).tolist()
+                                       for c in {"accuracy", "accuracy_std", "_order", metric, f"{metric}_std"}
+                                       if c in agg.columns}
+    chosen, selected_by = [], []
+    for sub in (rows for keyed in groups.values() for rows in keyed.values()):
+        by = metric if metric in agg.columns and any(not math.isnan(columns[metric][pos]) for pos in sub) else "accuracy"
+        value, std, order = columns[by], columns[f"{by}_std"], columns["_order"]
+        keys = [_selection_key(value[pos], std[pos], order[pos]) for pos in sub]
+        chosen.append(sub[keys.index(min(keys))])  # the first of equal keys, as a stable sort
+        selected_by.append(by)
+    best = agg.iloc[chosen].reset_index(drop=True)
+    best["selected_by"] = selected_by
+    return best
+
+
+def _selection_key(value: float, std: float, order: float) -> tuple[bool, float, bool, float, bool, float]:
+    """Sorts a setting before another as ``sort_values([metric, std, _order], ascending=[False,
+    True, True])`` does: higher value, then lower std, then earlier grid order, NaN last in each."""
+    return (math.isnan(value), 0.0 if math.isnan(value) else -value, math.isnan(std), 0.0 if math.isnan(std) else std,
+            math.isnan(order), 0.0 if math.isnan(order) else order)
 
 
 def loglog_fit(x: Any, y: Any, min_y: float = 0.0) -> tuple[float, float]:
