@@ -105,3 +105,33 @@ def test_select_best_breaks_a_full_tie_by_row_order_and_puts_nan_last() -> None:
     best = select_best(agg, spec)
     assert len(best) == 1 and best["setting"].iloc[0] == agg["setting"].iloc[4]  # first of the full tie
     pd.testing.assert_frame_equal(best, _select_by_sorting(agg, spec), check_exact=True)
+
+
+def _completeness_by_masks(spec, records: pd.DataFrame, expected: dict[str, int]) -> dict[tuple[str, str], str]:
+    """The reference: each (data set, method) cell's records picked by boolean masks."""
+    out = {}
+    for d in spec.datasets:
+        for m in spec.methods:
+            sub = records[(records["dataset"] == d.id) & (records["method"] == m.name)]
+            ok, failed, n = sub[sub["status"] == "ok"], sub[sub["status"] != "ok"], expected.get(d.id, 0)
+            if not failed.empty:
+                error = str(failed["error"].dropna().iloc[0]) if failed["error"].notna().any() else "error"
+                out[(d.id, m.name)] = f"{len(failed)} of {n} folds failed: {error.splitlines()[0][:160]}"
+            elif ok["split"].nunique() < n or n == 0:
+                out[(d.id, m.name)] = f"{ok['split'].nunique()} of {n} folds recorded"
+    return out
+
+
+def test_benchmark_completeness_names_failed_and_unrecorded_cells_as_masks_do() -> None:
+    from lkm.report.ranking import _completeness
+
+    spec = _spec()
+    records = _records(1).assign(error=None)
+    records.loc[records.index[:3], ["status", "error"]] = [["error", "first\nline"], ["error", None], ["error", "third"]]
+    records = records[~((records["dataset"] == "sklearn-iris") & (records["method"] == "SVM2"))]  # a cell with no records
+    records = records[~((records["dataset"] == "moons") & (records["method"] == "SVM") & (records["split"] > 1))]
+    for planned in ({}, {"moons": 5}, {"moons": 2, "sklearn-iris": 9}):
+        expected = records.groupby("dataset")["split"].nunique().to_dict()
+        expected = {d: max(int(expected.get(d, 0)), planned.get(d, 0)) for d in set(expected) | set(planned)}
+        got = _completeness(spec, records, planned)
+        assert got == _completeness_by_masks(spec, records, expected) and got

@@ -133,18 +133,20 @@ def _completeness(spec: Any, records: pd.DataFrame, planned: dict[str, int]) -> 
     fits = records[records["kind"] != "study"] if "kind" in records.columns else records
     recorded: dict[Any, int] = fits.groupby("dataset")["split"].nunique().to_dict()
     expected = {d: max(int(recorded.get(d, 0)), planned.get(d, 0)) for d in set(recorded) | set(planned)}
+    # per (dataset, method) cell: its failed fits, their first error, its distinct splits fitted
+    ok = fits["status"] == "ok"
+    failed = fits[~ok].groupby(["dataset", "method"]).size().to_dict()
+    errors = fits[~ok].groupby(["dataset", "method"])["error"].first().to_dict() if "error" in fits else {}
+    splits = fits[ok].groupby(["dataset", "method"])["split"].nunique().to_dict()
     out: dict[tuple[str, str], str] = {}
     for d in spec.datasets:
         for m in spec.methods:
-            sub = fits[(fits["dataset"] == d.id) & (fits["method"] == m.name)]
-            ok = sub[sub["status"] == "ok"]
-            n = int(expected.get(d.id, 0))
-            failed = sub[sub["status"] != "ok"]
-            if not failed.empty:
-                error = str(failed["error"].dropna().iloc[0]) if "error" in failed and failed["error"].notna().any() else "error"
-                out[(d.id, m.name)] = f"{len(failed)} of {n} folds failed: {error.splitlines()[0][:160]}"
-            elif ok["split"].nunique() < n or n == 0:
-                out[(d.id, m.name)] = f"{ok['split'].nunique()} of {n} folds recorded"
+            cell, n = (d.id, m.name), int(expected.get(d.id, 0))
+            if failed.get(cell, 0):
+                error = str(errors[cell]) if pd.notna(errors.get(cell)) else "error"
+                out[cell] = f"{failed[cell]} of {n} folds failed: {error.splitlines()[0][:160]}"
+            elif splits.get(cell, 0) < n or n == 0:
+                out[cell] = f"{splits.get(cell, 0)} of {n} folds recorded"
     return out
 
 
