@@ -135,3 +135,37 @@ def test_benchmark_completeness_names_failed_and_unrecorded_cells_as_masks_do() 
         expected = {d: max(int(expected.get(d, 0)), planned.get(d, 0)) for d in set(expected) | set(planned)}
         got = _completeness(spec, records, planned)
         assert got == _completeness_by_masks(spec, records, expected) and got
+
+
+def test_spread_over_splits_equals_pandas_std_to_the_last_bit() -> None:
+    from lkm.report.aggregation import _std
+
+    rng = np.random.default_rng(3)
+    for size in [*range(12), 17, 40, 130]:
+        for nan_share in (0.0, 0.3, 1.0):
+            values = rng.choice([0.81, 0.9, 0.9, 1 / 3, 0.7071], size) + rng.normal(0, 1e-3, size) * (size % 2)
+            values[rng.random(size) < nan_share] = np.nan
+            series = pd.Series(values)
+            expected = float(series.std(ddof=1)) if series.count() > 1 else (0.0 if series.count() else np.nan)
+            np.testing.assert_array_equal(_std(values), expected, err_msg=f"{size}, {nan_share}")
+
+
+def _failed_fits_per_group(records: pd.DataFrame) -> pd.DataFrame:
+    """The reference: each (data set, method) group's error records, groups in record order."""
+    rows = []
+    for (ds, method), g in records.groupby(["dataset", "method"], sort=False):
+        errors = g[g["status"] == "error"]
+        if not errors.empty:
+            first = " ".join(str(errors["error"].iloc[0]).split())
+            rows.append({"dataset": ds, "method": method, "failed": len(errors), "total": len(g), "error": first})
+    return pd.DataFrame(rows, columns=["dataset", "method", "failed", "total", "error"])
+
+
+def test_failed_fits_count_each_groups_errors_and_keep_its_first_as_per_group_filters_do() -> None:
+    from lkm.report.aggregation import failed_fits
+
+    records = _records(2).assign(error=None)
+    pd.testing.assert_frame_equal(failed_fits(records), _failed_fits_per_group(records))  # no failure
+    records.loc[records.index[[5, 9, 40, 41]], "status"] = "error"
+    records.loc[records.index[[9, 41]], "error"] = ["a  long\n error", "other"]  # 5 and 40: no message (None)
+    pd.testing.assert_frame_equal(failed_fits(records), _failed_fits_per_group(records), check_exact=True)

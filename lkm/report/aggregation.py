@@ -39,15 +39,18 @@ def aggregate(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     for score in SCORES:  # records from before lkm.numerics.metrics carry accuracy only: the others are NaN
         ok[score] = pd.to_numeric(ok[score], errors="coerce") if score in ok.columns else np.nan
     grouped = ok.groupby(["dataset", "method", "setting"], sort=False)
-    spreads = {f"{score}_std": (score, _std) for score in SCORES}
     agg = grouped.agg(
-        **{score: (score, "mean") for score in SCORES}, **spreads,
+        **{score: (score, "mean") for score in SCORES},
         splits=("accuracy", "size"), fit_seconds=("fit_seconds", "mean"), predict_seconds=("predict_seconds", "mean"),
         n_train=("n_train", "mean"),
     ).reset_index()
+    rows, groups = _group_rows(grouped.ngroup().to_numpy())
+    for i, score in enumerate(SCORES):  # each score's spread, after the means
+        values = np.asarray(ok[score], dtype=float)[rows]
+        agg.insert(3 + len(SCORES) + i, f"{score}_std", [_std(values[a:b]) for a, b in groups])
     agg["params"] = agg["setting"].map(json.loads)
     if {"n_test", "n_train"} <= set(ok.columns):
-        bounds = _group_intervals(ok, grouped.ngroup().to_numpy(), spec)
+        bounds = _group_intervals(ok, rows, groups, spec)
         agg["accuracy_ci_low"] = [b[0] for b in bounds]
         agg["accuracy_ci_high"] = [b[1] for b in bounds]
     else:  # records written without split sizes: no interval
@@ -61,21 +64,26 @@ def aggregate(df: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     return agg.sort_values(["_ds", "_m", "_order"]).reset_index(drop=True)
 
 
-def _group_intervals(ok: pd.DataFrame, codes: np.ndarray, spec: Spec) -> list[tuple[float, float]]:
-    """:func:`rate_interval` of the accuracies of each group (``codes``: each record's group
-    number, NaN for a record in no group), in group-number order, each group's records in
-    record order: what ``groupby(...).apply(rate_interval)`` gives, without pandas' cost per group."""
-    resampled = {d.id: resampled_splits(spec, d.id) for d in spec.datasets}
+def _group_rows(codes: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """The records by group (``codes``: each record's group number, NaN for a record in no
+    group): record positions sorted by group, each group's in record order, and each group's
+    ``(start, end)`` in them, in group-number order. Per-group numbers computed over these
+    slices are what ``groupby(...).apply`` gives, without pandas' cost per group."""
     codes = np.asarray(codes, dtype=float)
     rows = np.flatnonzero(~np.isnan(codes))
-    if rows.size == 0:
-        return []
     rows = rows[np.argsort(codes[rows], kind="stable")]
-    starts = np.flatnonzero(np.r_[True, np.diff(codes[rows]) != 0])
+    starts = np.flatnonzero(np.r_[True, np.diff(codes[rows]) != 0]) if rows.size else rows
+    return rows, list(zip(starts.tolist(), [*starts[1:].tolist(), len(rows)], strict=True))
+
+
+def _group_intervals(ok: pd.DataFrame, rows: np.ndarray, groups: list[tuple[int, int]],
+                     spec: Spec) -> list[tuple[float, float]]:
+    """:func:`rate_interval` of the accuracies of each group (:func:`_group_rows`)."""
+    resampled = {d.id: resampled_splits(spec, d.id) for d in spec.datasets}
     accuracy, n_test, n_train = (np.asarray(ok[c], dtype=float)[rows] for c in ("accuracy", "n_test", "n_train"))
     datasets = ok["dataset"].to_numpy()[rows]
     return [rate_interval(accuracy[a:b], n_test[a:b], n_train[a:b], resampled=resampled.get(datasets[a], True))
-            for a, b in zip(starts, [*starts[1:], len(rows)], strict=True)]
+            for a, b in groups]
 
 
 def resampled_splits(spec: Spec, dataset_id: str) -> bool:
@@ -85,10 +93,17 @@ def resampled_splits(spec: Spec, dataset_id: str) -> bool:
     return getattr(spec.protocol_for(dataset_id), "kind", "") != "semisupervised"
 
 
-def _std(values: pd.Series) -> float:
-    """Sample standard deviation over splits (0 for a single split; NaN values left out)."""
-    n = values.count()
-    return float(values.std(ddof=1)) if n > 1 else (0.0 if n else math.nan)
+def _std(values: np.ndarray) -> float:
+    """Sample standard deviation over splits (0 for a single split; NaN values left out),
+    computed as pandas' ``Series.std`` computes it, to the last bit: two passes, the NaNs
+    counted as 0 in both sums."""
+    missing = np.isnan(values)
+    n = values.size - int(missing.sum())
+    if n <= 1:
+        return 0.0 if n else math.nan
+    filled = np.where(missing, 0.0, values)
+    squares = np.where(missing, 0.0, (filled.sum() / n - filled) ** 2)
+    return float(np.sqrt(squares.sum() / (n - 1)))
 
 
 def _grid_order(spec: Spec) -> dict[tuple[str, str], int]:
@@ -227,11 +242,17 @@ def failed_fits(records: pd.DataFrame) -> pd.DataFrame:
     if fits.empty or not {"status", "dataset", "method"} <= set(fits.columns):
         return pd.DataFrame(columns=columns)  # no fits (a studies-only run)
     rows = []
-    for (ds, method), g in fits.groupby(["dataset", "method"], sort=False):
-        errors = g[g["status"] == "error"]
-        if not errors.empty:
-            first = " ".join(str(errors["error"].iloc[0]).split()) if "error" in errors.columns else "error"
-            rows.append({"dataset": ds, "method": method, "failed": len(errors), "total": len(g), "error": first})
+    errors = fits[fits["status"] == "error"]
+    if not errors.empty:  # (most runs have none: no grouping of every fit then)
+        failed = errors.groupby(["dataset", "method"], sort=False).size().to_dict()
+        firsts = errors.drop_duplicates(["dataset", "method"])
+        first = dict(zip(zip(firsts["dataset"], firsts["method"], strict=True),
+                         firsts["error"] if "error" in errors.columns else ["error"] * len(firsts), strict=True))
+        key: Any  # a (dataset, method) pair (pandas-stubs types group keys as Hashable)
+        for key, total in fits.groupby(["dataset", "method"], sort=False).size().items():
+            if key in failed:
+                rows.append({"dataset": key[0], "method": key[1], "failed": failed[key], "total": total,
+                             "error": " ".join(str(first[key]).split())})
     return pd.DataFrame(rows, columns=columns)
 
 
