@@ -116,7 +116,7 @@ def spec_from_dict(
     if key is not None and key in _VALIDATED:
         return _VALIDATED[key].model_copy(deep=True)
     spec = _spec_from_dict(data, source, smoke, max_fits, spec_dir)
-    if key is not None:
+    if key is not None and not any(d.path is not None for d in spec.datasets):  # a named file's sha256 is read: never kept
         if len(_VALIDATED) >= VALIDATED_KEPT:
             _VALIDATED.pop(next(iter(_VALIDATED)))
         _VALIDATED[key] = spec.model_copy(deep=True)
@@ -134,7 +134,8 @@ def _validated_key(data: dict[str, Any], source: str, smoke: bool, max_fits: int
                    spec_dir: Path | None) -> tuple[Any, ...] | None:
     """What validating ``data`` depends on: the mapping itself, the arguments, and the
     environment validation reads (``LKM_MAX_FITS``, the user's dataset registry file,
-    ``sys.path`` and the working folder, against which estimators and paths resolve).
+    ``sys.path`` and the working folder, against which estimators and paths resolve; a
+    spec naming a data file, whose sha256 validation pins, is not kept).
     None (not kept) for a mapping JSON cannot write canonically (keys of mixed types)."""
     try:
         text = json.dumps(data, sort_keys=True, default=repr)
