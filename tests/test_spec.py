@@ -172,3 +172,10 @@ def test_a_kept_spec_is_validated_again_when_its_environment_changes(tmp_path, m
     from lkm.data.user import add_user_dataset, user_dataset
     add_user_dataset(user_dataset("my-own-set", csv, target="y"))  # the registry of tests/conftest.py
     assert spec_from_dict(data, "s.yaml").datasets[0].id == "my-own-set"
+
+
+def test_two_specs_differing_only_in_key_order_keep_their_own_grid_order() -> None:
+    """The cache of validated specs tells key orders apart: a sweep's order is its grid's."""
+    first = spec_from_dict(base(sweep={"sigma": [0.5, 1], "k": [3, 5]}), "s.yaml")
+    second = spec_from_dict(base(sweep={"k": [3, 5], "sigma": [0.5, 1]}), "s.yaml")
+    assert list(first.sweep) == ["sigma", "k"] and list(second.sweep) == ["k", "sigma"]

@@ -5,7 +5,6 @@ writes one back."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import typing
@@ -113,10 +112,10 @@ def spec_from_dict(
     if not isinstance(data, dict):
         raise SpecError(f"{source}: the spec must be a mapping of keys (name, datasets, methods, ...)")
     key = _validated_key(data, source, smoke, max_fits, spec_dir)
-    if key is not None and key in _VALIDATED:
+    if key in _VALIDATED:
         return _VALIDATED[key].model_copy(deep=True)
     spec = _spec_from_dict(data, source, smoke, max_fits, spec_dir)
-    if key is not None and not any(d.path is not None for d in spec.datasets):  # a named file's sha256 is read: never kept
+    if not any(d.path is not None for d in spec.datasets):  # a named file's sha256 is read: never kept
         if len(_VALIDATED) >= VALIDATED_KEPT:
             _VALIDATED.pop(next(iter(_VALIDATED)))
         _VALIDATED[key] = spec.model_copy(deep=True)
@@ -131,16 +130,12 @@ VALIDATED_KEPT = 256
 
 
 def _validated_key(data: dict[str, Any], source: str, smoke: bool, max_fits: int | None,
-                   spec_dir: Path | None) -> tuple[Any, ...] | None:
+                   spec_dir: Path | None) -> tuple[Any, ...]:
     """What validating ``data`` depends on: the mapping itself, the arguments, and the
     environment validation reads (``LKM_MAX_FITS``, the user's dataset registry file,
     ``sys.path`` and the working folder, against which estimators and paths resolve; a
-    spec naming a data file, whose sha256 validation pins, is not kept).
-    None (not kept) for a mapping JSON cannot write canonically (keys of mixed types)."""
-    try:
-        text = json.dumps(data, sort_keys=True, default=repr)
-    except (TypeError, ValueError):
-        return None
+    spec naming a data file, whose sha256 validation pins, is not kept). The mapping by its
+    ``repr``: key order is kept (a sweep's order is its grid's) and ``1`` is not ``"1"``."""
     registry = user_registry_path()
     try:
         st = registry.stat()
@@ -148,7 +143,7 @@ def _validated_key(data: dict[str, Any], source: str, smoke: bool, max_fits: int
     except OSError:
         stamp = None
     folder = str(spec_dir.resolve()) if spec_dir is not None else None
-    return (text, source, smoke, max_fits, folder, os.getcwd(), os.environ.get("LKM_MAX_FITS"), str(registry), stamp,
+    return (repr(data), source, smoke, max_fits, folder, os.getcwd(), os.environ.get("LKM_MAX_FITS"), str(registry), stamp,
             tuple(sys.path))
 
 
