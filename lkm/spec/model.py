@@ -33,6 +33,7 @@ from lkm.spec.protocols import (
     PredefinedProtocol,
     RealizationsProtocol,
     SemiSupervisedProtocol,
+    without_unset,
 )
 
 
@@ -223,11 +224,7 @@ class DatasetSpec(_Model):
 
     @model_serializer(mode="wrap")
     def _without_unset_file_keys(self, handler: Any) -> dict[str, Any]:
-        dump: dict[str, Any] = handler(self)
-        for key in (*_FILE_KEYS, "groups", "tasks", "task_of", "subsample"):  # unset: left out, so task ids stay what they were
-            if dump.get(key) is None:
-                dump.pop(key, None)
-        return dump
+        return without_unset(handler(self), (*_FILE_KEYS, "groups", "tasks", "task_of", "subsample"))
 
     def binary_tasks(self) -> list[DatasetSpec]:
         """The binary tasks ``tasks`` asks for, each a dataset entry of its own (id

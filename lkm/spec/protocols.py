@@ -24,6 +24,7 @@ Generated datasets take ``holdout`` with integer ``train_size``/``test_size``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -84,6 +85,16 @@ def split_size(v: float | int | None) -> float | int | None:
     if v is not None and (isinstance(v, float) and not 0 < v < 1 or isinstance(v, int) and v < 1):
         raise ValueError(f"expected a fraction of the rows between 0 and 1 (0.25) or a number of rows >= 1 (100), got {v!r}")
     return v
+
+
+def without_unset(dump: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+    """``dump`` without those of ``keys`` whose value is None: keys added to a model after
+    task ids were first written (task ids hash the dump) are left out while unset, so the
+    ids of specs that do not use them stay what they were."""
+    for key in keys:
+        if dump.get(key) is None:
+            dump.pop(key, None)
+    return dump
 
 
 class _Protocol(BaseModel):
@@ -349,10 +360,7 @@ class SemiSupervisedProtocol(_Protocol):
 
     @model_serializer(mode="wrap")
     def _without_unset_groups_used(self, handler: Any) -> dict[str, Any]:
-        dump: dict[str, Any] = handler(self)
-        if dump.get("groups_used") is None:  # unset: left out, so task ids stay what they were
-            dump.pop("groups_used", None)
-        return dump
+        return without_unset(handler(self), ("groups_used",))
 
     @model_validator(mode="after")
     def _one_way_to_label(self) -> SemiSupervisedProtocol:
