@@ -98,7 +98,7 @@ def _format_warning(message, category, filename, lineno, line=None):  # type: ig
 
 _WARNED: set[str] = set()
 #: Parsed record frames by (records folder, parts' fingerprint), least recently used first.
-_FRAMES: dict[tuple[str, tuple[tuple[str, int, int, int], ...]], tuple[list[dict[str, Any]], pd.DataFrame]] = {}
+_FRAMES: dict[tuple[tuple[str, int, int, int, int], ...], tuple[list[dict[str, Any]], pd.DataFrame]] = {}
 #: Frames :data:`_FRAMES` keeps (a report of the shipped pack reads about 70 runs).
 MAX_CACHED_FRAMES = 128
 _FORMAT_WARNING = warnings.formatwarning
@@ -423,11 +423,13 @@ class RunStore:
 
         The records and their frame, parsed from the parts as they are on disk (names,
         sizes, modification times, inodes), are kept for the process (:data:`_FRAMES`): a
-        report reads each run's records several times. Each call returns its own frame.
+        report reads each run's records several times. The key is the files, not the
+        folder's path, so a run folder whose records are linked from another's (the docs'
+        verdict counts) reads them once. Each call returns its own frame.
         """
         import pandas as pd
 
-        key = (str(self.records_dir.resolve()), self.parts_fingerprint())
+        key = self.parts_fingerprint()
         cached = _FRAMES.pop(key, None)
         if cached is None:
             recs = list(self.iter_records())
@@ -440,15 +442,16 @@ class RunStore:
             frame = _frame_of([r for r in recs if r["task_id"] in task_ids])
         return frame.copy() if not frame.empty else pd.DataFrame()
 
-    def parts_fingerprint(self) -> tuple[tuple[str, int, int, int], ...]:
-        """``(name, size, mtime_ns, inode)`` of each records part: changes with any write."""
+    def parts_fingerprint(self) -> tuple[tuple[str, int, int, int, int], ...]:
+        """``(name, size, mtime_ns, inode, device)`` of each records part: changes with any
+        write, and names the files wherever they are reached from (a symbolic link)."""
         out = []
         for path in self._parts():
             try:
                 st = path.stat()
             except OSError:
                 continue
-            out.append((path.name, st.st_size, st.st_mtime_ns, st.st_ino))
+            out.append((path.name, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev))
         return tuple(out)
 
     # -- plan ---------------------------------------------------------------------

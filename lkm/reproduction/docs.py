@@ -226,6 +226,19 @@ def _readings_block(paper: ModuleType) -> Block:
     return Block(runs, lambda s: readings_table(s, paper), "the readings of the paper's open choices and what each gives")
 
 
+def _copy_linking_records(run: Path, to: Path) -> None:
+    """A copy of run folder ``run`` at ``to`` whose records folder is a symbolic link to
+    ``run``'s (a report only reads records), so the records parsed for the snapshot are
+    not parsed again (:meth:`lkm.engine.store.RunStore.records_frame` keys them by file);
+    a full copy where links cannot be made."""
+    shutil.copytree(run, to, ignore=shutil.ignore_patterns("records"))
+    if (run / "records").is_dir():
+        try:
+            (to / "records").symlink_to((run / "records").resolve(), target_is_directory=True)
+        except OSError:
+            shutil.copytree(run / "records", to / "records")
+
+
 def row_verdict_counts(snap: Snapshot) -> pd.DataFrame:
     """Per paper, the table rows the report compares with the paper's number, by verdict
     (:data:`lkm.reproduction.site.tables.ROW_VERDICTS`; a row of two tables counts twice),
@@ -244,7 +257,7 @@ def row_verdict_counts(snap: Snapshot) -> pd.DataFrame:
         for paper in snap.papers.values():
             for name in paper_runs(paper):
                 if (snap.root / name / "spec.yaml").is_file():
-                    shutil.copytree(snap.root / name, root / name)
+                    _copy_linking_records(snap.root / name, root / name)
                     build_report(RunStore(root / name), load_spec(root / name / "spec.yaml"), figures=False)
         site = collect(root, snap.papers, None)
     rows: list[dict[str, Any]] = []
