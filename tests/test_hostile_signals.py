@@ -303,6 +303,29 @@ def test_jobs_run_under_the_thread_cap_in_workers() -> None:
         assert "openmp" in info["threads"] and set(info["threads"].values()) == {want}, info
 
 
+def test_a_users_lower_thread_count_holds_inside_every_job(monkeypatch) -> None:
+    """Threads: with OPENBLAS_NUM_THREADS=1 and OMP_NUM_THREADS=1 set by the user, a
+    one-worker pool's jobs run on one BLAS and one OpenMP thread, though the cap on C cores
+    is C // 1 (the cap around a job only lowers a count; it once raised it to C). On a
+    one-core machine the cap is 1 either way."""
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        monkeypatch.setenv(var, "1")
+    results: list = []
+    # one worker runs both in turn: the first loads every library (numpy's and scipy's
+    # OpenBLAS, LIBSVM's OpenMP), the second sees each under the cap around its job
+    workers.run_calls([(_thread_counts, ())] * 2, jobs=1, on_result=results.append)
+    counts = results[-1]
+    assert {api for api, _ in counts} >= {"blas", "openmp"} and {n for _, n in counts} == {1}, counts
+
+
+def _thread_counts() -> list[tuple[str, int]]:
+    from threadpoolctl import threadpool_info
+
+    import lkm.methods.svm  # noqa: F401  (loads LIBSVM's libgomp in the worker)
+
+    return [(p["user_api"], p["num_threads"]) for p in threadpool_info()]
+
+
 def _thread_report() -> dict:
     from threadpoolctl import threadpool_info
 

@@ -12,7 +12,8 @@ OpenMP threads sleep rather than spin (``OMP_WAIT_POLICY=PASSIVE``), so LIBSVM's
 team and the BLAS threads do not take turns burning the same cores (with both spinning
 in one process the quickstart ran 12x slower), and idle OpenBLAS threads sleep after
 the shortest spin (``OPENBLAS_THREAD_TIMEOUT=4``: ``--jobs 1`` then costs the CPU of
-``--jobs 2``). Variables the user has set are kept.
+``--jobs 2``). Variables the user has set are kept, and the cap around a job only
+lowers a count: a user's ``OPENBLAS_NUM_THREADS=1`` holds inside every job.
 
 Signals: an interrupt in the main process (Ctrl-C, or SIGTERM inside
 :func:`interrupt_on`) kills the workers before it propagates; workers ignore SIGINT
@@ -199,10 +200,16 @@ def describe_user_failure(exc: BaseException, stage: str) -> str:
 
 
 def call_capped(fn: Callable[..., Any], args: tuple[Any, ...], threads: int) -> Any:
-    """Run one job under the worker's thread cap (a job may lower it further inside)."""
-    from threadpoolctl import threadpool_limits
+    """Run one job with each thread pool at most ``threads`` (a job may lower it further
+    inside). A pool already below, as a user's ``OPENBLAS_NUM_THREADS=1`` leaves it in the
+    worker, keeps its count: the cap only ever lowers."""
+    from threadpoolctl import ThreadpoolController
 
-    with threadpool_limits(limits=threads):
+    controller = ThreadpoolController()  # the libraries loaded now (a job may have loaded more)
+    limits: dict[str, int] = {}
+    for lib in controller.lib_controllers:  # keyed by prefix; copies of one library take their lowest
+        limits[lib.prefix] = min(threads, lib.num_threads, limits.get(lib.prefix, threads))
+    with controller.limit(limits=limits):
         return fn(*args)
 
 
