@@ -166,6 +166,25 @@ def test_a_command_that_changes_its_pool_ends_without_joblibs_leak_warning(tmp_p
     assert (tmp_path / "run_b" / "results.csv").is_file()
 
 
+def test_a_script_using_the_api_ends_without_joblibs_leak_warning(tmp_path, data_dir):
+    """A script whose only lkm call is `lkm.api.run` on data shared as memmaps ended with
+    joblib's "resource_tracker: There appear to be 1 leaked file objects to clean up at
+    shutdown" (the command line hides that notice; a script does not): the idle pool is
+    now terminated at exit, before joblib's own handler deletes the run's folder."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "a.yaml").write_text(_SPEC.format(name="api_only"))
+    env = {**os.environ, "LKM_DATA_DIR": str(data_dir)}
+    env.pop("PYTHONWARNINGS", None)
+    done = subprocess.run([sys.executable, "-c", "from lkm.api import run; run('a.yaml', 'run_a')"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert "leaked" not in done.stderr and "resource_tracker" not in done.stderr, done.stderr
+    assert (tmp_path / "run_a" / "results.csv").is_file()
+
+
 def test_a_two_parameter_sweep_names_the_figure_of_both_as_its_main_figure(tmp_path, data_dir, monkeypatch):
     """The README's `lkm sweep -m lpl -d sonar --sigma … --k 3,7` named `sweep_k.png`, one
     line per sigma, as its main figure; the figure of both parameters is the one to open."""

@@ -27,6 +27,7 @@ after that its ``on_dead`` hook records it and the run goes on (:func:`run_calls
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import itertools
 import os
@@ -350,7 +351,11 @@ def stop_workers() -> None:
     """Kill the idle workers now. A command line calls this as it ends: otherwise the
     interpreter's exit waits for each worker to shut down its imports (~0.4 s). Their
     results are all collected by then, and every record is on disk before its result is
-    returned, so nothing is lost; a library user keeps the pool for the next run."""
+    returned, so nothing is lost; a library user keeps the pool for the next run, and this
+    runs at the interpreter's exit. Terminating, unlike loky's shutdown at exit, deletes and
+    unregisters the arrays shared with the workers: after ``lkm.api.run`` on data sent as
+    a memmap, a script otherwise ended with loky's "There appear to be N leaked file
+    objects to clean up at shutdown" warning."""
     global _pool
     if _pool is not None:
         with contextlib.suppress(Exception):  # an already broken pool has nothing to stop
@@ -394,6 +399,10 @@ def _release_memmaps(executor: Any, context: str) -> None:
     moves, the folder is removed at exit instead.)"""
     with contextlib.suppress(AttributeError, OSError):
         executor._temp_folder_manager._clean_temporary_resources(context_id=context, force=False)
+    # At exit the pool is terminated first (exit handlers run last registered first), before
+    # joblib's handler for this run's folder deletes it with its arrays still registered.
+    atexit.unregister(stop_workers)
+    atexit.register(stop_workers)
 
 
 def run_in_process(
