@@ -39,8 +39,11 @@ lock: install  ## rewrite requirements.lock from .venv (pip freeze --exclude-edi
 demo: install  ## run the embedded default (offline data) and write results/quickstart/
 	$(LKM) run configs/quickstart.yaml --jobs 2
 
+# compileall: the suite starts a few hundred Python processes (lkm commands, their workers);
+# with PYTHONDONTWRITEBYTECODE set, each would compile lkm's modules anew (~0.5-1 s of CPU).
 test: install  ## type-check lkm/ (mypy), then run the test suite (uses the dataset mirror in $$LKM_DATA_DIR)
 	$(BIN)/mypy
+	$(BIN)/python -m compileall -q lkm
 	$(BIN)/python -m pytest -q -n 2 --durations=30
 
 typecheck: install  ## mypy over lkm/ (strict on lkm.methods, lkm.spec, lkm.engine; pyproject.toml [tool.mypy])
