@@ -152,6 +152,7 @@ def run_cell(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOLD,
     from threadpoolctl import threadpool_limits
 
     from lkm.engine.runner import Task, run_job
+    from lkm.spec.size import tuned_fit_count
 
     spec, m, ds_spec, data, split, params = _setup(spec_ref, dataset, method, n, fold, data_dir, data_path)
     tune = m.tune.model_dump(exclude_none=True)
@@ -175,7 +176,7 @@ def run_cell(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOLD,
     if out["grid_size"] is not None and out["cv_folds"] is not None:
         halving = info.get("halving") or {}
         kept = int(halving["settings"][1]) if halving else 0  # the whole-fold round after the small one
-        out["fits"] = (int(out["grid_size"]) + kept) * int(out["cv_folds"]) + 1
+        out["fits"] = tuned_fit_count(int(out["grid_size"]), int(out["cv_folds"]), kept)
     if record["status"] == "ok":
         out.update(accuracy=record["accuracy"], tuned_params=info.get("tuned_params"),
                    failed_settings=int(info.get("failed_settings", 0)))
@@ -214,6 +215,7 @@ def run_sample(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOL
     from lkm.methods import resolve_estimator
     from lkm.methods.base import accepts_keyword
     from lkm.numerics.preprocessing import preprocess
+    from lkm.spec.size import halving_kept
 
     spec, m, ds_spec, data, split, params = _setup(spec_ref, dataset, method, n, fold, data_dir, data_path)
     X_train, X_test = preprocess(spec.preprocessing, data.X[split.train], data.X[split.test])
@@ -259,7 +261,7 @@ def run_sample(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOL
     cpu1, t1 = time.process_time(), time.perf_counter()
     folds = int(m.tune.cv)
     searched = len(grid) * folds
-    whole = math.ceil(len(grid) / int(m.tune.halving)) * folds if small else searched
+    whole = halving_kept(len(grid), int(m.tune.halving)) * folds if small else searched
     return {
         "status": "ok", "mode": "sampled",
         "cpu_seconds": float(np.mean(cpu_fits)) * whole + (float(np.mean(cpu_small)) * searched if small else 0.0) + cpu_refit,

@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import math
 import time
 import traceback
 from collections import Counter
@@ -60,6 +59,7 @@ from lkm.numerics.preprocessing import Preprocessing, preprocess
 from lkm.spec import DatasetSpec, MethodSpec, Spec
 from lkm.spec.protocols import Split
 from lkm.spec.seeds import with_seed
+from lkm.spec.size import halving_kept
 
 if TYPE_CHECKING:
     from lkm.engine.cluster import Cluster
@@ -690,7 +690,7 @@ def fit_tuned(est: Any, tune: dict[str, Any], X_train: np.ndarray, y_train: np.n
             with _failed_settings_quiet():  # a setting failing on the small part goes on to whole folds
                 first.fit(X_train, y_train, **_labeled_kwargs(est, y_train))
             scores = np.round(np.asarray(first.cv_results_["mean_test_score"], dtype=float), CV_SCORE_DECIMALS)
-            keep = math.ceil(len(settings) / factor)
+            keep = halving_kept(len(settings), factor)
             scored = [i for i in range(len(settings)) if not np.isnan(scores[i])]
             best = sorted(scored, key=lambda i: (-scores[i], i))[:keep]  # stable: ties to the search's order
             kept = sorted(set(best) | {i for i in range(len(settings)) if np.isnan(scores[i])})

@@ -265,11 +265,13 @@ def fit_count(spec: Any, n_splits: dict[str, int]) -> tuple[int, int]:
     """``(tasks, model fits per task)`` of the compare spec: one task per data set and
     outer fold; a tuned task fits every setting on every inner fold (with halving: every
     setting on the small parts, then the kept ones on whole folds, at most), then refits once."""
+    from lkm.spec.size import halving_kept, tuned_fit_count
+
     tune = spec.methods[0].tune
     if tune is None:
         return sum(n_splits.values()), 1
-    kept = math.ceil(tune.size / tune.halving) if tune.halving else 0
-    return sum(n_splits.values()), (tune.size + kept) * tune.cv + 1
+    kept = halving_kept(tune.size, tune.halving) if tune.halving else 0
+    return sum(n_splits.values()), tuned_fit_count(tune.size, tune.cv, kept)
 
 
 class NoResult(LkmError):

@@ -83,6 +83,20 @@ def method_grid_size(spec: Spec, method: MethodSpec) -> int:
     return math.prod(axes.values())
 
 
+def halving_kept(settings: int, factor: int) -> int:
+    """Settings a successive-halving search (``tune.halving``) keeps for its whole-fold
+    round: the best ``ceil(settings / factor)`` of the small round
+    (:func:`lkm.engine.runner.fit_tuned`; settings that failed there are kept too)."""
+    return math.ceil(settings / factor)
+
+
+def tuned_fit_count(settings: int, folds: int, kept: int = 0) -> int:
+    """Model fits of one tuned task: every setting on every inner fold, then the ``kept``
+    ones again on the whole inner folds when halving ran (0 otherwise), then one refit on
+    the whole training part."""
+    return (settings + kept) * folds + 1
+
+
 def planned_fits(spec: Spec, n_splits_per_dataset: Mapping[str, int] | None = None) -> int:
     """Tasks the spec's plan will have (what ``lkm run`` reports as fits): per dataset,
     its splits x every method's parameter settings, plus one study task per dataset and
