@@ -97,7 +97,7 @@ def _format_warning(message, category, filename, lineno, line=None):  # type: ig
 
 
 _WARNED: set[str] = set()
-#: Parsed record frames by (records folder, parts' fingerprint), least recently used first.
+#: Parsed record frames by the parts' fingerprint (the files, wherever reached from), least recently used first.
 _FRAMES: dict[tuple[tuple[str, int, int, int, int], ...], tuple[list[dict[str, Any]], pd.DataFrame]] = {}
 #: Frames :data:`_FRAMES` keeps (a report of the shipped pack reads about 70 runs).
 MAX_CACHED_FRAMES = 128

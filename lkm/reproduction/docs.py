@@ -231,7 +231,7 @@ def _copy_linking_records(run: Path, to: Path) -> None:
     ``run``'s (a report only reads records), so the records parsed for the snapshot are
     not parsed again (:meth:`lkm.engine.store.RunStore.records_frame` keys them by file);
     a full copy where links cannot be made."""
-    shutil.copytree(run, to, ignore=shutil.ignore_patterns("records"))
+    shutil.copytree(run, to, ignore=lambda folder, names: ["records"] if Path(folder) == run else [])
     if (run / "records").is_dir():
         try:
             (to / "records").symlink_to((run / "records").resolve(), target_is_directory=True)
