@@ -1,17 +1,19 @@
-"""The thread pool behind ``n_jobs`` (:func:`lkm.numerics.threads.map_row_blocks`): its
-threads are kept for the process, so it must still be right where a kept pool could go
-wrong: results in block order, an error in a block raised to the caller, a call from
-inside a block (nested), and a child made by ``fork`` after the parent used the pool
-(the child inherits the pool's bookkeeping but none of its threads)."""
+"""The threads behind ``n_jobs`` (:func:`lkm.numerics.threads.map_row_blocks`,
+:func:`lkm.numerics.threads.run_blocks`): one pool kept for the process, so it must still
+be right where a kept pool could go wrong: results in block order, no more blocks at a
+time than asked, no new threads per call, an error in a block raised to the caller, a
+call from inside a block (nested), and a child made by ``fork`` after the parent used the
+pool (the child inherits the pool's bookkeeping but none of its threads)."""
 
 from __future__ import annotations
 
 import multiprocessing
 import threading
+import time
 
 import pytest
 
-from lkm.numerics.threads import map_row_blocks
+from lkm.numerics.threads import map_row_blocks, run_blocks
 
 
 def test_results_come_in_block_order_on_two_threads() -> None:
@@ -23,6 +25,32 @@ def test_results_come_in_block_order_on_two_threads() -> None:
 
     assert map_row_blocks(block, 95, 10, 2) == [(a, min(a + 10, 95)) for a in range(0, 95, 10)]
     assert threading.current_thread().name not in threads  # the blocks ran on the pool's threads
+
+
+def test_at_most_the_asked_threads_run_at_once_and_calls_reuse_them() -> None:
+    running, peak = [0], [0]
+    lock = threading.Lock()
+
+    def block(i: int) -> int:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.01)  # long enough for the blocks to overlap
+        with lock:
+            running[0] -= 1
+        return i
+
+    def kept_threads() -> int:
+        return sum(t.name.startswith("lkm-blocks") for t in threading.enumerate())
+
+    for round_ in range(4):
+        for workers in (2, 3):
+            peak[0] = 0
+            assert run_blocks(block, 12, workers) == list(range(12))
+            assert peak[0] <= workers
+        if round_ == 0:
+            after_first = kept_threads()
+    assert kept_threads() == after_first  # later calls ran on the threads the first ones started
 
 
 def test_an_error_in_a_block_reaches_the_caller() -> None:

@@ -15,7 +15,6 @@ import os
 import re
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, cast
 
@@ -23,7 +22,7 @@ import numpy as np
 
 from lkm.errors import InsufficientMemory, LkmError, NumericalError
 from lkm.files import exclusive_lock
-from lkm.numerics.threads import blas_threads
+from lkm.numerics.threads import blas_threads, run_blocks
 
 SquaredDistanceFn = Callable[[np.ndarray, np.ndarray | None], np.ndarray]
 
@@ -441,7 +440,6 @@ def _exp_in_place(x: np.ndarray, flush: bool) -> np.ndarray:
 GRAM_BLOCK_ROWS = 256
 #: Threads the fused kernel builder uses at most (one BLAS thread each).
 GRAM_MAX_WORKERS = 4
-_GRAM_POOL: ThreadPoolExecutor | None = None
 
 
 _GRAM_SCRATCH = threading.local()
@@ -487,13 +485,6 @@ def _gram_workers() -> tuple[int, int]:
         allowed = 1
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return allowed, max(1, min(allowed, cpus, GRAM_MAX_WORKERS))
-
-
-def _gram_pool() -> ThreadPoolExecutor:
-    global _GRAM_POOL
-    if _GRAM_POOL is None:
-        _GRAM_POOL = ThreadPoolExecutor(max_workers=GRAM_MAX_WORKERS, thread_name_prefix="lkm-gram")
-    return _GRAM_POOL
 
 
 def exp_distance_gram(
@@ -594,19 +585,8 @@ def exp_distance_gram(
             for i in starts:
                 block(i)
         else:  # `workers` threads take the blocks in turn, the largest (a triangle's last) first
-            todo = iter(starts[::-1] if same else starts)
-            lock = threading.Lock()
-
-            def worker() -> None:
-                while True:
-                    with lock:
-                        i = next(todo, None)
-                    if i is None:
-                        return
-                    block(i)
-
-            for done in [_gram_pool().submit(worker) for _ in range(workers)]:
-                done.result()
+            order = starts[::-1] if same else starts
+            run_blocks(lambda j: block(order[j]), len(order), workers)
     return K
 
 

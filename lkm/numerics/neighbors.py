@@ -28,7 +28,6 @@ import inspect
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, overload
 
 import numpy as np
@@ -36,7 +35,7 @@ from sklearn.utils import check_random_state
 
 from lkm.errors import did_you_mean
 from lkm.numerics.kernels import DistanceCache
-from lkm.numerics.threads import blas_threads
+from lkm.numerics.threads import map_row_blocks
 
 #: Bytes of query × training scores an exact query holds at once per worker thread: a
 #: block of at most :data:`QUERY_ROWS` queries against a tile of training rows.
@@ -359,13 +358,7 @@ def tie_ruled_kneighbors(
         sq[lo:hi], idx[lo:hi] = _block_lists(Q[lo:hi], X, rhs, add_norms, x_sq_max, x_abs_max, k, ex,
                                              _score_tile(size, dtype)[:size])
 
-    starts = range(0, m, rows)
-    if min(workers, len(starts)) <= 1:
-        for lo in starts:
-            block(lo)
-    else:
-        with blas_threads(1):
-            list(_pool().map(block, starts))
+    map_row_blocks(lambda blk: block(blk.start), m, rows, workers)
     return sq, idx
 
 
@@ -398,7 +391,6 @@ def _float32_pays(Q: np.ndarray, X: np.ndarray, x_sq_max: float) -> bool:
 
 #: Threads an exact query uses at most (blocks are independent).
 MAX_WORKERS = 4
-_POOL: ThreadPoolExecutor | None = None
 _TILES = threading.local()
 
 
@@ -413,14 +405,6 @@ def _score_tile(size: int, dtype: Any = np.float64) -> np.ndarray:
 
 def _usable_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        # no more threads than cores: each runs whole blocks, and holds a score tile
-        _POOL = ThreadPoolExecutor(max_workers=min(_usable_cpus(), MAX_WORKERS), thread_name_prefix="lkm-knn")
-    return _POOL
 
 
 class ExactNeighbors:

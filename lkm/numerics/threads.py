@@ -51,52 +51,91 @@ def small_blas(flops: float) -> contextlib.AbstractContextManager[Any]:
 def map_row_blocks(func: Callable[[slice], T], n_rows: int, block: int, n_jobs: int | None = None) -> list[T]:
     """``[func(rows) for rows in blocks]`` over the row blocks ``0:block, block:2·block, …``
     of ``n_rows`` rows, in order, on ``n_jobs`` threads (scikit-learn's meaning: None is 1,
-    -1 every core; :func:`_row_pool`).
+    -1 every core; :func:`run_blocks`).
 
     The blocks do not depend on ``n_jobs``, so neither does any row's arithmetic: only
     which thread computes a block changes. With more than one thread each runs its BLAS
     on one thread (threadpoolctl), so the threads do not oversubscribe the cores; the
     numerics release the GIL inside numpy, LAPACK and the compiled kernels, which is where
-    the time goes. Called from inside a block (nested), it runs its blocks in that thread."""
+    the time goes."""
     from joblib import effective_n_jobs
 
     blocks = [slice(start, min(start + block, n_rows)) for start in range(0, n_rows, max(1, block))]
     workers = min(effective_n_jobs(n_jobs), len(blocks))
-    if workers <= 1 or getattr(_in_row_pool, "active", False):
+    if workers <= 1 or in_kept_thread():
         return [func(rows) for rows in blocks]
     with blas_threads(1):
-        return list(_row_pool(workers).map(func, blocks))
+        return run_blocks(lambda i: func(blocks[i]), len(blocks), workers)
 
 
-_in_row_pool = threading.local()
-_row_pools: dict[tuple[int, int], ThreadPoolExecutor] = {}
-_row_pools_lock = threading.Lock()
+#: Threads the process's kept pool may hold (started only as calls need them).
+MAX_KEPT_THREADS = 64
+
+_kept = threading.local()
+_kept_pool: ThreadPoolExecutor | None = None
+_kept_lock = threading.Lock()
 
 
-def _mark_row_pool_thread() -> None:
-    _in_row_pool.active = True
+def in_kept_thread() -> bool:
+    """Whether this thread is one of the kept pool's: a call from inside a block runs its
+    own blocks where it is (threads waiting for the pool's threads could wait for ever)."""
+    return getattr(_kept, "active", False)
 
 
-def _forget_row_pools() -> None:
-    """In a forked child: the parent's pools have no threads here (and the lock may have
+def _mark_kept_thread() -> None:
+    _kept.active = True
+
+
+def _forget_kept_pool() -> None:
+    """In a forked child: the parent's pool has no threads here (and the lock may have
     been held by another thread at the fork)."""
-    global _row_pools_lock
-    _row_pools_lock = threading.Lock()
-    _row_pools.clear()
+    global _kept_pool, _kept_lock
+    _kept_pool, _kept_lock = None, threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_row_pools)
+os.register_at_fork(after_in_child=_forget_kept_pool)
 
 
-def _row_pool(workers: int) -> ThreadPoolExecutor:
-    """A pool of ``workers`` threads kept for the process: joblib's ``Parallel`` started
-    its threads on every call, about 10 ms a call, 17 % of HKNN's prediction on USPS with
-    two threads (0.206 → 0.171 s). Keyed by process id too: a forked child, which
-    inherits the pool but not its threads, makes its own."""
-    key = (os.getpid(), workers)
-    with _row_pools_lock:
-        pool = _row_pools.get(key)
-        if pool is None:
-            pool = _row_pools[key] = ThreadPoolExecutor(workers, thread_name_prefix="lkm-rows",
-                                                        initializer=_mark_row_pool_thread)
-        return pool
+def run_blocks(func: Callable[[int], T], count: int, workers: int) -> list[T]:
+    """``[func(i) for i in range(count)]`` with at most ``workers`` calls at a time, on the
+    threads the process keeps (one pool, started once: joblib's ``Parallel`` started its
+    threads on every call, about 10 ms, 17 % of HKNN's prediction on USPS with two
+    threads). Each thread takes the next index in turn, so the calls start in index order
+    (put the largest first to finish together). The first exception is raised once the
+    running calls end; no call starts after it, nor after an interrupt of the caller.
+    From inside a block (:func:`in_kept_thread`) the calls run in order, in that thread."""
+    global _kept_pool
+    if workers <= 1 or count <= 1 or in_kept_thread():
+        return [func(i) for i in range(count)]
+    results: list[Any] = [None] * count
+    todo = iter(range(count))
+    lock = threading.Lock()
+    failed: list[BaseException] = []
+    stop = threading.Event()
+
+    def loop() -> None:
+        while True:
+            with lock:
+                i = None if failed or stop.is_set() else next(todo, None)
+            if i is None:
+                return
+            try:
+                results[i] = func(i)
+            except BaseException as exc:  # handed to the caller below
+                with lock:
+                    failed.append(exc)
+                return
+
+    with _kept_lock:
+        if _kept_pool is None:
+            _kept_pool = ThreadPoolExecutor(MAX_KEPT_THREADS, thread_name_prefix="lkm-blocks",
+                                            initializer=_mark_kept_thread)
+        futures = [_kept_pool.submit(loop) for _ in range(min(workers, count))]
+    try:
+        for future in futures:
+            future.result()
+    finally:
+        stop.set()
+    if failed:
+        raise failed[0]
+    return results
