@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -400,3 +401,30 @@ def test_sigint_during_svm_training_raises_keyboardinterrupt() -> None:
                          preexec_fn=_default_sigint)
     assert res.stdout.strip() == "interrupted", res.stdout + res.stderr
     assert "Exception ignored" not in res.stderr, res.stderr
+
+
+def test_a_signal_inside_the_workers_loop_is_raised_at_its_next_safe_point() -> None:
+    """Signals: inside run_calls' loop (:func:`workers.signals_at_safe_points`) Ctrl-C is
+    noted, not raised where it lands (inside concurrent.futures' wait it left a future's
+    lock held, and the pool's shutdown waited for it for ever: `lkm run --jobs 2` hung
+    after Ctrl-C once in CI); the loop's next check raises it, a signal noted at the
+    block's end is raised there, and the earlier handlers come back."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers can only be set in the main thread")
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        with workers.signals_at_safe_points() as deliver:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the handler has run by now: it only noted the signal
+            reached = True
+            deliver()
+            reached = False
+    assert reached and signal.getsignal(signal.SIGINT) is before
+    with pytest.raises(KeyboardInterrupt):
+        with workers.signals_at_safe_points():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+    assert signal.getsignal(signal.SIGINT) is before
+    with workers.signals_at_safe_points() as deliver:
+        deliver()  # nothing noted: nothing raised
+    assert signal.getsignal(signal.SIGINT) is before

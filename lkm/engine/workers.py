@@ -100,6 +100,59 @@ def interrupt_on(*signums: int) -> Iterator[None]:
             signal.signal(s, h)
 
 
+@contextlib.contextmanager
+def signals_at_safe_points() -> Iterator[Callable[[], None]]:
+    """Within the block, SIGINT and SIGTERM are only noted; the function the block gets
+    delivers a noted signal to its earlier handler (Ctrl-C's KeyboardInterrupt, or
+    :class:`Interrupted` under :func:`interrupt_on`) where it is called, and a signal
+    still noted at the block's end is delivered then.
+
+    Why: :func:`run_calls`'s loop waits in ``concurrent.futures.wait``, which holds every
+    pending future's lock for a moment, and submits under the pool's locks. A
+    KeyboardInterrupt raised inside either left a lock held, and the pool's shutdown then
+    waited for it for ever (seen once in CI: `lkm run --jobs 2` hung after Ctrl-C). The
+    loop calls the function after each wait of at most :data:`POLL_SECONDS`, so an
+    interrupt still stops it within a fraction of a second. Signals the process ignores
+    stay ignored; outside the main thread this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    noted: list[int] = []
+    previous: dict[int, Any] = {}
+
+    def note(signum: int, frame: Any) -> None:
+        noted.append(signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(signum)
+        if handler not in (signal.SIG_IGN, None):
+            previous[signum] = signal.signal(signum, note)
+
+    def restore() -> None:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        previous.clear()
+
+    def deliver() -> None:
+        if not noted:
+            return
+        signum, handlers = noted[0], dict(previous)
+        noted.clear()
+        restore()
+        handler = handlers[signum]
+        if callable(handler):
+            handler(signum, None)  # raises, as it would have at the signal
+        else:  # SIG_DFL: the signal's own action (SIGTERM ends the process)
+            os.kill(os.getpid(), signum)
+
+    try:
+        yield deliver
+    finally:
+        if previous:  # the block ended without an error: deliver what came meanwhile
+            deliver()
+        restore()
+
+
 #: Worker processes when none are asked for (every command's ``--jobs``, :func:`lkm.api.run`):
 #: one worker, which gets every usable core's BLAS and OpenMP threads
 #: (:func:`threads_per_worker`), so the numerical fits still use the whole machine; more
@@ -247,57 +300,59 @@ def run_calls(
     again: list[Call] = []  # calls whose worker died once: rerun one at a time
     finished = False
     try:
-        more = True
-        while True:
-            if again:  # reruns go alone, so that a second death is their own
-                if not pending:
-                    item = resume(again.pop(0)) if resume is not None else again.pop(0)
-                    if item is not None:
-                        pending[executor.submit(call_capped, item[0], item[1], threads)] = (item, True)
-                    continue
-            else:
-                while more and len(pending) < 2 * jobs:
-                    item = next(todo, None)
-                    if item is None:
-                        more = False
-                        break
-                    pending[executor.submit(call_capped, item[0], item[1], threads)] = (item, False)
-            if not pending:
-                break
-            done, _ = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
-            broken: BrokenProcessPool | None = None
-            for future in done:
-                call, rerun = pending.pop(future)
-                try:
-                    result = future.result()
-                except BrokenProcessPool as exc:
-                    if on_dead is None:
-                        raise
-                    broken = exc
-                    if not rerun:
-                        again.append(call)
+        with signals_at_safe_points() as deliver_signals:
+            more = True
+            while True:
+                deliver_signals()
+                if again:  # reruns go alone, so that a second death is their own
+                    if not pending:
+                        item = resume(again.pop(0)) if resume is not None else again.pop(0)
+                        if item is not None:
+                            pending[executor.submit(call_capped, item[0], item[1], threads)] = (item, True)
                         continue
-                    rest = on_dead(call, f"the worker process died{_exit_code(exc)} twice")
-                    if rest is not None:  # never tried: a first attempt, in the fresh pool
-                        todo, more = itertools.chain([rest], todo), True
-                    continue
-                on_result(result)
-            if broken is not None:
-                # the whole pool is broken: its other calls fail too (at once); rerun them as well
-                for future, (call, _) in list(pending.items()):
-                    del pending[future]
+                else:
+                    while more and len(pending) < 2 * jobs:
+                        item = next(todo, None)
+                        if item is None:
+                            more = False
+                            break
+                        pending[executor.submit(call_capped, item[0], item[1], threads)] = (item, False)
+                if not pending:
+                    break
+                done, _ = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+                broken: BrokenProcessPool | None = None
+                for future in done:
+                    call, rerun = pending.pop(future)
                     try:
                         result = future.result()
-                    except BrokenProcessPool:
-                        again.append(call)
+                    except BrokenProcessPool as exc:
+                        if on_dead is None:
+                            raise
+                        broken = exc
+                        if not rerun:
+                            again.append(call)
+                            continue
+                        rest = on_dead(call, f"the worker process died{_exit_code(exc)} twice")
+                        if rest is not None:  # never tried: a first attempt, in the fresh pool
+                            todo, more = itertools.chain([rest], todo), True
                         continue
                     on_result(result)
-                # a fresh pool: the broken one ended first, so that it is not handed out again
-                with contextlib.suppress(Exception):
-                    executor.terminate(kill_workers=True)
-                executor = _executor(jobs, context)
-            if on_wait is not None:
-                on_wait()
+                if broken is not None:
+                    # the whole pool is broken: its other calls fail too (at once); rerun them as well
+                    for future, (call, _) in list(pending.items()):
+                        del pending[future]
+                        try:
+                            result = future.result()
+                        except BrokenProcessPool:
+                            again.append(call)
+                            continue
+                        on_result(result)
+                    # a fresh pool: the broken one ended first, so that it is not handed out again
+                    with contextlib.suppress(Exception):
+                        executor.terminate(kill_workers=True)
+                    executor = _executor(jobs, context)
+                if on_wait is not None:
+                    on_wait()
         finished = True
     finally:
         if finished:
