@@ -58,14 +58,27 @@ def map_row_blocks(func: Callable[[slice], T], n_rows: int, block: int, n_jobs: 
     on one thread (threadpoolctl), so the threads do not oversubscribe the cores; the
     numerics release the GIL inside numpy, LAPACK and the compiled kernels, which is where
     the time goes."""
-    from joblib import effective_n_jobs
-
     blocks = [slice(start, min(start + block, n_rows)) for start in range(0, n_rows, max(1, block))]
-    workers = min(effective_n_jobs(n_jobs), len(blocks))
+    workers = min(thread_count(n_jobs), len(blocks))
     if workers <= 1 or in_kept_thread():
         return [func(rows) for rows in blocks]
     with blas_threads(1):
         return run_blocks(lambda i: func(blocks[i]), len(blocks), workers)
+
+
+def thread_count(n_jobs: int | None) -> int:
+    """Threads for scikit-learn's ``n_jobs``: None is 1, -1 every usable core, -2 all but
+    one, and so on. Not joblib's ``effective_n_jobs``: inside a dask worker that one says
+    1 and warns on stderr, a rule for processes; these are threads."""
+    if n_jobs is None:
+        return 1
+    if n_jobs == 0:
+        raise ValueError("n_jobs == 0 has no meaning: a positive number of threads, or -1 for one per core")
+    if n_jobs < 0:
+        from joblib import cpu_count
+
+        return max(1, int(cpu_count()) + 1 + n_jobs)
+    return int(n_jobs)
 
 
 #: Threads the process's kept pool may hold (started only as calls need them).
