@@ -22,7 +22,7 @@ import numpy as np
 
 from lkm.errors import InsufficientMemory, LkmError, NumericalError
 from lkm.files import exclusive_lock
-from lkm.numerics.threads import blas_threads, run_blocks
+from lkm.numerics.threads import blas_threads, run_blocks, usable_cores
 
 SquaredDistanceFn = Callable[[np.ndarray, np.ndarray | None], np.ndarray]
 
@@ -483,8 +483,7 @@ def _gram_workers() -> tuple[int, int]:
         allowed = max(1, min(c.num_threads for c in _blas_libraries()))
     except (ValueError, AttributeError):  # no BLAS found: one thread
         allowed = 1
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return allowed, max(1, min(allowed, cpus, GRAM_MAX_WORKERS))
+    return allowed, max(1, min(allowed, usable_cores(), GRAM_MAX_WORKERS))
 
 
 def exp_distance_gram(

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import threading
 from collections.abc import Callable
 from typing import Any, Literal, overload
@@ -35,7 +34,7 @@ from sklearn.utils import check_random_state
 
 from lkm.errors import did_you_mean
 from lkm.numerics.kernels import DistanceCache
-from lkm.numerics.threads import map_row_blocks
+from lkm.numerics.threads import map_row_blocks, usable_cores
 
 #: Bytes of query × training scores an exact query holds at once per worker thread: a
 #: block of at most :data:`QUERY_ROWS` queries against a tile of training rows.
@@ -347,7 +346,7 @@ def tie_ruled_kneighbors(
     dtype = np.float32 if single else np.float64
     sq = np.empty((m, k))
     idx = np.empty((m, k), dtype=np.intp)
-    workers = min(_usable_cpus(), MAX_WORKERS)
+    workers = min(usable_cores(), MAX_WORKERS)
     # at least one whole set of groups per tile; fewer queries per block if that is large
     rows = max(1, min(QUERY_ROWS, -(-m // workers), BLOCK_BYTES // (8 * _groups(k))))
     size = max(BLOCK_BYTES // 8, rows * _groups(k))
@@ -401,10 +400,6 @@ def _score_tile(size: int, dtype: Any = np.float64) -> np.ndarray:
     if getattr(_TILES, name, np.empty(0)).size < size:
         setattr(_TILES, name, np.empty(size, dtype=dtype))
     return getattr(_TILES, name)
-
-
-def _usable_cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 class ExactNeighbors:
@@ -581,7 +576,7 @@ class HnswNeighbors:
         Q = _check_query(X, Q, k, exclude_self)
         want = k + 1 if exclude_self else k
         data = Q.astype(np.float32)
-        threads = min(_usable_cpus(), MAX_WORKERS)
+        threads = min(usable_cores(), MAX_WORKERS)
         with _HNSW_LOCK:
             self.index_.set_ef(self.ef if ef is None else ef)
             try:

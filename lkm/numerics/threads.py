@@ -66,6 +66,11 @@ def map_row_blocks(func: Callable[[slice], T], n_rows: int, block: int, n_jobs: 
         return run_blocks(lambda i: func(blocks[i]), len(blocks), workers)
 
 
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def thread_count(n_jobs: int | None) -> int:
     """Threads for scikit-learn's ``n_jobs``: None is 1, -1 every usable core, -2 all but
     one, and so on. Not joblib's ``effective_n_jobs``: inside a dask worker that one says
