@@ -211,7 +211,7 @@ def run_sample(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOL
     from sklearn.model_selection import StratifiedKFold
     from threadpoolctl import threadpool_limits
 
-    from lkm.engine.runner import decision_values, halving_folds
+    from lkm.engine.runner import halving_folds, predict_and_decide
     from lkm.methods import resolve_estimator
     from lkm.methods.base import accepts_keyword
     from lkm.numerics.preprocessing import preprocess
@@ -255,8 +255,7 @@ def run_sample(spec_ref: str, dataset: str, method: str, n: int, fold: int = FOL
         c, w = time.process_time(), time.perf_counter()
         est = clone(base).set_params(**grid[len(grid) // 2])
         fit(est, X_train, y_train)
-        est.predict(X_test)
-        decision_values(est, X_test)
+        predict_and_decide(est, X_test)[1]()
         cpu_refit, wall_refit = time.process_time() - c, time.perf_counter() - w
     cpu1, t1 = time.process_time(), time.perf_counter()
     folds = int(m.tune.cv)

@@ -511,8 +511,8 @@ def _run_job(
                 est.fit(fit_X, fit_y, **cache_kwargs(est, "fit", cache), **fit_extra)
             t1 = time.perf_counter()
             stage = "predict"
-            y_pred = checked_predictions(
-                est.predict(X_test, **cache_kwargs(est, "predict", None if task.tune else cache)), len(y_test), "test")
+            predicted, decide = predict_and_decide(est, X_test, None if task.tune else cache)
+            y_pred = checked_predictions(predicted, len(y_test), "test")
             t2 = time.perf_counter()
             info = dict(getattr(est, "info_", {}))  # as the test prediction left it
             train_score = {}
@@ -524,8 +524,8 @@ def _run_job(
             if semi is not None:  # the transductive score: the pool's unlabeled rows
                 y_unl = checked_predictions(est.predict(semi.X_unlabeled), len(semi.y_unlabeled), "unlabeled")
                 train_score["unlabeled_accuracy"] = float(np.mean(y_unl == semi.y_unlabeled))
-            # Scores beyond accuracy (lkm.numerics.metrics); decision values are an extra pass, after the timing.
-            decision = decision_values(est, X_test, None if task.tune else cache)
+            # Scores beyond accuracy (lkm.numerics.metrics): the decision values, after the timing.
+            decision = decide()
             warning = one_class_warning(y_test, y_pred)
         except NotApplicable as exc:  # outside the method's domain: recorded, not a failure
             emit({**base, "status": NOT_APPLICABLE, "error": f"{task.dataset}/{split.id}/{task.method}: {exc}"})
@@ -575,6 +575,19 @@ def check_finite_output(values: np.ndarray, method: str, rows: str) -> None:
         raise ValueError(f"{method} returned {what} of {len(values)} {rows} rows")
 
 
+def predict_and_decide(est: Any, X: np.ndarray, cache: Any = None) -> tuple[Any, Callable[[], np.ndarray | None]]:
+    """``est.predict(X)`` and a callable giving :func:`decision_values` on X. Where the
+    estimator computes both in one pass (``_predict_and_decision`` of lkm's local
+    classifiers: a local SVM or kernel PCA per query, the costly part of a prediction),
+    the callable returns the values that pass computed; else it makes the second pass
+    when called (after the prediction's timing)."""
+    shared = getattr(est, "_predict_and_decision", None)
+    if shared is None:
+        return est.predict(X, **cache_kwargs(est, "predict", cache)), lambda: decision_values(est, X, cache)
+    labels, values = shared(X, **cache_kwargs(est, "_predict_and_decision", cache))
+    return labels, lambda: None if values is None else _decision_array(values, "decision_function", X.shape[0])
+
+
 def decision_values(est: Any, X: np.ndarray, cache: Any = None) -> np.ndarray | None:
     """The estimator's decision values on ``X`` (``decision_function``, else
     ``predict_proba``), passing ``cache`` only where accepted
@@ -589,13 +602,21 @@ def decision_values(est: Any, X: np.ndarray, cache: Any = None) -> np.ndarray | 
             values = np.asarray(fn(X, **cache_kwargs(est, name, cache)), dtype=float)
         except user_code_failures():  # a score we cannot compute is left out, the fit stands
             return None
-        if name == "predict_proba" and values.ndim == 2 and values.shape[1] == 2:
-            values = values[:, 1]
-        if values.ndim not in (1, 2) or values.shape[0] != X.shape[0]:  # not one row per query: left out
-            return None
-        check_finite_output(values, name, "test")
-        return values
+        return _decision_array(values, name, X.shape[0])
     return None
+
+
+def _decision_array(values: np.ndarray, name: str, n_rows: int) -> np.ndarray | None:
+    """``name``'s output as :func:`decision_values` records it: the positive class's
+    column of a two-class ``predict_proba``; None unless one row per query; NaN or
+    infinite values raise (:func:`check_finite_output`)."""
+    values = np.asarray(values, dtype=float)
+    if name == "predict_proba" and values.ndim == 2 and values.shape[1] == 2:
+        values = values[:, 1]
+    if values.ndim not in (1, 2) or values.shape[0] != n_rows:  # not one row per query: left out
+        return None
+    check_finite_output(values, name, "test")
+    return values
 
 
 def _fit_takes_unlabeled(est: Any) -> bool:

@@ -270,6 +270,11 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[mis
         if fit is not None and not getattr(fit, "__lkm_refuses_sample_weight__", False) and not _takes_sample_weight(fit):
             cls.fit = _refusing_sample_weight(fit)
 
+    @staticmethod
+    def _finite_or_none(decision: np.ndarray) -> np.ndarray | None:
+        """``decision``, or None where ``decision_function`` would raise (a non-finite value)."""
+        return decision if np.isfinite(decision).all() else None
+
     def _numerical_context(self) -> str:
         """``"sigma=1e-160, lam=0.5"``: the values of ``_numerical_params``."""
         params = self.get_params(deep=False)
@@ -402,10 +407,17 @@ class LocalKernelClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[mis
     ) -> NDArray[Any]:
         """Labels from decision values, exact ties by the rule of :meth:`_break_ties`.
         ``info_['tie_share']`` receives the share of tied points."""
-        _, choice, ties = self._break_ties(decision, nearest_class)
+        return self._labels_and_decision(decision, nearest_class)[0]
+
+    def _labels_and_decision(
+        self, decision: NDArray[np.float64], nearest_class: NDArray[np.intp] | None = None
+    ) -> tuple[NDArray[Any], NDArray[np.float64]]:
+        """:meth:`_labels_from_decision`'s labels and the tie-broken values beside them
+        (what a ``decision_function`` built on :meth:`_break_ties` returns)."""
+        broken, choice, ties = self._break_ties(decision, nearest_class)
         if isinstance(getattr(self, "info_", None), dict):
             self.info_["tie_share"] = float(ties.mean()) if ties.size else 0.0
-        return self.classes_[choice]
+        return self.classes_[choice], broken
 
     def _scaled_decision(
         self, X: np.ndarray, cache: DistanceCache | None = None

@@ -154,8 +154,10 @@ class NearestNeighbor(LocalKernelClassifier):
             More classes: minus each class's smallest squared distance. Two classes:
             d²(class 0) − d²(class 1), positive for ``classes_[1]``.
         """
-        dist = self._class_distances(self._sq_dists(X, cache))[0]
-        return dist[:, 0] - dist[:, 1] if self.classes_.size == 2 else -dist
+        return self._decision(self._class_distances(self._sq_dists(X, cache))[0])
+
+    def _decision(self, per_class: np.ndarray) -> np.ndarray:
+        return per_class[:, 0] - per_class[:, 1] if self.classes_.size == 2 else -per_class
 
     def predict(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
         """Label of the nearest training sample (lower training index on exact ties).
@@ -172,7 +174,18 @@ class NearestNeighbor(LocalKernelClassifier):
         ndarray of shape (n_queries,)
             Predicted class labels.
         """
-        per_class, nearest = self._class_distances(self._sq_dists(X, cache))
+        return self._labels(*self._class_distances(self._sq_dists(X, cache)))
+
+    def _labels(self, per_class: np.ndarray, nearest: np.ndarray) -> np.ndarray:
         top2 = np.partition(per_class, 1, axis=1)[:, :2] if nearest.size else np.zeros((0, 2))
         self.info_["tie_share"] = float(np.mean(top2[:, 0] == top2[:, 1])) if nearest.size else 0.0
-        return self.classes_[self.y_index_[nearest]]
+        labels: np.ndarray = self.classes_[self.y_index_[nearest]]
+        return labels
+
+    def _predict_and_decision(
+        self, X: np.ndarray, cache: DistanceCache | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """``predict(X)`` and ``decision_function(X)`` (None where it would raise), bit for
+        bit, from one pass over the distances (the runner records both)."""
+        per_class, nearest = self._class_distances(self._sq_dists(X, cache))
+        return self._labels(per_class, nearest), self._finite_or_none(self._decision(per_class))

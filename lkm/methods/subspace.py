@@ -373,6 +373,15 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
         dist, nearest = self._distances(self._validate_query(X), cache)
         return self._to_decision(dist), nearest
 
+    def _predict_and_decision(
+        self, X: np.ndarray, cache: DistanceCache | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """``predict(X)`` and ``decision_function(X)`` (None where it would raise), bit for
+        bit, from one computation of the class distances (the runner records both)."""
+        decision, nearest = self._scaled_decision(X, cache)
+        labels, broken = self._labels_and_decision(self._check_finite(decision), nearest)
+        return labels, self._finite_or_none(broken)
+
     @staticmethod
     def _query_block(per_query_bytes: int) -> int:
         """Queries per block when each needs ``per_query_bytes`` of work arrays (:data:`CHUNK_BYTES`)."""

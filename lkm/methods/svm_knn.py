@@ -434,3 +434,12 @@ class SVMKNN(LocalKernelClassifier):
         """
         pred = self._local(X, cache)[0]
         return self.classes_[pred]
+
+    def _predict_and_decision(
+        self, X: np.ndarray, cache: DistanceCache | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """``predict(X)`` and ``decision_function(X)`` (None where it would raise), bit for
+        bit, from one training of the local SVMs (the runner records both)."""
+        pred, scores = self._local(X, cache)
+        decision = scores[:, 1] - scores[:, 0] if self.classes_.size == 2 else scores
+        return self.classes_[pred], self._finite_or_none(decision)
