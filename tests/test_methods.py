@@ -331,7 +331,8 @@ def test_bench_runs_on_a_subset(data_dir: Path) -> None:
     assert [r["name"] for r in results] == [
         "lpl_vs_knn", "pl_vs_kernel_ridge", "svm_vs_svc", "pl_sweep_vs_kernel_ridge", "svm_small_vs_svc",
         "prls_vs_kernel_ridge", "laprls_vs_kernel_ridge", "plaprls_vs_kernel_ridge", "annoy_usps_vs_exact",
-        "hnswlib_usps_vs_exact", "hknn_vs_knn", "svm_knn_letter_vs_loop", "svm_knn_isolet_vs_loop",
+        "hnswlib_usps_vs_exact", "hknn_vs_knn", "svm_knn_letter_vs_loop", "svm_knn_letter_task_vs_loop",
+        "svm_knn_isolet_vs_loop", "svm_knn_isolet_task_vs_loop",
     ]
     small = results[4]  # SVMClassifier() and SVC() fit the same model on 455 breast-cancer rows
     assert small["ours_accuracy"] == small["reference_accuracy"]
