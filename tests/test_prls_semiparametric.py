@@ -244,7 +244,7 @@ REPRESENTATIVE = [
 def test_shipped_records_are_reproduced(data_dir: Path, run: str, keep: Any) -> None:
     """A representative subset of the shipped PRLS / PLapRLS records (docs/runs): the
     same accuracy, unlabeled accuracy, misclassified rows and labels, tuned setting."""
-    count, differences = refit_records(run, data_dir, ("prls", "plaprls"), keep, ("status", "accuracy", "unlabeled_accuracy", "errors"), ("tuned_params",))
+    count, differences = refit_records(run, data_dir, ("prls", "laprls", "plaprls"), keep, ("status", "accuracy", "unlabeled_accuracy", "errors"), ("tuned_params",))
     assert count > 0 and differences == []
 
 
@@ -256,5 +256,5 @@ PRLS_RUNS = ["prls_letter", "prls_letter.binary_graph", "prls_letter.normalized_
 @pytest.mark.parametrize("run", PRLS_RUNS)
 def test_every_shipped_record_is_reproduced(data_dir: Path, run: str) -> None:
     """Every shipped PRLS / PLapRLS record of ``run`` (docs/runs), label for label."""
-    count, differences = refit_records(run, data_dir, ("prls", "plaprls"), lambda r: True, ("status", "accuracy", "unlabeled_accuracy", "errors"), ("tuned_params",))
+    count, differences = refit_records(run, data_dir, ("prls", "laprls", "plaprls"), lambda r: True, ("status", "accuracy", "unlabeled_accuracy", "errors"), ("tuned_params",))
     assert count > 0 and differences == []

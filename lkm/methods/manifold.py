@@ -18,7 +18,10 @@ real-valued target (Yang et al.'s Fig. 1 toy) and predict f(x).
 Solving. The stationarity conditions are the symmetric block system written out in
 :func:`~lkm.numerics.manifold_solvers.stationary_system` (the reference, kept for the printed eq. (14) and the singular
 cases). It is solved without forming it: for P = K (LapRLS) by Belkin et al.'s one LU
-(:func:`~lkm.numerics.manifold_solvers.solve_belkin`); for the bracket (PRLS, PLapRLS) first by the semiparametric
+(:func:`~lkm.numerics.manifold_solvers.solve_belkin`; with a graph and every row in the
+loss, first by refinement on the graph-free symmetric system, one Cholesky of
+``K + λ₁W⁻¹``: γ_I·Σw/n² makes the graph a small correction, gone after a few
+solves, ``info_['solver'] == "refined"``); for the bracket (PRLS, PLapRLS) first by the semiparametric
 system, the bracket written ``B_t = k_t - E`` and E dropped (:func:`~lkm.numerics.manifold_solvers.solve_semiparametric`:
 one Cholesky of ``k_t + λ₁W⁻¹``, or Belkin's LU with a graph), kept where its certificate
 — the true objective's relative gradient at that solution, ``-λ₁Ea`` over the gradient's
