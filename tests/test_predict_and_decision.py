@@ -135,3 +135,20 @@ def test_a_run_predicts_once_per_test_set_and_records_what_two_passes_recorded(t
     two_passes = _records(tmp_path / "two")
     assert calls["subspace"] == 2 * 3 + 2 * 2 * 3  # the second pass is back: the spies see it
     assert json.dumps(one_pass, sort_keys=True) == json.dumps(two_passes, sort_keys=True)
+
+
+def test_a_subclass_that_overrides_predict_gets_its_own_predict(tmp_path) -> None:
+    """A user's variant of an lkm classifier: the one-pass route would bypass its
+    ``predict``, so the runner calls its methods instead (two passes)."""
+    from lkm.engine.runner import predict_and_decide
+
+    class AlwaysFirst(nearest_module.NearestNeighbor):
+        def predict(self, X, cache=None):
+            return np.full(len(X), self.classes_[0])
+
+    X, y, X_test = _split("multiclass")
+    labels, decide = predict_and_decide(AlwaysFirst().fit(X, y), X_test)
+    assert (labels == np.unique(y)[0]).all()
+    np.testing.assert_array_equal(decide(), nearest_module.NearestNeighbor().fit(X, y).decision_function(X_test))
+    labels, _ = predict_and_decide(nearest_module.NearestNeighbor().fit(X, y), X_test)
+    assert len(set(labels)) > 1  # lkm's own class still takes the one-pass route

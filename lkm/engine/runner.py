@@ -581,11 +581,26 @@ def predict_and_decide(est: Any, X: np.ndarray, cache: Any = None) -> tuple[Any,
     classifiers: a local SVM or kernel PCA per query, the costly part of a prediction),
     the callable returns the values that pass computed; else it makes the second pass
     when called (after the prediction's timing)."""
-    shared = getattr(est, "_predict_and_decision", None)
+    cls: type = type(est)  # typed as a class: mypy does not see type[Any] as Hashable
+    shared = getattr(est, "_predict_and_decision", None) if _one_pass_is_current(cls) else None
     if shared is None:
         return est.predict(X, **cache_kwargs(est, "predict", cache)), lambda: decision_values(est, X, cache)
     labels, values = shared(X, **cache_kwargs(est, "_predict_and_decision", cache))
     return labels, lambda: None if values is None else _decision_array(values, "decision_function", X.shape[0])
+
+
+@functools.cache
+def _one_pass_is_current(cls: type) -> bool:
+    """Whether ``cls._predict_and_decision`` is defined where ``predict`` and
+    ``decision_function`` are, or below: a subclass that overrides either of them (a
+    user's variant of an lkm classifier) gets its own methods, by two passes."""
+
+    def owner(name: str) -> type | None:
+        return next((k for k in cls.__mro__ if name in k.__dict__), None)
+
+    one_pass = owner("_predict_and_decision")
+    return one_pass is not None and all(
+        (defined := owner(name)) is not None and issubclass(one_pass, defined) for name in ("predict", "decision_function"))
 
 
 def decision_values(est: Any, X: np.ndarray, cache: Any = None) -> np.ndarray | None:
