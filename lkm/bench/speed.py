@@ -606,21 +606,25 @@ def _svm_knn_against_loop(data_dir: str | Path | None, repeats: int) -> list[dic
     import lkm.methods.svm_knn as svm_knn
     from lkm.methods import SVMKNN
 
-    def fit_predict(route: str, split: tuple[np.ndarray, ...]) -> float:
+    @contextmanager
+    def local_training(route: str) -> Iterator[None]:
         previous, svm_knn.LOCAL_TRAINING = svm_knn.LOCAL_TRAINING, route
         try:
-            X_train, y_train, X_test, y_test = split
-            return float(np.mean(SVMKNN(**SVM_KNN).fit(X_train, y_train).predict(X_test) == y_test))
+            yield
         finally:
             svm_knn.LOCAL_TRAINING = previous
+
+    def fit_predict(route: str, split: tuple[np.ndarray, ...]) -> float:
+        X_train, y_train, X_test, y_test = split
+        with local_training(route):
+            return float(np.mean(SVMKNN(**SVM_KNN).fit(X_train, y_train).predict(X_test) == y_test))
 
     def task(route: str, split: tuple[np.ndarray, ...]) -> float:
         """What a run's task computes: fit, predict, the recorded decision values."""
         from lkm.engine.runner import decision_values, predict_and_decide
 
-        previous, svm_knn.LOCAL_TRAINING = svm_knn.LOCAL_TRAINING, route
-        try:
-            X_train, y_train, X_test, y_test = split
+        X_train, y_train, X_test, y_test = split
+        with local_training(route):
             est = SVMKNN(**SVM_KNN).fit(X_train, y_train)
             if route == "trainer":
                 labels, decide = predict_and_decide(est, X_test)
@@ -629,8 +633,6 @@ def _svm_knn_against_loop(data_dir: str | Path | None, repeats: int) -> list[dic
                 labels = est.predict(X_test)
                 decision_values(est, X_test)
             return float(np.mean(labels == y_test))
-        finally:
-            svm_knn.LOCAL_TRAINING = previous
 
     setting = ", ".join(f"{k}={v:g}" for k, v in SVM_KNN.items())
     results = []

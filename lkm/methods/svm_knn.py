@@ -414,7 +414,10 @@ class SVMKNN(LocalKernelClassifier):
             unanimous neighbourhoods give +1 for their label and -1 elsewhere. Two
             classes: one column, positive for ``classes_[1]``.
         """
-        scores = self._local(X, cache)[1]
+        return self._decision(self._local(X, cache)[1])
+
+    def _decision(self, scores: np.ndarray) -> np.ndarray:
+        """The per-class scores as ``decision_function`` returns them (two classes: one column)."""
         return scores[:, 1] - scores[:, 0] if self.classes_.size == 2 else scores
 
     def predict(self, X: np.ndarray, cache: DistanceCache | None = None) -> np.ndarray:
@@ -441,5 +444,4 @@ class SVMKNN(LocalKernelClassifier):
         """``predict(X)`` and ``decision_function(X)`` (None where it would raise), bit for
         bit, from one training of the local SVMs (the runner records both)."""
         pred, scores = self._local(X, cache)
-        decision = scores[:, 1] - scores[:, 0] if self.classes_.size == 2 else scores
-        return self.classes_[pred], self._finite_or_none(decision)
+        return self.classes_[pred], self._finite_or_none(self._decision(scores))
