@@ -188,6 +188,28 @@ def test_lines_that_are_not_record_objects_are_skipped_with_one_counted_warning(
     assert set(store.records_frame()["task_id"]) == {"a", "b"}
 
 
+@pytest.mark.parametrize("enabled", [True, False])
+def test_reading_records_leaves_the_garbage_collector_as_it_found_it(tmp_path, enabled):
+    """The records are parsed with the cyclic collector paused (a speed-up): afterwards it
+    runs again if it ran before, and stays off for a caller who had turned it off, also
+    when a part cannot be read."""
+    import gc
+
+    store = RunStore(tmp_path / "r")
+    store.prepare()
+    store.append([{"task_id": "a", "status": "ok", "accuracy": 0.5, "errors": [[1, "x"], [2, "y"]]}])
+    (store.records_dir / "part-cut.jsonl.gz").write_bytes(b"\x1f\x8b\x08\x00")  # a gzip header, then nothing
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        with pytest.warns(StoreWarning):
+            records = list(store.iter_records())
+        assert gc.isenabled() is enabled
+        assert records == [{"task_id": "a", "status": "ok", "accuracy": 0.5, "errors": [[1, "x"], [2, "y"]]}]
+    finally:
+        gc.enable() if was else gc.disable()
+
+
 def test_a_cut_line_inside_a_part_is_counted_and_the_run_resumes(run_dir, spec):
     """Case: a truncated (invalid JSON) line in the middle of a part, as a kill and a
     reused pid leave it: skipped and counted, the other records kept, the run goes on."""

@@ -33,7 +33,7 @@ from lkm.report.registry import (
     load_plugins,
     table,
 )
-from lkm.report.tables import write_table
+from lkm.report.tables import PAGE_TABLE_FORMATS, TABLE_FORMATS, write_table
 from lkm.spec import Spec
 
 
@@ -59,7 +59,9 @@ def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,
     must exist and match spec.yaml (:meth:`RunStore.read_plan` raises otherwise): records
     of another spec version are never mixed in. A figure whose inputs (data, spec, code)
     are those it was last drawn from is kept, not redrawn (:class:`FigureInputs`);
-    ``figures=False`` writes the tables only."""
+    ``figures=False`` writes only what the report page counts verdicts from: the tables
+    as Markdown and JSON (:data:`lkm.report.tables.PAGE_TABLE_FORMATS`), no figures and
+    no results.csv/parquet."""
     load_plugins()
     if task_ids is None or unavailable is None:
         saved = store.read_plan()
@@ -69,17 +71,19 @@ def build_report(store: RunStore, spec: Spec, task_ids: set[str] | None = None,
     written = ReportResult()
     if df.empty:
         return written
-    written += store.write_results(df.drop(columns=[c for c in df.columns if c in ("traceback", "errors")]))
+    if figures:
+        written += store.write_results(df.drop(columns=[c for c in df.columns if c in ("traceback", "errors")]))
+    formats = TABLE_FORMATS if figures else PAGE_TABLE_FORMATS
     agg = aggregate(df, spec)
     written.failures += failure_warnings(df)
     if agg.empty and not spec.studies:
         if written.failures and "summary" in spec.outputs.tables:  # every fit failed: say so in the table
-            written += TABLES["summary"](ReportContext(store, spec, df, agg, agg, unavailable))
+            written += TABLES["summary"](ReportContext(store, spec, df, agg, agg, unavailable, formats))
         return written
     from lkm.studies import study_outputs  # without accuracy records, only the study outputs apply
 
     study_tables, study_figures = study_outputs()
-    ctx = ReportContext(store, spec, df, agg, select_best(agg, spec), unavailable)
+    ctx = ReportContext(store, spec, df, agg, select_best(agg, spec), unavailable, formats)
     written.warnings += edge_warnings(ctx.best, spec)
     for name in spec.outputs.tables:
         if not agg.empty or name in study_tables:

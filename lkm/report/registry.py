@@ -22,7 +22,7 @@ import pandas as pd
 
 from lkm.engine.store import RunStore
 from lkm.report.figures import save_figure
-from lkm.report.tables import write_table
+from lkm.report.tables import TABLE_FORMATS, write_table
 from lkm.spec import Spec
 from lkm.spec.outputs import (
     FIGURE_INPUTS,
@@ -47,6 +47,7 @@ class ReportContext:
     agg: pd.DataFrame  # mean/std over splits per (dataset, method, setting), see aggregation.aggregate
     best: pd.DataFrame  # the selected setting per dataset and method, see aggregation.select_best
     unavailable: dict[str, str] = field(default_factory=dict)
+    table_formats: tuple[str, ...] = TABLE_FORMATS  # the files each table is written as
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -73,7 +74,7 @@ class ReportContext:
         return dict(self.spec.outputs.options.get(name, {}))
 
     def write_table(self, df: pd.DataFrame, name: str, caption: str, notes: list[str] | tuple[str, ...] = ()) -> list[Path]:
-        return write_table(df, self.tables_dir / name, caption, notes)
+        return write_table(df, self.tables_dir / name, caption, notes, self.table_formats)
 
     def save_figure(self, fig: Any, name: str) -> list[Path]:
         return save_figure(fig, self.figures_dir / name, self.spec.outputs.formats)

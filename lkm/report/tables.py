@@ -325,18 +325,34 @@ def csv_frame(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, index=df.index)
 
 
-def write_table(df: pd.DataFrame, base: Path, caption: str, notes: list[str] | tuple[str, ...] = ()) -> list[Path]:
+#: The files of a table, in the order :func:`write_table` writes them.
+TABLE_FORMATS = ("md", "csv", "tex", "json")
+#: What the HTML report reads of a table (:mod:`lkm.reproduction.site.views`).
+PAGE_TABLE_FORMATS = ("md", "json")
+
+
+def write_table(df: pd.DataFrame, base: Path, caption: str, notes: list[str] | tuple[str, ...] = (),
+                formats: tuple[str, ...] = TABLE_FORMATS) -> list[Path]:
     """Write ``df`` as ``base.md``, ``base.csv``, ``base.tex`` and ``base.json`` (the
-    displayed cells with caption and notes, read by the HTML report); ``notes`` (footnotes
-    such as what a mark means) go below the Markdown and LaTeX tables. The CSV holds the
-    data (:func:`csv_frame`: mean and std in columns of their own), not the display cells,
-    written by :func:`lkm.files.write_csv` (text a spreadsheet would evaluate is quoted)."""
+    displayed cells with caption and notes, read by the HTML report), or only the
+    ``formats`` named; ``notes`` (footnotes such as what a mark means) go below the
+    Markdown and LaTeX tables. The CSV holds the data (:func:`csv_frame`: mean and std in
+    columns of their own), not the display cells, written by :func:`lkm.files.write_csv`
+    (text a spreadsheet would evaluate is quoted)."""
     from lkm.files import atomic_write, write_csv
 
-    md, csv, tex, js = (base.with_suffix(s) for s in (".md", ".csv", ".tex", ".json"))
     below = "".join(f"\n{n}\n" for n in notes)
-    atomic_write(md, f"**{markdown_text(caption)}**\n\n" + markdown_table(df) + "\n" + markdown_text(below))
-    write_csv(csv, csv_frame(df))
-    atomic_write(tex, latex_table(df, caption, notes))
-    atomic_write(js, table_json(df, caption, notes))
-    return [md, csv, tex, js]
+    writers = {
+        "md": lambda path: atomic_write(path, f"**{markdown_text(caption)}**\n\n" + markdown_table(df) + "\n"
+                                        + markdown_text(below)),
+        "csv": lambda path: write_csv(path, csv_frame(df)),
+        "tex": lambda path: atomic_write(path, latex_table(df, caption, notes)),
+        "json": lambda path: atomic_write(path, table_json(df, caption, notes)),
+    }
+    written = []
+    for fmt in TABLE_FORMATS:
+        if fmt in formats:
+            path = base.with_suffix(f".{fmt}")
+            writers[fmt](path)
+            written.append(path)
+    return written
