@@ -49,6 +49,26 @@ def test_committed_docs_match_the_committed_snapshot() -> None:
     assert not problems, "\n".join(["run `make docs-figures` (or `lkm docs build`):", *problems])
 
 
+def test_tables_for_the_verdict_counts_are_the_pages_and_equal_a_full_reports(tmp_path: Path) -> None:
+    """`build_report(figures=False)` (the docs' row-verdict counts) writes each table as
+    Markdown and JSON only, what the report page reads, with the same text as a full
+    report's; no figures, CSV, LaTeX or results files."""
+    import shutil
+
+    from lkm.report import build_report
+    from lkm.spec import load_spec
+
+    for name, figures in (("counted", False), ("full", True)):
+        shutil.copytree(REPO / docs.SNAPSHOT / "lpl_sigma_sonar", tmp_path / name,
+                        ignore=shutil.ignore_patterns("tables", "figures", "results.*"))
+        build_report(RunStore(tmp_path / name), load_spec(tmp_path / name / "spec.yaml"), figures=figures)
+    counted = sorted(p.name for p in (tmp_path / "counted" / "tables").iterdir() if not p.name.startswith("."))
+    assert counted and {Path(n).suffix for n in counted} == {".md", ".json"}
+    assert not (tmp_path / "counted" / "figures").exists() and not list((tmp_path / "counted").glob("results.*"))
+    for table in counted:
+        assert (tmp_path / "counted" / "tables" / table).read_text() == (tmp_path / "full" / "tables" / table).read_text()
+
+
 def test_every_block_in_the_docs_is_known_and_its_runs_are_committed() -> None:
     blocks = docs.doc_blocks(PAPERS)
     for rel in docs.doc_files(PAPERS):
