@@ -121,7 +121,9 @@ def remove_stale_temps(folder: Path, *, before: float | None = None, recursive: 
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (on POSIX; elsewhere assumed alive)."""
+    """Whether process ``pid`` exists and has not ended (on POSIX; elsewhere assumed
+    alive). A zombie (ended, not yet reaped by its parent) counts as ended where /proc
+    shows it: ``kill(pid, 0)`` alone would call it alive."""
     if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
         return True
     try:
@@ -129,8 +131,12 @@ def pid_alive(pid: int) -> bool:
     except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:  # alive, another user's
-        return True
-    return True
+        pass
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # without /proc (macOS) kill's answer stands; with it, the process ended just now
+        return not Path("/proc/self").is_dir()
+    return stat[stat.rindex(")") + 2] not in "ZX"
 
 
 def text_sha256(text: str) -> str:

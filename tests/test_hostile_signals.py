@@ -27,6 +27,7 @@ from processes import CEILING, kill_group, live_processes, patience, wait_until
 
 from lkm.engine import workers
 from lkm.engine.store import RunStore
+from lkm.files import pid_alive
 
 linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 
@@ -260,6 +261,52 @@ def test_watchdog_ends_a_worker_whose_parent_was_killed(tmp_path: Path) -> None:
         assert wait_until(lambda: kid not in live_processes("pgrp", proc.pid), 3 * slack), "orphan still alive"
     finally:
         kill_group(proc)
+
+
+@linux_only
+def test_a_zombie_is_not_alive_and_a_running_process_is() -> None:
+    """Signals: `pid_alive` (the watchdog's and the stale-temporary sweep's test) calls an
+    ended but unreaped process dead."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        assert pid_alive(os.getpid())
+        assert wait_until(lambda: not pid_alive(proc.pid), timeout=CEILING)
+        assert Path(f"/proc/{proc.pid}/stat").is_file()  # a zombie: not reaped until the wait below
+    finally:
+        proc.wait(timeout=CEILING)
+    assert not pid_alive(proc.pid)
+
+
+@linux_only
+def test_a_worker_whose_parent_died_before_its_watchdog_started_ends(tmp_path: Path) -> None:
+    """Signals (CI, stop 56): a pack build's worker outlived a `kill -9` of the build. The
+    parent died while the forked worker was still starting; killed but not yet reaped, it
+    was a zombie, which `kill(pid, 0)` counts as alive, so the worker took its new parent
+    (init) for an intermediate one and watched that. A zombie parent is a dead one."""
+    script = textwrap.dedent(f"""
+        import os, signal, sys, time
+        parent = os.getpid()
+        kid = os.fork()
+        if kid == 0:
+            while os.getppid() == parent:  # a worker still starting when its parent is killed
+                time.sleep(0.01)
+            from lkm.engine.workers import start_parent_watchdog
+            start_parent_watchdog(parent)
+            print("watching", flush=True)
+            time.sleep({CEILING})
+            os._exit(0)
+        print(kid, flush=True)
+        os.kill(parent, signal.SIGKILL)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        kid = int(proc.stdout.readline())
+        line = proc.stdout.readline()  # "" once the worker, the pipe's last writer, has ended
+        assert line == "", f"worker {kid} started watching another process while its parent was a zombie"
+        assert proc.poll() is None or proc.returncode == -signal.SIGKILL  # the zombie was not reaped before
+    finally:
+        kill_group(proc)
+        proc.wait(timeout=CEILING)
 
 
 def test_watchdog_never_starts_in_the_main_process() -> None:
