@@ -78,6 +78,36 @@ def test_compiled_neighbours_equal_the_numpy_selection(monkeypatch, data: str, c
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("expand", [True, False], ids=["expansion", "distances"])
+def test_the_grouped_selection_equals_a_stable_sort(expand: bool) -> None:
+    """The selection kernel alone (group minima, then only the entries below their k-th
+    smallest) against a stable sort by (value, position): heavy exact ties, classes
+    shorter than k groups and of every length modulo the group size, and (expansion)
+    queries on training rows, whose slightly negative expansions are clipped to 0."""
+    from lkm.numerics.local_hulls import SELECT_GROUP, select_class_neighbors
+
+    rng = np.random.default_rng(11)
+    sizes = [3, SELECT_GROUP * 2 + 1, 37, 64, 101, 7]
+    X = rng.integers(0, 4, size=(sum(sizes), 5)).astype(float) * 0.1  # 0.1: inexact in binary
+    Xq = np.vstack([X[::9], rng.integers(0, 4, size=(20, 5)) * 0.1])
+    ends = np.cumsum(sizes)
+    ks = np.array([3, 5, 4, 6, 9, 2], dtype=np.intp)
+    order = rng.permutation(X.shape[0])
+    norms, qn = np.einsum("ij,ij->i", X, X), np.einsum("ij,ij->i", Xq, Xq)
+    product = Xq @ X.T
+    values = np.maximum(product * -2.0 + qn[:, None] + norms[None, :], 0.0) if expand else product
+    idx = np.empty((Xq.shape[0], int(ks.sum())), dtype=np.intp)
+    dist = np.empty(idx.shape)
+    select_class_neighbors(product, qn, norms, expand, ends, ks, order, idx, dist)
+    starts, col = np.concatenate([[0], ends[:-1]]), 0
+    assert expand is False or (values == 0.0).sum() > Xq.shape[0] // 2  # clipped round-off at the query's own row
+    for a, b, k in zip(starts, ends, ks, strict=True):
+        want = np.argsort(values[:, a:b], axis=1, kind="stable")[:, :k]  # (value, position)
+        np.testing.assert_array_equal(idx[:, col:col + k], order[a + want])
+        np.testing.assert_array_equal(dist[:, col:col + k], np.take_along_axis(values[:, a:b], want, axis=1))
+        col += k
+
+
 @pytest.mark.parametrize("data", list(DATA))
 @pytest.mark.parametrize(
     "estimator",
