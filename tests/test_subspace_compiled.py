@@ -108,6 +108,24 @@ def test_the_grouped_selection_equals_a_stable_sort(expand: bool) -> None:
         col += k
 
 
+def test_the_selection_names_training_rows_even_among_nan_distances() -> None:
+    """Distances that overflowed to NaN (features near 1e154) get no threshold: the
+    selection falls back to a plain scan and still names k training rows per class,
+    never an unwritten index."""
+    from lkm.numerics.local_hulls import select_class_neighbors
+
+    D = np.random.default_rng(2).random((3, 40))
+    D[0, :] = np.nan
+    D[1, 5:30] = np.nan
+    ends = np.array([20, 40], dtype=np.intp)
+    ks = np.array([4, 4], dtype=np.intp)
+    idx = np.full((3, 8), -1, dtype=np.intp)
+    dist = np.empty(idx.shape)
+    select_class_neighbors(D, np.zeros(3), np.zeros(40), False, ends, ks, np.arange(40), idx, dist)
+    assert ((idx[:, :4] >= 0) & (idx[:, :4] < 20)).all() and ((idx[:, 4:] >= 20) & (idx[:, 4:] < 40)).all()
+    np.testing.assert_array_equal(idx[2], np.concatenate([np.argsort(D[2, :20])[:4], 20 + np.argsort(D[2, 20:])[:4]]))
+
+
 @pytest.mark.parametrize("data", list(DATA))
 @pytest.mark.parametrize(
     "estimator",

@@ -54,7 +54,7 @@ from lkm.errors import NotApplicable, ParameterClipped
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
 from lkm.numerics.kernel_pca import independent_within, isometric_coordinates, pooled_residuals
 from lkm.numerics.kernels import DISTANCES, DistanceCache, check_metric, gaussian_from_sq, sq_dists
-from lkm.numerics.local_hulls import select_class_neighbors, span_residuals
+from lkm.numerics.local_hulls import SELECT_GROUP, select_class_neighbors, span_residuals
 from lkm.numerics.neighbors import k_smallest
 from lkm.numerics.threads import blas_threads, map_row_blocks
 
@@ -113,9 +113,6 @@ SELECT_BLOCK_BYTES = 64 << 20
 #: Queries per block of the compiled class distances (no product: small blocks spread
 #: the work evenly over the threads).
 DISTANCE_ROWS = 128
-#: Columns per group in :func:`_k_smallest_by_groups` (its threshold is the k-th smallest
-#: group minimum).
-SELECT_GROUP = 8
 #: The neighbour selection and HKNN's and LDCV's distances run as compiled loops over
 #: queries (:mod:`lkm.numerics.local_hulls`, numba); off: the numpy route (stacked
 #: arrays per block), the reference the compiled one is tested against (same neighbours,

@@ -68,7 +68,8 @@ def _dot(A: np.ndarray, i: int, B: np.ndarray, j: int) -> float:
     return s
 
 
-#: Columns per group in :func:`select_class_neighbors`'s first pass.
+#: Columns per group in :func:`select_class_neighbors`'s first pass (and in the numpy
+#: route's :func:`lkm.methods.subspace._k_smallest_by_groups`).
 SELECT_GROUP = 8
 
 
@@ -138,19 +139,21 @@ def _insert_below(D: np.ndarray, i: int, expand: bool, qn: float, col_norms: np.
     """The second pass of :func:`select_class_neighbors` for row i and the class in
     columns start:end: its entries ≤ t (in groups whose minimum is ≤ t) inserted in
     column order into the k smallest, ``idx[i, col:col + k]`` and ``dist`` (positions,
-    not yet training rows); returns how many were kept (k, or fewer when fewer are ≤ t)."""
+    not yet training rows); returns how many were kept (k, or fewer when fewer are ≤ t).
+    With t = +inf every entry is visited, as a plain scan would (NaN included)."""
+    everything = t == np.inf
     filled = 0
     worst = np.inf  # the k-th smallest so far (any value enters while filling)
     g = 0
     for lo in range(start, end, SELECT_GROUP):
-        if group_min[g] <= t:
+        if everything or group_min[g] <= t:
             for j in range(lo, min(lo + SELECT_GROUP, end)):
                 v = D[i, j]
                 if expand:
                     v = v * -2.0 + qn + col_norms[j]
                     if v < 0.0:
                         v = 0.0
-                if not v <= t:
+                if not (everything or v <= t):
                     continue
                 if filled == k:
                     if not v < worst:  # ties keep the earlier column
