@@ -117,10 +117,7 @@ def select_class_neighbors(
         for c in range(class_ends.size):
             k = ks[c]
             end = class_ends[c]
-            if expand:
-                groups = _group_minima_expanded(D, i, qn, col_norms, start, end, group_min)
-            else:
-                groups = _group_minima(D, i, start, end, group_min)
+            groups = _group_minima(D, i, expand, qn, col_norms, start, end, group_min)
             t = _kth_smallest(group_min, groups, k, top)
             if expand and t < 0.0:  # the minima are not clipped; the entries are
                 t = 0.0
@@ -175,29 +172,17 @@ def _insert_below(D: np.ndarray, i: int, expand: bool, qn: float, col_norms: np.
 
 
 @_jit()
-def _group_minima_expanded(D: np.ndarray, i: int, qn: float, col_norms: np.ndarray, start: int, end: int,
-                           out: np.ndarray) -> int:
-    """``out[g]``: the minimum of ``-2·D[i, j] + qn + col_norms[j]`` (not clipped at 0)
-    over the g-th group of :data:`SELECT_GROUP` columns from ``start`` (the last one
-    shorter); returns the number of groups."""
+def _group_minima(D: np.ndarray, i: int, expand: bool, qn: float, col_norms: np.ndarray, start: int, end: int,
+                  out: np.ndarray) -> int:
+    """``out[g]``: the minimum of row i's entries (with ``expand``,
+    ``-2·D[i, j] + qn + col_norms[j]``, not clipped at 0) over the g-th group of
+    :data:`SELECT_GROUP` columns from ``start`` (the last one shorter); returns the
+    number of groups."""
     groups = 0
     for lo in range(start, end, SELECT_GROUP):
         m = np.inf
         for j in range(lo, min(lo + SELECT_GROUP, end)):
-            m = min(m, D[i, j] * -2.0 + qn + col_norms[j])
-        out[groups] = m
-        groups += 1
-    return groups
-
-
-@_jit()
-def _group_minima(D: np.ndarray, i: int, start: int, end: int, out: np.ndarray) -> int:
-    """:func:`_group_minima_expanded` of D's own values."""
-    groups = 0
-    for lo in range(start, end, SELECT_GROUP):
-        m = np.inf
-        for j in range(lo, min(lo + SELECT_GROUP, end)):
-            m = min(m, D[i, j])
+            m = min(m, D[i, j] * -2.0 + qn + col_norms[j] if expand else D[i, j])
         out[groups] = m
         groups += 1
     return groups
