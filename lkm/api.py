@@ -57,6 +57,10 @@ class RunObserver:
         """The fits are running: the block gets ``advance(n)``, called after n more fits."""
         return contextlib.nullcontext(lambda n: None)
 
+    def estimate(self, seconds_left: float) -> None:
+        """While fitting: the wall seconds the remaining fits should take, each at its
+        method's mean recorded seconds so far (:func:`lkm.engine.store.seconds_left`)."""
+
     def interrupted(self, exc: KeyboardInterrupt, run_dir: Path) -> None:
         """Ctrl-C or SIGTERM while fitting: every finished fit is recorded. Re-raises."""
         raise exc
@@ -178,7 +182,8 @@ def _fit_and_report(spec: Spec, plan: Plan, store: RunStore, source: str, *, job
         # SIGTERM is handled like Ctrl-C (the command runs under interrupt_on): execute()
         # kills its workers, then the observer says so.
         with observer.fitting(todo) as advance:
-            summary = execute(plan, store, jobs=jobs, on_progress=advance, cluster=cluster)
+            summary = execute(plan, store, jobs=jobs, on_progress=advance, cluster=cluster,
+                              on_estimate=observer.estimate)
     except KeyboardInterrupt as exc:
         observer.interrupted(exc, store.root)
         raise

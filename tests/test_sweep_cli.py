@@ -6,6 +6,8 @@ as plain lines when the output is not a terminal, and help text is printed as wr
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from typer.testing import CliRunner
 from lkm.cli import app
 from lkm.cli.running import FitProgress, progress_line
 from lkm.engine.runner import build_plan, execute
-from lkm.engine.store import RecordTally, RunStore
+from lkm.engine.store import RecordTally, RunStore, seconds_left
 from lkm.spec import spec_from_dict
 
 runner = CliRunner()
@@ -196,6 +198,49 @@ def test_progress_line_says_fits_share_elapsed_and_left():
     assert progress_line(120, 390, 130) == "[lkm] 120/390 fits (30%), 2m10s elapsed, ~4m52s left"
     assert progress_line(0, 390, 5) == "[lkm] 0/390 fits (0%), 5s elapsed"
     assert progress_line(390, 390, 7300) == "[lkm] 390/390 fits (100%), 2h01m elapsed"
+
+
+def test_seconds_left_weighs_each_remaining_fit_by_its_methods_mean_seconds():
+    """A run mixing cheap and costly methods: counting fits would put the 9 costly fits
+    left at the pace of the 11 done, mostly cheap; each method's own mean does not."""
+    fits, seconds = {"kNN": 10, "HistGB": 1}, {"kNN": 10.0, "HistGB": 100.0}
+    left = seconds_left({"kNN": 10, "HistGB": 9, "NEW": 2}, fits, seconds, workers=2)
+    assert left == pytest.approx((10 * 1.0 + 9 * 100.0 + 2 * 110.0 / 11) / 2)
+    assert seconds_left({"kNN": 0, "HistGB": -1}, fits, seconds, workers=2) == 0.0
+    assert seconds_left({"kNN": 3}, {}, {}, workers=2) is None
+
+
+def test_progress_line_counts_down_the_runners_estimate():
+    made = time.monotonic() - 60.0  # an estimate of 10 minutes made a minute ago
+    assert progress_line(10, 100, 30, (600.0, made)).endswith("~9m00s left")
+    assert progress_line(10, 100, 30, (30.0, made)).endswith("~0s left")  # overdue: never negative
+    assert progress_line(10, 100, 30).endswith("~4m30s left")  # no estimate: the pace of fits
+
+
+def test_the_tally_sums_each_methods_seconds_even_when_a_line_arrives_in_two_writes(tmp_path):
+    store = RunStore(tmp_path / "r")
+    store.prepare()
+    tally = RecordTally(store.records_dir)
+    part = store.records_dir / "part-test.jsonl"
+    first = json.dumps({"task_id": "a", "method": "SVM", "fit_seconds": 1.5, "predict_seconds": 0.5}) + "\n"
+    second = json.dumps({"task_id": "b", "method": "SVM", "fit_seconds": 3.0, "predict_seconds": 0.0}) + "\n"
+    part.write_text(first + second[:20])
+    assert tally.update() == 1 and tally.fits == {"SVM": 1} and tally.seconds == {"SVM": 2.0}
+    with open(part, "a") as fh:
+        fh.write(second[20:])
+    assert tally.update() == 2 and tally.fits == {"SVM": 2} and tally.seconds == {"SVM": 5.0}
+
+
+def test_a_run_estimates_the_time_left_from_its_recorded_seconds(tmp_path):
+    spec = spec_from_dict({"name": "p", "datasets": ["moons"], "protocol": {"kind": "kfold", "folds": 2},
+                           "methods": [{"name": "S", "estimator": "svm"}, {"name": "P", "estimator": "pl"}],
+                           "sweep": {"sigma": [1, 2, 3]}})
+    store = RunStore(tmp_path / "r")
+    store.prepare()
+    estimates: list[float] = []
+    summary = execute(build_plan(spec), store, jobs=1, on_progress=lambda n: None, on_estimate=estimates.append)
+    assert summary.ran > 0 and estimates and all(e >= 0 for e in estimates)
+    assert estimates[-1] == 0.0  # every fit recorded: nothing left
 
 
 def test_plain_progress_prints_a_line_per_interval_and_at_the_end(capsys):

@@ -74,6 +74,7 @@ class RunPrinter(RunObserver):
 
     def __init__(self, progress: bool = True) -> None:
         self.progress = progress
+        self._bar: FitProgress | None = None
 
     def status(self, text: str) -> Any:
         return console.status(text, spinner="dots")
@@ -92,7 +93,15 @@ class RunPrinter(RunObserver):
     @contextlib.contextmanager
     def fitting(self, todo: int) -> Iterator[Any]:
         with FitProgress(todo, enabled=self.progress) as bar:
-            yield bar.advance
+            self._bar = bar
+            try:
+                yield bar.advance
+            finally:
+                self._bar = None
+
+    def estimate(self, seconds_left: float) -> None:
+        if self._bar is not None:
+            self._bar.estimate(seconds_left)
 
     def interrupted(self, exc: KeyboardInterrupt, run_dir: Path) -> None:
         raise exit_error(LkmError(
@@ -155,15 +164,20 @@ def _duration(seconds: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
-def _eta(done: int, total: int, elapsed: float) -> float | None:
-    """Seconds left at the average pace since the start; None before the first fit."""
+def _eta(done: int, total: int, elapsed: float, estimate: tuple[float, float] | None = None) -> float | None:
+    """Seconds left: the runner's ``estimate`` (seconds, the monotonic time it was made:
+    each remaining fit at its method's mean seconds so far), counted down since it was
+    made; without one, the average pace of fits since the start. None before the first fit."""
+    if estimate is not None:
+        seconds, made = estimate
+        return max(0.0, seconds - (time.monotonic() - made))
     return elapsed / done * (total - done) if done > 0 else None
 
 
-def progress_line(done: int, total: int, elapsed: float) -> str:
+def progress_line(done: int, total: int, elapsed: float, estimate: tuple[float, float] | None = None) -> str:
     """`[lkm] 120/390 fits (31%), 2m10s elapsed, ~4m40s left` (no estimate before the first fit)."""
     pct = 100 * done // total if total else 100
-    left = _eta(done, total, elapsed)
+    left = _eta(done, total, elapsed, estimate)
     tail = f", ~{_duration(left)} left" if left is not None and done < total else ""
     return f"[lkm] {done}/{total} fits ({pct}%), {_duration(elapsed)} elapsed{tail}"
 
@@ -171,8 +185,9 @@ def progress_line(done: int, total: int, elapsed: float) -> str:
 class FitProgress:
     """Per-fit progress of a run (``advance(n)`` after n more fits are recorded).
 
-    On a terminal: a bar with fits done, elapsed time and an ETA at the average pace
-    since the start (so it is sensible from the first recorded fit on). Otherwise (CI
+    On a terminal: a bar with fits done, elapsed time and an ETA: the runner's estimate
+    (:meth:`estimate`: each remaining fit at its method's mean seconds so far) counted
+    down, else the average pace of fits since the start. Otherwise (CI
     logs, nohup): one plain :func:`progress_line` every ``interval`` seconds
     (default $LKM_PROGRESS_SECONDS or :data:`PROGRESS_SECONDS`; 0: at every fit) and one
     at the end. ``enabled=False`` shows nothing."""
@@ -187,6 +202,13 @@ class FitProgress:
         self.done = 0
         self._bar: Any = None
         self._plain = False
+        self._estimate: tuple[float, float] | None = None
+
+    def estimate(self, seconds_left: float) -> None:
+        """The runner's estimate of the wall seconds left (shown counted down from now)."""
+        self._estimate = (seconds_left, time.monotonic())
+        if self._bar is not None:
+            self._bar.update(self._task, estimate=self._estimate)
 
     def __enter__(self) -> FitProgress:
         self.start = self._last = time.monotonic()
@@ -215,7 +237,7 @@ class FitProgress:
             self._bar.advance(self._task, n)
         elif self._plain and time.monotonic() - self._last >= self.interval and self.done < self.total:
             self._last = time.monotonic()
-            console.print(progress_line(self.done, self.total, self._last - self.start))
+            console.print(progress_line(self.done, self.total, self._last - self.start, self._estimate))
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
@@ -225,14 +247,14 @@ class FitProgress:
 
 
 def _eta_column() -> Any:
-    """A Rich progress column `ETA 4m40s` at the average pace since the start (Rich's own
-    estimate needs a steady stream of updates and shows -:--:-- until then)."""
+    """A Rich progress column `ETA 4m40s` (:func:`_eta`; Rich's own estimate needs a
+    steady stream of updates and shows -:--:-- until then)."""
     from rich.progress import ProgressColumn
     from rich.text import Text
 
     class EtaColumn(ProgressColumn):
         def render(self, task: Any) -> Text:
-            left = _eta(int(task.completed), int(task.total or 0), task.elapsed or 0.0)
+            left = _eta(int(task.completed), int(task.total or 0), task.elapsed or 0.0, task.fields.get("estimate"))
             return Text("ETA " + (_duration(left) if left is not None else "…"), style="progress.remaining")
 
     return EtaColumn()

@@ -269,6 +269,7 @@ def execute(
     on_progress: Callable[[int], None] | None = None,
     in_process: bool = False,
     cluster: Cluster | None = None,
+    on_estimate: Callable[[float], None] | None = None,
 ) -> RunSummary:
     """Run every task of ``plan`` not yet recorded in ``store``.
 
@@ -284,9 +285,12 @@ def execute(
     appends them, each task id once (:meth:`lkm.engine.cluster.Cluster.run`).
 
     ``on_progress(n)`` is called with the number of tasks finished since its last call,
-    as their records reach the store (counted while jobs run, so per fit, not per job).
+    as their records reach the store (counted while jobs run, so per fit, not per job);
+    ``on_estimate(seconds)`` with the wall seconds the rest should take, each remaining
+    fit at its method's mean recorded seconds so far (:func:`lkm.engine.store.seconds_left`;
+    local workers only).
     """
-    from lkm.engine.store import RecordTally
+    from lkm.engine.store import RecordTally, seconds_left
     from lkm.engine.workers import effective_jobs, run_calls, run_in_process
 
     done = store.completed_ids()
@@ -311,14 +315,27 @@ def execute(
     tally = RecordTally(store.records_dir)
     written: set[str] = set()  # the cluster path: task ids this process appended
 
+    planned_by_method: dict[str, int] = {}
+    for (_, _, method), group in groups.items():
+        planned_by_method[method] = planned_by_method.get(method, 0) + len(group)
+    for study in studies:
+        planned_by_method[study.method] = planned_by_method.get(study.method, 0) + 1
+    workers = 1 if in_process else min(effective_jobs(jobs), max(1, len(groups) + len(studies)))
+
     def report_progress() -> None:
-        """Tasks finished: records written so far, at least those of finished jobs."""
-        if on_progress is None:
+        """Tasks finished: records written so far, at least those of finished jobs; and
+        the estimate of the time the rest takes."""
+        if on_progress is None and on_estimate is None:
             return
         finished = min(todo, max(counts["ran"] + counts["failed"], tally.update()))
-        if finished > counts["reported"]:
+        if on_progress is not None and finished > counts["reported"]:
             on_progress(finished - counts["reported"])
             counts["reported"] = finished
+        if on_estimate is not None and cluster is None:
+            remaining = {m: n - tally.fits.get(m, 0) for m, n in planned_by_method.items()}
+            left = seconds_left(remaining, tally.fits, tally.seconds, workers)
+            if left is not None:
+                on_estimate(left)
 
     def write(record: dict[str, Any]) -> None:
         """Append a record handed back by a cluster worker, unless its task id already was."""

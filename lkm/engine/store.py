@@ -234,12 +234,17 @@ def _command_line() -> str:
 class RecordTally:
     """Counts the record lines appended to a run folder's part files since it was made:
     the fits workers have finished so far (progress per fit while a job's other fits
-    run). Reads only the bytes appended since the last :meth:`update`."""
+    run), and per method how many and their recorded seconds (fit + predict), which
+    :func:`seconds_left` turns into an estimate. Reads only the bytes appended since the
+    last :meth:`update`."""
 
     def __init__(self, records_dir: Path) -> None:
         self.records_dir = records_dir
         self._offsets = {p: p.stat().st_size for p in self._parts()}
+        self._partial: dict[Path, bytes] = {}
         self.count = 0
+        self.fits: dict[str, int] = {}
+        self.seconds: dict[str, float] = {}
 
     def _parts(self) -> list[Path]:
         return list(self.records_dir.glob("part-*.jsonl")) if self.records_dir.is_dir() else []
@@ -256,7 +261,37 @@ class RecordTally:
                 continue
             self._offsets[path] = start + len(chunk)
             self.count += chunk.count(b"\n")
+            *lines, rest = (self._partial.pop(path, b"") + chunk).split(b"\n")
+            if rest:
+                self._partial[path] = rest
+            for line in lines:
+                self._add(line)
         return self.count
+
+    def _add(self, line: bytes) -> None:
+        try:
+            record = json.loads(line)
+            method = str(record.get("method", ""))
+            seconds = float(record.get("fit_seconds", 0.0)) + float(record.get("predict_seconds", 0.0))
+        except (ValueError, TypeError, AttributeError):
+            return
+        self.fits[method] = self.fits.get(method, 0) + 1
+        self.seconds[method] = self.seconds.get(method, 0.0) + seconds
+
+
+def seconds_left(remaining: dict[str, int], fits: dict[str, int], seconds: dict[str, float],
+                 workers: int) -> float | None:
+    """Wall seconds the ``remaining`` fits per method should take on ``workers`` workers:
+    each at its method's mean recorded seconds so far (``seconds / fits``), a method not
+    yet seen at the mean of all; None before any fit is recorded. Fits of one method can
+    differ a thousandfold in cost between methods (a k-NN fit against a gradient-boosted
+    26-class fit), so counting fits alone misjudges a mixed run by hours."""
+    done = sum(fits.values())
+    if done == 0:
+        return None
+    overall = sum(seconds.values()) / done
+    work = sum(n * (seconds[m] / fits[m] if fits.get(m) else overall) for m, n in remaining.items() if n > 0)
+    return work / max(1, workers)
 
 
 @contextlib.contextmanager
