@@ -5,7 +5,7 @@ Ranking a new method against the benchmark with ``lkm.api.compare``
 ``lkm.api.compare`` ranks a classifier against every method of lkm's cross-paper
 benchmark -- the 14 methods of the five reproduced papers and 5 scikit-learn baselines on
 26 real data sets -- while fitting only the new classifier: it runs on the benchmark's
-exact splits (each set subsampled to at most 700 rows, stratified 5-fold CV) and is
+exact splits (each set subsampled to at most 600 rows, stratified 5-fold CV) and is
 joined to the published results that ship with lkm. The ranking follows Demšar
 (*Statistical comparisons of classifiers over multiple data sets*, JMLR 2006): average
 ranks, the Friedman test and the Nemenyi critical difference, with Wilcoxon–Holm and

@@ -34,7 +34,7 @@ def test_grids_and_inner_cv_come_from_the_spec(tiny):
         assert c["rows"] == c["n"] and c["n_train"] == c["n"] * 4 // 5  # outer fold 0 of 5
         assert c["cpu_seconds"] > 0 and c["wall_seconds"] > 0
         assert 0 <= c["accuracy"] <= 1
-    assert {c["method"]: c["fits"] for c in tiny} == {"kNN": 16 * 3 + 1, "LogReg": 16 * 3 + 1}
+    assert {c["method"]: c["fits"] for c in tiny} == {"kNN": 12 * 3 + 1, "LogReg": 12 * 3 + 1}
 
 
 def test_table_structure(tiny):
@@ -46,13 +46,13 @@ def test_table_structure(tiny):
     assert lines[header + 1] == "|---|---|---|---|---|"
     rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in lines[header + 2:header + 5]]
     assert [r[0] for r in rows] == ["kNN", "LogReg", "**all methods**"]
-    assert rows[0][1] == "49" and rows[1][1] == "49"
+    assert rows[0][1] == "37" and rows[1][1] == "37"
     assert all(len(r) == 5 for r in rows)
     assert "extrapolated" not in text
     assert any(line.startswith("- n = 120: the fold costs") for line in lines)
     with_shipped = cost.cost_markdown(tiny, shipped={("sklearn-wine", "kNN"): 1.0}).splitlines()
     assert with_shipped[header] == "| method | fits | shipped run, n = 500 | n = 60 | n = 120 | wall s (largest measured) |"
-    assert with_shipped[header + 2].startswith("| kNN | 49 | 0.20 | ") and with_shipped[header + 3].startswith("| LogReg | 49 | – | ")
+    assert with_shipped[header + 2].startswith("| kNN | 37 | 0.20 | ") and with_shipped[header + 3].startswith("| LogReg | 37 | – | ")
 
 
 class FakeWorker:

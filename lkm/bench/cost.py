@@ -2,7 +2,7 @@
 at larger caps (issue 41, point 6; the table issue 42 picks its row cap from).
 
 The benchmark (spec ``cross_paper``) subsamples every data set to a cap (``subsample``;
-700 rows since issue 42), splits it by stratified 5-fold CV and tunes each method by an
+600 rows since 2026-11-30), splits it by stratified 5-fold CV and tunes each method by an
 inner stratified 3-fold CV over its ``tune:`` settings on the training part, then refits
 and predicts the held-out fold. Here a *cell* is (data set, cap n, method): the data set
 drawn to n rows exactly as the benchmark would with ``subsample: n``
