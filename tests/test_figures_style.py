@@ -237,3 +237,35 @@ def test_a_sweep_of_more_than_four_values_of_its_second_parameter_is_a_heatmap(c
     assert len(ax.patches) == 5  # the selected sigma of each k framed (selection over sigma)
     assert len(fig.axes) == 4  # two panels, two colour bars
     _assert_no_text_overlaps(fig)
+
+
+def test_accuracy_time_labels_sit_nearest_their_own_point_when_points_crowd(monkeypatch, tmp_path: Path) -> None:
+    """The benchmark's run of 2026-11-30 put LRR (rank 7.00, 0.414 s) and RLS (7.17, 0.396 s)
+    9 pixels apart, and each label ended beside the other's point. Every label must now be
+    nearer its own point than any other."""
+    import math
+
+    import lkm.report.ranking as ranking
+
+    kept = []
+    monkeypatch.setattr(ranking, "save_figure", lambda fig, base, formats: kept.append(fig) or [])
+    ranks = {"RBF-SVC": 5.98, "SVM": 6.35, "LRR": 7.00, "LapRLS": 7.06, "RLS": 7.17, "PRLS": 8.54, "kNN": 12.35,
+             "RandomForest": 8.42, "LDCV": 16.67}
+    seconds = pd.DataFrame({"RBF-SVC": [0.466], "SVM": [0.471], "LRR": [0.414], "LapRLS": [0.62], "RLS": [0.396],
+                            "PRLS": [0.52], "kNN": [0.42], "RandomForest": [16.0], "LDCV": [0.383]})
+    ranking.accuracy_time_figure(ranks, seconds, tmp_path / "at", "crowded")
+    (fig,) = kept
+    fig.canvas.draw()
+    ax, renderer = fig.axes[0], fig.canvas.get_renderer()
+    points = {m: ax.transData.transform((seconds[m][0], r)) for m, r in ranks.items()}
+    labels = {t.get_text(): t.get_window_extent(renderer) for t in ax.texts}
+    assert set(labels) == set(ranks)
+    for t in ax.texts:  # a label's anchor: the middle of the edge on its point's side
+        box = labels[t.get_text()]
+        anchor = (box.x0 if t.get_horizontalalignment() == "left" else box.x1, (box.y0 + box.y1) / 2)
+        nearest = min(points, key=lambda k: math.dist(points[k], anchor))
+        assert nearest == t.get_text(), (t.get_text(), nearest)
+    assert _overlaps(list(labels.values())) == []
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)

@@ -34,6 +34,7 @@ This module reads stored records only (nothing is fitted) and imports no paper.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -409,11 +410,46 @@ def speed_table(seconds: pd.DataFrame, ranks: dict[str, float], order: list[str]
     return pd.DataFrame(rows)
 
 
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in display pixels
+
+
+def _label_place(point: tuple[float, float], others: list[tuple[float, float]], width: float, height: float,
+                 placed: list[Box]) -> tuple[float, float, str, Box]:
+    """Where a point's label goes: the offset (dx, dy), its alignment and its box. A reader
+    joins a label to the point nearest the middle of its point-side edge (its anchor). Of
+    eight places around the point (right, left, above and below each side) the first that
+    overlaps no placed label and whose anchor is nearer its own point than any other by a
+    clear margin; when none is, the free place with the largest margin; when every place
+    overlaps a label, the first."""
+    px, py = point
+    places = [(5.0, 3.0, "left"), (7.0, -height / 2, "left"), (5.0, -height - 2.0, "left"),  # beside: clear the marker
+              (-5.0, 3.0, "right"), (-7.0, -height / 2, "right"), (-5.0, -height - 2.0, "right"),
+              (5.0, 10.0, "left"), (5.0, -height - 9.0, "left")]
+    best: tuple[float, tuple[float, float, str, Box]] | None = None
+    first = None
+    for dx, dy, ha in places:
+        x0 = px + dx if ha == "left" else px + dx - width
+        box = (x0, py + dy, x0 + width, py + dy + height)
+        option = (dx, dy, ha, box)
+        first = first or option
+        if any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
+            continue
+        ax_, ay = (box[0] if ha == "left" else box[2]), (box[1] + box[3]) / 2
+        margin = min((math.hypot(qx - ax_, qy - ay) for qx, qy in others), default=math.inf) - math.hypot(px - ax_, py - ay)
+        if margin >= 4.0:
+            return option
+        if best is None or margin > best[0]:
+            best = (margin, option)
+    assert first is not None
+    return best[1] if best is not None else first
+
+
 def accuracy_time_figure(ranks: dict[str, float], seconds: pd.DataFrame, base: Path, title: str,
                          highlight: str | None = None, formats: tuple[str, ...] = ("png",)) -> list[Path]:
     """Average rank (1 = best, at the top) against the median fit + predict seconds per
     outer fold (log scale), one labelled point per method; ``highlight`` in colour. Each
-    label takes the first of four places around its point that overlaps no earlier label."""
+    label takes a place around its point that overlaps no earlier label (:func:`_label_place`),
+    nearer its own point than any other, so two close points cannot read as swapped."""
     import textwrap
 
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
@@ -434,16 +470,13 @@ def accuracy_time_figure(ranks: dict[str, float], seconds: pd.DataFrame, base: P
     ax.set_title("\n".join(textwrap.wrap(title, 80)))
     ax.margins(x=0.12, y=0.06)
     fig.canvas.draw()
-    placed: list[tuple[float, float, float, float]] = []
+    placed: list[Box] = []
     char_px, line_px = 0.7 * SMALL_PT * fig.dpi / 72, 1.3 * SMALL_PT * fig.dpi / 72  # SMALL_PT text, capitals
+    pixels = {m: tuple(ax.transData.transform(p)) for m, p in points.items()}
     for m, (sec, r) in sorted(points.items(), key=lambda kv: kv[1][1]):
-        px, py = ax.transData.transform((sec, r))
         width = len(m) * char_px * (1.15 if m == highlight else 1.0)
-        for dx, dy, ha in ((5, 3, "left"), (5, -line_px - 2, "left"), (-5, 3, "right"), (-5, -line_px - 2, "right")):
-            x0 = px + dx if ha == "left" else px + dx - width
-            box = (x0, py + dy, x0 + width, py + dy + line_px)
-            if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
-                break
+        others = [q for k, q in pixels.items() if k != m]
+        dx, dy, ha, box = _label_place(pixels[m], others, width, line_px, placed)
         placed.append(box)
         ax.annotate(m, (sec, r), xytext=(dx, dy), textcoords="offset pixels",
                     ha=ha, va="bottom", fontsize=SMALL_PT, color="#c0392b" if m == highlight else "#2c3e50",
