@@ -197,5 +197,6 @@ def test_the_benchmark_gives_every_method_the_same_budget() -> None:
 
     spec = load_spec(CROSS_SPEC)
     budgets = {(m.tune.size, m.tune.halving, m.tune.cv) for m in spec.methods if m.tune is not None}
-    assert budgets == {(16, 4, 3)}
+    assert len(budgets) == 1 and 12 <= next(iter(budgets))[0] <= 20  # one budget, in the 12-20 settings
+    assert budgets == {(12, 4, 3)}
     assert all(m.tune is not None and m.tune.space is not None for m in spec.methods)
