@@ -315,11 +315,9 @@ def execute(
     tally = RecordTally(store.records_dir)
     written: set[str] = set()  # the cluster path: task ids this process appended
 
-    planned_by_method: dict[str, int] = {}
+    planned_by_method: Counter[str] = Counter(study.method for study in studies)
     for (_, _, method), group in groups.items():
-        planned_by_method[method] = planned_by_method.get(method, 0) + len(group)
-    for study in studies:
-        planned_by_method[study.method] = planned_by_method.get(study.method, 0) + 1
+        planned_by_method[method] += len(group)
     workers = 1 if in_process else min(effective_jobs(jobs), max(1, len(groups) + len(studies)))
 
     def report_progress() -> None:
