@@ -88,3 +88,25 @@ def test_grid_edge_table_reads_the_records_selections() -> None:
         (TWO_VALUES, "25.0", "75.0", "–")
     assert rows["max_features"]["kind"] == UNORDERED and rows["max_features"]["% at an edge"] == "–"
     assert rows["sigma"]["grid"] == "1, 2, 4, 8, 16"
+
+
+def test_edge_shares_count_the_settings_searched_at_an_edge_a_blind_choice_would_give() -> None:
+    grid = {"sigma": [1, 2, 4], "C": [0.1, 1, 10], "k": [3, 9]}
+    searched = [{"sigma": 2, "C": 1, "k": 3}, {"sigma": 1, "C": 1, "k": 9}, {"sigma": 2, "C": 10, "k": 3},
+                {"sigma": 4, "C": 0.1, "k": 9}, {"sigma": 2, "C": 1, "k": 9}]
+    (m,) = edge_shares({"SVM": grid}, {"SVM": searched[:2]}, settings={"SVM": searched})
+    assert m.settings_at_edge == 3  # the 2-value k never counts; the last setting is at both
+    assert m.any_range_at_edge == 1
+    (unknown,) = edge_shares({"SVM": grid}, {"SVM": searched[:2]})
+    assert unknown.settings_at_edge is None
+
+
+def test_a_latin_hypercube_puts_two_settings_per_range_at_an_edge() -> None:
+    tune = TuneSpec.model_validate({"space": {"sigma": {"log": [0.25, 256]}, "C": {"log": [0.01, 1e6]}},
+                                    "candidates": 12, "cv": 3})
+    spec = SimpleNamespace(methods=[SimpleNamespace(name="SVM", tune=tune)])
+    records = pd.DataFrame({"method": ["SVM"], "status": ["ok"], "info": [{"tuned_params": tune.settings()[5]}]})
+    head = grid_edge_table(spec, records).iloc[0]
+    assert head["parameter"] == ANY_RANGE
+    edge_settings = float(head["% of settings searched at an edge"])
+    assert edge_settings in (100 * 3 / 12, 100 * 4 / 12)  # 2 per range, shared by at most one

@@ -306,7 +306,8 @@ def doc_blocks(papers: Papers) -> dict[str, Block]:
 
 def benchmark_edges(snap: Snapshot) -> pd.DataFrame:
     """Per method of the benchmark (spec order): the settings searched, the share of outer
-    fits with some range parameter at an edge (issue 42's goal: at most 10 %), and per tuned
+    fits with some range parameter at an edge (issue 42's goal: at most 10 %), the share of
+    its settings searched with one there (a blind choice's share), and per tuned
     parameter its candidates' span with the shares at the smallest and at the largest
     (:func:`lkm.report.tuning.grid_edge_table`, condensed to one row per method)."""
     from lkm.report.ranking import load_benchmark_run
@@ -324,6 +325,7 @@ def benchmark_edges(snap: Snapshot) -> pd.DataFrame:
         rows.append({
             "method": method, "settings searched": int(head["settings searched"]),
             "% of fits at a range edge": head["% at an edge"],
+            "% of settings at a range edge": head["% of settings searched at an edge"],
             "per parameter: candidates (% at smallest / % at largest)": "; ".join(
                 f"{r['parameter']} {r['grid']} ({r['% at the smallest']} / {r['% at the largest']})"
                 for _, r in params.iterrows()),
