@@ -334,10 +334,17 @@ def test_the_published_benchmark_records_match_their_pin() -> None:
 
 def test_the_packaged_spec_runs_the_protocol_declared_before_its_run() -> None:
     """The protocol of the shipped records was committed before any of its fits (a62b0ce,
-    docs/benchmark.md): 600 rows, 12 settings per method, RandomForest's 100 trees and
-    HistGB's 31 bins. A change to any of them needs a new run, declared first."""
+    then 8711cc2 for the SVMs' wider ranges; docs/benchmark.md): 600 rows, 12 settings per
+    method, RandomForest's 100 trees, HistGB's 31 bins, C up to 1e6 for every SVM. A
+    change to any of them needs a new run, declared first."""
     now = load_spec(Path(__file__).resolve().parents[1] / "lkm" / "papers" / "specs" / "cross_paper.yaml")
     assert {d.subsample for d in now.datasets} == {600}
     assert {(m.tune.candidates, m.tune.halving, m.tune.cv) for m in now.methods} == {(12, 4, 3)}
     params = {m.name: m.params for m in now.methods}
     assert params["RandomForest"]["n_estimators"] == 100 and params["HistGB"]["max_bins"] == 31
+    # widened in 8711cc2, before any fit under them: C to 1e6 for every SVM, SVM-KNN's sigma from 1/16
+    space = {m.name: m.tune.space for m in now.methods}
+    assert {name: space[name]["C"] for name in ("SVM", "NPPS-SVM", "SVM-KNN", "RBF-SVC")} == \
+        dict.fromkeys(("SVM", "NPPS-SVM", "SVM-KNN", "RBF-SVC"), {"log": [0.01, 1e6]})
+    assert space["SVM-KNN"]["sigma"] == {"log": [0.0625, 256]}
+    assert {space[m.name]["sigma"]["log"][0] for m in now.methods if "sigma" in space[m.name]} == {0.25, 0.0625}
