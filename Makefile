@@ -75,13 +75,13 @@ bench-cluster: install  ## the dask cluster engine (local:2) against --jobs 1 an
 bench-cli: install  ## wall time of everyday commands (help, methods, datasets list, a sonar sweep, lkm report): median of 5
 	$(BIN)/python scripts/bench_cli.py -n 5
 
-reproduce: $(ENV)  ## every paper, the cross-paper ranking, then the report results/report/index.html (+ report.md); ~3 h cold on 2 cores (71 min before the benchmark, measured 2026-11-26; then the benchmark, about 1 h 55 min: 1 h 51 min measured 2026-11-30 before four C ranges were widened), resumable
+reproduce: $(ENV)  ## every paper, the cross-paper ranking, then the report results/report/index.html (+ report.md); ~3 h cold on 2 cores (71 min before the benchmark, measured 2026-11-26; then the benchmark, 1 h 54 min measured cold 2026-11-30), resumable
 	$(LKM) reproduce all --jobs 2
 
 reproduce-smoke: $(ENV)  ## the same with few settings (what CI checks): every output and results/report-smoke/, fast
 	$(LKM) reproduce all --smoke --jobs 2
 
-benchmark: $(ENV)  ## the field's benchmark alone: 19 methods on 26 data sets, ranking + pairwise tests in results/cross_paper_summary/; ~1 h 55 min cold on 2 cores (1 h 51 min measured 2026-11-30, then four C ranges widened: 3.7-3.8 CPU-hours of fits, docs/benchmark.md), resumable
+benchmark: $(ENV)  ## the field's benchmark alone: 19 methods on 26 data sets, ranking + pairwise tests in results/cross_paper_summary/; ~1 h 54 min cold on 2 cores (measured 2026-11-30: 3.74 CPU-hours of fits, docs/benchmark.md), resumable
 	$(LKM) reproduce benchmark --jobs 2
 
 benchmark-smoke: $(ENV)  ## the benchmark on 3 small sets with tiny grids (seconds); then `lkm compare X --smoke` ranks a method X against it
