@@ -22,11 +22,11 @@ from sklearn.preprocessing import StandardScaler
 import lkm.methods.subspace as subspace
 import lkm.numerics.kernel_pca as kernel_pca
 from lkm.methods.subspace import NHKNN, NLDCV
-from lkm.numerics.kernel_pca import (
-    independent_within,
-    isometric_coordinates,
-    null_basis,
-    pooled_residuals,
+from lkm.numerics.kernel_pca import POOLED_RATIO, REFINE_TOL, isometric_coordinates
+from lkm.numerics.local_hulls import (
+    common_vector_distances,
+    hull_residuals_in_coordinates,
+    independent_differences,
 )
 
 #: Decision values of the two routes agree to this share of the row's largest |value|
@@ -68,14 +68,14 @@ def _both(monkeypatch: pytest.MonkeyPatch, est: Any, X: np.ndarray, y: np.ndarra
 def _certified(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Record whether each query's coordinates were certified."""
     seen: list[bool] = []
-    original = kernel_pca.isometric_coordinates
+    original = kernel_pca.isometric_block
 
     def spy(*args: Any) -> Any:
-        result = original(*args)
-        seen.append(result is not None)
-        return result
+        ok = original(*args)
+        seen.extend(bool(v) for v in ok)
+        return ok
 
-    monkeypatch.setattr(subspace, "isometric_coordinates", spy)
+    monkeypatch.setattr(subspace, "isometric_block", spy)
     return seen
 
 
@@ -155,22 +155,79 @@ def test_isometric_coordinates_reproduce_the_centred_kernel():
     J = np.eye(30) - 1.0 / 30
     np.testing.assert_allclose(Y @ Y.T, J @ G @ J, atol=1e-12)
     np.testing.assert_allclose(Y @ yq, J @ (lq - G.mean(axis=1)), atol=1e-12)
-    W = null_basis(groups)
-    np.testing.assert_allclose(W.T @ W, np.eye(W.shape[1]), atol=1e-14)
-    np.testing.assert_allclose(J @ G @ J @ W, 0.0, atol=1e-12)
+    np.testing.assert_array_equal(Y[7], Y[3])  # identical points: bit-equal coordinates
+    np.testing.assert_array_equal(Y[19], Y[3])
+    np.testing.assert_array_equal(Y[20], Y[11])
+    # a query on a neighbour gets that neighbour's coordinates
+    on_point = isometric_coordinates(G, np.arange(30), G[11].copy(), groups, 1e-12)
+    assert on_point is not None
+    np.testing.assert_array_equal(on_point[1], on_point[0][11])
 
 
-def test_independent_within_keeps_a_spanning_forest():
+def test_independent_differences_keep_a_spanning_forest():
     # classes of 3: [a, b, a] (b repeats the anchor's class partner), [c, b, d], [e, e, f]
     groups = np.array([0, 1, 0, 2, 1, 3, 4, 4, 5], dtype=np.intp)
-    keep = independent_within(groups, np.array([0, 3, 6], dtype=np.intp), np.array([3, 3, 3], dtype=np.intp))
+    keep, work = np.empty(6, dtype=np.bool_), np.empty(9, dtype=np.intp)
+    kept = independent_differences(groups, np.array([0, 3, 6], dtype=np.intp), np.array([3, 3, 3], dtype=np.intp),
+                                   work, work.copy(), keep)
     np.testing.assert_array_equal(keep, [True, False, True, True, False, True])
+    assert kept == 4
 
 
-def test_pooled_residuals_match_the_svd():
+def _common_vectors(Y: np.ndarray, yq: np.ndarray, groups: np.ndarray, ks: np.ndarray) -> tuple[np.ndarray, bool]:
+    starts = np.concatenate([[0], np.cumsum(ks)[:-1]]).astype(np.intp)
+    out, scale, ok = np.empty((1, ks.size)), np.empty(1), np.empty(1, dtype=np.bool_)
+    common_vector_distances(Y[None], yq[None], groups[None].astype(np.intp), starts, ks.astype(np.intp),
+                            POOLED_RATIO, REFINE_TOL, 8, subspace.SNAP_ZERO, out, scale, ok)
+    return out[0], bool(ok[0])
+
+
+def test_common_vector_distances_match_the_svd():
+    """NLDCV's compiled residuals equal the rank-revealing SVD's; a repeated point's
+    difference is dropped (the same span), and dependent differences that are not
+    repeats are left to the caller's SVD."""
     rng = np.random.default_rng(1)
-    Z, R = rng.normal(size=(6, 10)), rng.normal(size=(4, 10))
-    out = pooled_residuals(Z, R)
-    assert out is not None
-    np.testing.assert_allclose(out, subspace._residual_norms(Z[None], R[None], 1e-10)[0], rtol=1e-12)
-    assert pooled_residuals(np.vstack([Z, Z[:1]]), R) is None  # dependent rows: not certified
+    ks = np.array([3, 2, 4])
+    Y, yq = rng.normal(size=(9, 12)), rng.normal(size=12)
+    Z = np.concatenate([Y[1:3] - Y[0], Y[4:5] - Y[3], Y[6:9] - Y[5]])
+    R = yq - Y[[0, 3, 5]]
+    reference = subspace._residual_norms(Z[None], R[None], 1e-10)[0]
+    out, ok = _common_vectors(Y, yq, np.arange(9), ks)
+    assert ok
+    np.testing.assert_allclose(out, reference, rtol=1e-12)
+    repeated = Y.copy()
+    repeated[8] = repeated[6]  # the same point twice in class 2: one difference dropped
+    groups = np.arange(9)
+    groups[8] = 6
+    Zr = np.concatenate([Z[:3], repeated[6:8] - repeated[5]])
+    out, ok = _common_vectors(repeated, yq, groups, ks)
+    assert ok
+    np.testing.assert_allclose(out, subspace._residual_norms(Zr[None], R[None], 1e-10)[0], rtol=1e-12)
+    dependent = Y.copy()
+    dependent[2] = 2.0 * Y[1] - Y[0]  # distinct points, collinear differences
+    assert not _common_vectors(dependent, yq, np.arange(9), ks)[1]
+
+
+def test_hulls_in_coordinates_with_repeated_neighbours_keep_the_gram_route():
+    """NHKNN's compiled hulls in each query's own coordinates, where identical neighbours
+    have bit-equal rows: marked as repeated they are left out of the differences, every
+    (query, class) pair is certified (none left to the SVD) and the distances are the
+    SVD's."""
+    rng = np.random.default_rng(4)
+    ks = np.array([6, 4], dtype=np.intp)
+    starts = np.array([0, 6], dtype=np.intp)
+    Y, yq = rng.normal(size=(50, 10, 20)), rng.normal(size=(50, 20))
+    Y[:, 3], Y[:25, 5], Y[::2, 2], Y[:, 9] = Y[:, 0], Y[:25, 1], Y[::2, 1], Y[:, 7]  # repeats in both classes
+    repeated = np.zeros((50, 10), dtype=bool)
+    repeated[:, 3], repeated[:25, 5], repeated[::2, 2], repeated[:, 9] = True, True, True, True
+    out, slow = np.empty((50, 2)), np.zeros((50, 2), dtype=bool)
+    hull_residuals_in_coordinates(Y, yq, starts, ks, repeated, 1e-8, subspace.SNAP_ZERO, out, slow)
+    assert not slow.any()
+    for c, (s0, k) in enumerate(zip(starts, ks, strict=True)):
+        N = Y[:, s0:s0 + k]
+        reference = subspace._residual_norms(N[:, 1:] - N[:, :1], yq - N[:, 0], 1e-10)  # the SVD for every query
+        np.testing.assert_allclose(out[:, c], reference, rtol=1e-12)
+    unmarked = np.zeros_like(slow)
+    hull_residuals_in_coordinates(Y, yq, starts, ks, np.zeros_like(repeated), 1e-8, subspace.SNAP_ZERO,
+                                  np.empty((50, 2)), unmarked)
+    assert unmarked.all()  # unmarked repeats: singular Gram matrices, left to the SVD

@@ -52,9 +52,16 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from lkm.errors import NotApplicable, ParameterClipped
 from lkm.methods.base import SCALE, SIGMA_CONSTRAINT, LocalKernelClassifier
-from lkm.numerics.kernel_pca import independent_within, isometric_coordinates, pooled_residuals
+from lkm.numerics.kernel_pca import MAX_PASSES, POOLED_RATIO, REFINE_TOL, isometric_block
 from lkm.numerics.kernels import DISTANCES, DistanceCache, check_metric, gaussian_from_sq, sq_dists
-from lkm.numerics.local_hulls import SELECT_GROUP, select_class_neighbors, span_residuals
+from lkm.numerics.local_hulls import (
+    SELECT_GROUP,
+    common_vector_distances,
+    hull_residuals_in_coordinates,
+    independent_differences,
+    select_class_neighbors,
+    span_residuals,
+)
 from lkm.numerics.neighbors import k_smallest
 from lkm.numerics.threads import blas_threads, map_row_blocks
 
@@ -86,9 +93,9 @@ SHARE_WHOLE_CLASSES = True
 CHUNK_BYTES = 32 * 2**20
 #: NHKNN and NLDCV (Gaussian kernel) take each query's kernel-PCA coordinates from
 #: Cholesky factors where they certifiably span the same subspace as the
-#: eigendecomposition (:func:`lkm.numerics.kernel_pca.isometric_coordinates`; the other
+#: eigendecomposition (:func:`lkm.numerics.kernel_pca.isometric_block`; the other
 #: queries take ``eigh``), and NLDCV its null-space residuals from the pooled
-#: differences' certified Gram matrix (:func:`lkm.numerics.kernel_pca.pooled_residuals`;
+#: differences' certified Gram matrix (:func:`lkm.numerics.local_hulls.common_vector_distances`;
 #: otherwise the SVD). Off: ``eigh`` and the SVD for every query, the reference the
 #: Cholesky route is tested against (the same predictions; distances equal to round-off
 #: amplified by the local kernel matrix's conditioning, measured below 1e-9 relative).
@@ -992,13 +999,7 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
         cutoff = max(self.rcond**2, KPCA_NOISE * M * EPS)
         lq = self._kernel(dq)
         Yn, Yq = np.empty((b, M, M)), np.empty((b, M))
-        ok = np.zeros(b, dtype=np.bool_)
-        for i in range(b):
-            nb = idx[i]
-            coords = isometric_coordinates(K_train, nb, lq[i], self._groups_of(nb), cutoff)
-            if coords is not None:
-                Yn[i], Yq[i] = coords
-                ok[i] = True
+        ok = isometric_block(K_train, idx, lq, self._groups_of(idx), cutoff, Yn, Yq)
         out = np.empty((b, self.classes_.size))
         n_bad = n_empty = 0
         if ok.all():
@@ -1212,9 +1213,25 @@ class NHKNN(_KernelSubspaceClassifier):
         # HKNN in these coordinates, by :func:`_hull_distances`: the small Gram matrix of
         # each class's differences where it is certified well conditioned, the SVD of
         # :func:`_residual_norms` (cutoff rcond) elsewhere, the residual explicit
-        out = np.empty((Yq.shape[0], self.classes_.size))
-        for c, sl in enumerate(self._class_slices()):
-            out[:, c] = _hull_distances(Yn[:, sl], Yq, self.rcond)
+        # (compiled; identical neighbours have bit-equal coordinates here and are left
+        # out of their class's differences: the same hull)
+        slices = self._class_slices()
+        b, M = idx.shape
+        groups = self._groups_of(idx)
+        repeated = np.zeros((b, M), dtype=np.bool_)
+        for sl in slices:
+            g = groups[:, sl]
+            repeated[:, sl] = np.tril(g[:, :, None] == g[:, None, :], -1).any(axis=2)
+        out, slow = np.empty((b, self.classes_.size)), np.zeros((b, self.classes_.size), dtype=np.bool_)
+        starts = np.array([sl.start for sl in slices], dtype=np.intp)
+        ratio = max(FAST_COND, self.rcond) ** 2
+        hull_residuals_in_coordinates(Yn, Yq, starts, self.k_per_class_.astype(np.intp), repeated, ratio, SNAP_ZERO,
+                                      out, slow)
+        for c, sl in enumerate(slices):
+            rows = np.flatnonzero(slow[:, c])
+            if rows.size:
+                N = Yn[rows][:, sl]
+                out[rows, c] = _residual_norms(N[:, 1:] - N[:, :1], Yq[rows] - N[:, 0], self.rcond)
         return out, 0
 
     def _feature_distances(self, Yn: np.ndarray, Yq: np.ndarray) -> tuple[np.ndarray, int]:
@@ -1364,33 +1381,27 @@ class NLDCV(_KernelSubspaceClassifier):
         self.info_["empty_null_space"] = 0
 
     def _isometric_distances(self, Yn: np.ndarray, Yq: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, int]:
-        # per query: the residual off the pooled within-class differences (exactly
-        # dependent ones dropped: the same span) from their certified Gram matrix, else
-        # the SVD of :func:`_residual_norms` with the cutoff rcond, as the eigh route
+        # per query, compiled: the residual off the pooled within-class differences
+        # (exactly dependent ones dropped: the same span) from their certified Gram
+        # matrix; the queries not certified take the SVD of :func:`_residual_norms` with
+        # the cutoff rcond, as the eigh route
         slices = self._class_slices()
         starts = np.array([sl.start for sl in slices], dtype=np.intp)
         ks = self.k_per_class_.astype(np.intp)
-        b = Yq.shape[0]
-        dist = np.empty((b, self.classes_.size))
-        empty = 0
-        for i in range(b):
-            Y, yq = Yn[i], Yq[i]
-            Z, R = _pooled_differences(Y[None], yq[None, None], slices)
-            Z, R = Z[0], R[0, 0]
-            # classes whose nearest neighbours are the same point (a row repeated across
-            # classes) have the same common-vector distance: computed once, so the tie
-            # is exact and the tie rule decides
-            groups = self._groups_of(idx[i])
-            _, first, back = np.unique(groups[starts], return_index=True, return_inverse=True)
-            Ru = R[first]
-            d = pooled_residuals(Z[independent_within(groups, starts, ks)], Ru)
-            scale = np.linalg.norm(Ru, axis=-1)
-            if d is None:
-                d = _residual_norms(Z[None], Ru[None], self.rcond)[0]
-            else:
-                d[d <= SNAP_ZERO * scale] = 0.0  # round-off of an exact 0
-            dist[i] = d[back.reshape(-1)]
-            empty += int(d.max() <= 1e-8 * max(float(scale.max()), np.finfo(float).tiny))
+        b, M = idx.shape
+        groups = self._groups_of(idx)
+        dist, scale, ok = np.empty((b, self.classes_.size)), np.empty(b), np.empty(b, dtype=np.bool_)
+        common_vector_distances(
+            Yn, Yq, groups, starts, ks, POOLED_RATIO, REFINE_TOL, MAX_PASSES, SNAP_ZERO, dist, scale, ok
+        )
+        lead, parent = np.empty(M, dtype=np.intp), np.empty(M, dtype=np.intp)
+        keep = np.empty(int((ks - 1).sum()), dtype=np.bool_)
+        for i in np.flatnonzero(~ok):
+            Z, R = _pooled_differences(Yn[i][None], Yq[i][None, None], slices)
+            independent_differences(groups[i], starts, ks, lead, parent, keep)
+            _, first, back = np.unique(lead[starts], return_index=True, return_inverse=True)
+            dist[i] = _residual_norms(Z[:, keep], R[:, 0, first], self.rcond)[0][back.reshape(-1)]
+        empty = int((dist.max(axis=1) <= 1e-8 * np.maximum(scale, np.finfo(float).tiny)).sum())
         return dist, empty
 
     def _feature_distances(self, Yn: np.ndarray, Yq: np.ndarray) -> tuple[np.ndarray, int]:

@@ -1,7 +1,7 @@
 """Compiled per-query work of the local subspace classifiers of Cevikalp, Larlus, Douze
 and Jurie, "Local subspace classifiers: linear and nonlinear approaches" (MLSP 2007).
 
-Two numba kernels, each a loop over queries with no Python in it, compiled once
+Numba kernels, each a loop over queries with no Python in it, compiled once
 (``cache=True``: later processes load the machine code from ``__pycache__``) and run
 with the GIL released (``nogil=True``), so the caller's threads over row blocks
 (:func:`lkm.numerics.threads.map_row_blocks`) run them in parallel:
@@ -11,7 +11,8 @@ with the GIL released (``nogil=True``), so the caller's threads over row blocks
   position), ties to the lower position; only the entries below a threshold from group
   minima are visited), the squared-Euclidean expansion applied on the fly; the distance
   product itself stays a BLAS gemm.
-- :func:`span_residuals`: the distance of vectors to the span of a few difference
+- :func:`span_residuals` (and :func:`hull_residuals_in_coordinates`, NHKNN's hulls in
+  each query's own kernel-PCA coordinates): the distance of vectors to the span of a few difference
   vectors Z, ``||r - Zᵀ G⁻¹ Z r||`` with G = ZZᵀ, formed explicitly and twice (the
   second pass removes what the first left), G by Cholesky. HKNN's distance to the
   affine hull of a class's K neighbours (eqs. (3)-(5): Z the neighbours minus the
@@ -26,9 +27,13 @@ neighbours, near rank deficiency) are flagged for the caller's rank-revealing SV
 Residuals at or below ``snap·||r||`` become exactly 0 (round-off of a query on the
 subspace), so exact ties stay exact.
 
-Two gathers for :mod:`lkm.numerics.kernel_pca` (NHKNN and NLDCV): :func:`gather_gram`
-(a query's local kernel matrix from the training rows' kernel, with its row means) and
-:func:`centre_gram` (its double centring in place).
+For NHKNN and NLDCV (:mod:`lkm.numerics.kernel_pca`): :func:`isometric_prepare` (each
+query's centred local kernel matrix plus its null directions, from the training rows'
+kernel) and :func:`isometric_finish` (the kernel-PCA-isometric coordinates from its
+Cholesky factor, which LAPACK computes in between); :func:`common_vector_distances`
+(NLDCV's residuals off the pooled within-class differences in those coordinates, by
+their certified Gram matrix and refinement, the exactly dependent differences dropped
+by :func:`independent_differences`).
 
 Imports only numpy and numba.
 """
@@ -368,28 +373,423 @@ def span_residuals(
 
 
 @_jit()
-def gather_gram(K: np.ndarray, nb: np.ndarray, F: np.ndarray, r: np.ndarray) -> None:
-    """NHKNN/NLDCV's local kernel matrix (Cevikalp et al., eq. (14)) of the neighbours
-    ``nb`` (M,) from the training rows' symmetric kernel matrix K: ``F[i, j] =
-    K[nb[j], nb[i]]`` (F (M, M), Fortran order: column j is K's row nb[j] gathered), and
-    ``r`` (M,) the means of F's columns (= its rows')."""
-    M = nb.size
-    for j in range(M):
-        row = nb[j]
-        s = 0.0
-        for i in range(M):
-            v = K[row, nb[i]]
-            F[i, j] = v
-            s += v
-        r[j] = s / M
+def hull_residuals_in_coordinates(
+    Y: np.ndarray,
+    yq: np.ndarray,
+    starts: np.ndarray,
+    ks: np.ndarray,
+    repeated: np.ndarray,
+    ratio: float,
+    snap: float,
+    out: np.ndarray,
+    slow: np.ndarray,
+) -> None:
+    """NHKNN's class distances (Cevikalp et al., eq. (8): HKNN's affine hulls in
+    kernel-PCA coordinates) ``out`` (b, C): each query's own neighbour coordinates Y
+    (b, M, p) and its coordinates yq (b, p); class c's ``ks[c]`` neighbours start at
+    ``starts[c]``. :func:`span_residuals`' certified Gram route, per (query, class):
+    Z the class's neighbours minus its first, r = y_q minus it. A neighbour marked
+    ``repeated`` (b, M) (bit-equal coordinates to an earlier one of its class) adds
+    nothing to the hull and is left out of Z, so repeated points do not spoil the
+    certificate. Pairs not certified at ``ratio`` get ``slow = True`` and no distance
+    (the caller's SVD); residuals at or below ``snap·||r||`` are 0."""
+    b, M, p = Y.shape
+    C = ks.size
+    kmax = 1
+    for c in range(C):
+        kmax = max(kmax, ks[c])
+    Z = np.empty((kmax, p))
+    G = np.empty((kmax, kmax))
+    L = np.zeros((kmax, kmax))
+    r = np.empty((1, p))
+    work = np.empty((1, p))
+    coef = np.empty(kmax)
+    dinv = np.empty(kmax)
+    col = np.empty(kmax)
+    for i in range(b):
+        for c in range(C):
+            s0 = starts[c]
+            for t in range(p):
+                r[0, t] = yq[i, t] - Y[i, s0, t]
+            m = 0
+            for j in range(1, ks[c]):
+                if repeated[i, s0 + j]:
+                    continue
+                for t in range(p):
+                    Z[m, t] = Y[i, s0 + j, t] - Y[i, s0, t]
+                m += 1
+            if m == 0:
+                out[i, c] = _norm(r)
+                continue
+            _gram(Z, m, G)
+            if not _cholesky_certified(G, m, L, dinv, col, ratio):
+                slow[i, c] = True
+                continue
+            value = _residual(Z, m, L, dinv, r, work, coef)
+            out[i, c] = 0.0 if value <= snap * _norm(r) else value
 
 
 @_jit()
-def centre_gram(F: np.ndarray, r: np.ndarray, c: float) -> None:
-    """``F[i, j] ← F[i, j] - r[i] - r[j] + c`` in place (F Fortran order): the double
-    centring ``J G J`` of eq. (15) with ``c`` its grand mean (plus any constant added)."""
-    M = r.size
+def _group_structure(groups: np.ndarray, lead: np.ndarray, rank: np.ndarray, size: np.ndarray) -> int:
+    """For positions labelled ``groups`` (M,): ``lead[j]`` the first position with j's
+    label, ``rank[j]`` how many earlier positions share it, ``size[j]`` (at leads) the
+    group's size. Returns the number of null directions: 1 + Σ (size - 1)."""
+    M = groups.size
+    g = 1
     for j in range(M):
-        rj = r[j]
-        for i in range(M):
-            F[i, j] = F[i, j] - r[i] - rj + c
+        lead[j] = j
+        rank[j] = 0
+        size[j] = 0
+        for t in range(j):
+            if groups[t] == groups[j]:
+                lead[j] = lead[t]
+                break
+        a = lead[j]
+        rank[j] = size[a]
+        size[a] += 1
+        if rank[j] > 0:
+            g += 1
+    return g
+
+
+@_jit()
+def isometric_prepare(
+    K: np.ndarray,
+    idx: np.ndarray,
+    groups: np.ndarray,
+    margin: float,
+    F: np.ndarray,
+    means: np.ndarray,
+    scalars: np.ndarray,
+    ok: np.ndarray,
+) -> None:
+    """The matrices :func:`lkm.numerics.kernel_pca.isometric_block` factors, for queries
+    with neighbours ``idx`` (b, M) (``groups`` (b, M): equal labels for identical rows)
+    and the training rows' symmetric kernel matrix K: ``F[i] = J G J + α W Wᵀ`` (M, M;
+    symmetric, every entry written), G = K[nb][:, nb] (Cevikalp et al., eq. (14)), J the
+    centring (eq. (15)) and W the orthonormal null basis (the constant vector, and for
+    each group of s identical rows the projection ``I - 11ᵀ/s`` on its positions, which
+    Helmert contrasts span). ``scalars[i] = (tr J G J, τ, α)`` with τ = margin · trace
+    (``margin = max(CERT_MARGIN·cutoff, CERT_FLOOR)``) and α = max(trace/M, 4τ);
+    ``means[i]`` G's row means; ``ok[i]`` False where the trace is not positive."""
+    b, M = idx.shape
+    r = np.empty(M)
+    lead = np.empty(M, dtype=np.intp)
+    rank = np.empty(M, dtype=np.intp)
+    size = np.empty(M, dtype=np.intp)
+    for i in range(b):
+        rbar = 0.0
+        diagonal = 0.0
+        for j in range(M):
+            row = idx[i, j]
+            s = 0.0
+            for t in range(M):
+                v = K[row, idx[i, t]]
+                F[i, j, t] = v
+                s += v
+            r[j] = s / M
+            means[i, j] = r[j]
+            rbar += r[j]
+            diagonal += F[i, j, j]
+        rbar /= M
+        trace = diagonal - M * rbar  # tr(J G J) = tr G - 1ᵀG1/M
+        if not trace > 0.0:
+            ok[i] = False
+            continue
+        ok[i] = True
+        tau = margin * trace
+        alpha = max(trace / M, 4.0 * tau)
+        scalars[i, 0], scalars[i, 1], scalars[i, 2] = trace, tau, alpha
+        c = rbar + alpha / M  # W's constant column: α/M everywhere
+        for j in range(M):
+            rj = r[j]
+            for t in range(M):
+                F[i, j, t] = F[i, j, t] - r[t] - rj + c
+        _group_structure(groups[i], lead, rank, size)
+        for j in range(M):
+            s_j = size[lead[j]]
+            if s_j < 2:
+                continue
+            for t in range(M):
+                if lead[t] == lead[j]:
+                    F[i, j, t] += alpha * ((1.0 if t == j else 0.0) - 1.0 / s_j)
+
+
+@_jit()
+def isometric_finish(
+    K: np.ndarray,
+    idx: np.ndarray,
+    lq: np.ndarray,
+    groups: np.ndarray,
+    L: np.ndarray,
+    means: np.ndarray,
+    scalars: np.ndarray,
+    ok: np.ndarray,
+    Y: np.ndarray,
+    yq: np.ndarray,
+) -> None:
+    """Coordinates from the Cholesky factors: for each query with ``ok[i]``, ``L[i]``
+    holds the lower factor of :func:`isometric_prepare`'s F[i] in its transposed storage
+    (``L(a, c) = L[i, c, a]`` for a ≥ c, LAPACK's layout of ``L[i].T``); then
+    ``Y[i] = L - α W (L⁻¹ W)ᵀ`` (M neighbours × M coordinates; identical neighbours get
+    their group's first row, bit for bit) and ``yq[i] = L⁻¹ k̃_q``, k̃_q the query's
+    centred kernel values (``lq[i]`` (b, M) minus G's row ``means[i]``); a query whose kernel values are exactly a
+    neighbour's column (the query is that point) gets that neighbour's coordinates."""
+    b, M = idx.shape
+    lead = np.empty(M, dtype=np.intp)
+    rank = np.empty(M, dtype=np.intp)
+    size = np.empty(M, dtype=np.intp)
+    W = np.empty((M, M))
+    T = np.empty(M)
+    r = np.empty(M)
+    for i in range(b):
+        if not ok[i]:
+            continue
+        alpha = scalars[i, 2]
+        for a in range(M):
+            for c in range(a + 1):
+                Y[i, a, c] = L[i, c, a]
+            for c in range(a + 1, M):
+                Y[i, a, c] = 0.0
+        g = _group_structure(groups[i], lead, rank, size)
+        # W's columns: the constant, then one Helmert contrast per repeated position
+        k = 0
+        for a in range(M):
+            W[a, 0] = 1.0 / math.sqrt(M)
+        for p in range(M):
+            if rank[p] == 0:
+                continue
+            k += 1
+            j = rank[p]
+            h = 1.0 / math.sqrt(j * (j + 1.0))
+            for a in range(M):
+                W[a, k] = 0.0
+                if lead[a] == lead[p] and rank[a] < j:
+                    W[a, k] = h
+            W[p, k] = -j * h
+        for k in range(g):
+            # T = L⁻¹ W[:, k] by columns of L (contiguous in the transposed storage)
+            for a in range(M):
+                T[a] = W[a, k]
+            for c in range(M):
+                T[c] /= L[i, c, c]
+                tc = T[c]
+                for a in range(c + 1, M):
+                    T[a] -= L[i, c, a] * tc
+            for a in range(M):
+                wa = alpha * W[a, k]
+                if wa != 0.0:
+                    for c in range(M):
+                        Y[i, a, c] -= wa * T[c]
+        for a in range(M):
+            if rank[a] > 0:
+                Y[i, a, :] = Y[i, lead[a], :]
+        # the query on a neighbour: that neighbour's coordinates (exact ties stay exact)
+        on = -1
+        for m in range(M):
+            if lq[i, m] == K[idx[i, m], idx[i, m]]:
+                same = True
+                for t in range(M):
+                    if K[idx[i, m], idx[i, t]] != lq[i, t]:
+                        same = False
+                        break
+                if same:
+                    on = m
+                    break
+        if on >= 0:
+            yq[i, :] = Y[i, on, :]
+            continue
+        mean = 0.0
+        for a in range(M):
+            r[a] = lq[i, a] - means[i, a]
+            mean += r[a]
+        mean /= M
+        for a in range(M):
+            r[a] -= mean
+        for c in range(M):
+            r[c] /= L[i, c, c]
+            rc = r[c]
+            for a in range(c + 1, M):
+                r[a] -= L[i, c, a] * rc
+        for a in range(M):
+            yq[i, a] = r[a]
+
+
+@_jit()
+def _find(parent: np.ndarray, a: int) -> int:
+    root = a
+    while parent[root] != root:
+        root = parent[root]
+    while parent[a] != root:
+        parent[a], a = root, parent[a]
+    return root
+
+
+@_jit()
+def independent_differences(
+    groups: np.ndarray, starts: np.ndarray, ks: np.ndarray, lead: np.ndarray, parent: np.ndarray, keep: np.ndarray
+) -> int:
+    """Which pooled within-class differences (class c's neighbours minus its first, in
+    class order: Σ (k_c - 1) of them) to keep, into ``keep``, so that none is a
+    combination of the kept ones through repeated points; returns how many are kept.
+    The differences are edges between the points (``groups`` (M,): equal labels for
+    identical rows), and features of distinct points of a strictly positive definite
+    kernel are linearly independent, so a set of differences is dependent exactly when
+    its edges close a cycle. Kept: the edges of a spanning forest, in order (union-find).
+    ``lead`` and ``parent`` (M,) are work space."""
+    M = groups.size
+    for j in range(M):
+        lead[j] = j
+        for t in range(j):
+            if groups[t] == groups[j]:
+                lead[j] = lead[t]
+                break
+        parent[j] = j
+    e = 0
+    kept = 0
+    for c in range(ks.size):
+        anchor = _find(parent, lead[starts[c]])
+        for j in range(1, ks[c]):
+            other = _find(parent, lead[starts[c] + j])
+            keep[e] = other != anchor
+            if keep[e]:
+                parent[other] = anchor
+                kept += 1
+            e += 1
+    return kept
+
+
+@_jit()
+def _solve_cholesky(L: np.ndarray, B: np.ndarray) -> None:
+    """B ← (L Lᵀ)⁻¹ B in place, L lower triangular (m, m), B (m, r): the right-hand sides
+    along B's contiguous rows."""
+    m, r = B.shape
+    for j in range(m):
+        for t in range(j):
+            ljt = L[j, t]
+            for c in range(r):
+                B[j, c] -= ljt * B[t, c]
+        inv = 1.0 / L[j, j]
+        for c in range(r):
+            B[j, c] *= inv
+    for j in range(m - 1, -1, -1):
+        for t in range(j + 1, m):
+            ltj = L[t, j]
+            for c in range(r):
+                B[j, c] -= ltj * B[t, c]
+        inv = 1.0 / L[j, j]
+        for c in range(r):
+            B[j, c] *= inv
+
+
+@_jit()
+def common_vector_distances(
+    Y: np.ndarray,
+    yq: np.ndarray,
+    groups: np.ndarray,
+    starts: np.ndarray,
+    ks: np.ndarray,
+    ratio: float,
+    tol: float,
+    max_passes: int,
+    snap: float,
+    out: np.ndarray,
+    scale: np.ndarray,
+    ok: np.ndarray,
+) -> None:
+    """NLDCV's class distances (Cevikalp et al., Sec. III, eq. (23) in kernel-PCA
+    coordinates) for a block of queries: the residual of ``y_q - y_c1`` (class c's
+    nearest neighbour's coordinates) off the span of the pooled within-class differences,
+    ``out`` (b, C), from the neighbours' coordinates Y (b, M, M) and the queries' yq
+    (b, M); ``groups`` (b, M) label identical neighbours, class c's ``ks[c]``
+    neighbours start at ``starts[c]``.
+
+    Exactly dependent differences are dropped (:func:`independent_differences`); the
+    kept ones' Gram matrix G is used only when ``G - ratio·tr(G)·I`` has a Cholesky
+    factor (every eigenvalue above ``ratio·tr G``), else ``ok[i]`` is False and the
+    caller takes the SVD. The residual is formed explicitly and refined (each pass
+    projects out what the previous one left) until a pass changes it by at most ``tol``
+    relative (at most ``max_passes``); residuals at or below ``snap·||r||`` are 0.
+    Classes whose nearest neighbour is the same point share one distance, so the tie is
+    exact. ``scale[i]``: the largest ``||y_q - y_c1||``."""
+    b, M, p = Y.shape
+    C = ks.size
+    n_edges = 0
+    for c in range(C):
+        n_edges += ks[c] - 1
+    lead = np.empty(M, dtype=np.intp)
+    parent = np.empty(M, dtype=np.intp)
+    keep = np.empty(max(n_edges, 1), dtype=np.bool_)
+    owner = np.empty(C, dtype=np.intp)
+    Z = np.empty((max(n_edges, 1), p))
+    R = np.empty((C, p))
+    norms = np.empty(C)
+    for i in range(b):
+        m = independent_differences(groups[i], starts, ks, lead, parent, keep)
+        e = 0
+        row = 0
+        for c in range(C):
+            s0 = starts[c]
+            for j in range(1, ks[c]):
+                if keep[e]:
+                    for t in range(p):
+                        Z[row, t] = Y[i, s0 + j, t] - Y[i, s0, t]
+                    row += 1
+                e += 1
+        u = 0  # classes with their own nearest point, first in class order
+        top = 0.0
+        for c in range(C):
+            owner[c] = -1
+            for c2 in range(c):
+                if lead[starts[c2]] == lead[starts[c]]:
+                    owner[c] = owner[c2]
+                    break
+            if owner[c] < 0:
+                owner[c] = u
+                for t in range(p):
+                    R[u, t] = yq[i, t] - Y[i, starts[c], t]
+                norms[u] = math.sqrt(_dot(R, u, R, u))
+                top = max(top, norms[u])
+                u += 1
+        scale[i] = top
+        ok[i] = True
+        if m > 0:
+            Zm = Z[:m]
+            G = Zm @ Zm.T
+            trace = 0.0
+            for j in range(m):
+                trace += G[j, j]
+            if not trace > 0.0:
+                ok[i] = False
+                continue
+            shifted = G.copy()
+            for j in range(m):
+                shifted[j, j] -= ratio * trace
+            try:
+                np.linalg.cholesky(shifted)
+                L = np.linalg.cholesky(G)
+            except Exception:  # not positive definite: the caller's SVD
+                ok[i] = False
+                continue
+            resid = R[:u].copy()
+            for npass in range(max_passes):
+                coef = Zm @ resid.T  # (m, u), then (Z Zᵀ)⁻¹ Z r
+                _solve_cholesky(L, coef)
+                step = coef.T @ Zm
+                done = npass >= 1
+                for a in range(u):
+                    s = 0.0
+                    for t in range(p):
+                        resid[a, t] -= step[a, t]
+                        s += step[a, t] * step[a, t]
+                    if math.sqrt(s) > tol * norms[a]:
+                        done = False
+                if done:
+                    break
+            for a in range(u):
+                R[a] = resid[a]
+        for a in range(u):
+            value = math.sqrt(_dot(R, a, R, a))
+            norms[a] = 0.0 if value <= snap * norms[a] else value
+        for c in range(C):
+            out[i, c] = norms[owner[c]]
