@@ -128,6 +128,36 @@ def test_cholesky_route_with_repeated_rows_and_queries_on_rows(monkeypatch, cls,
     assert (~tied).sum() >= 30
 
 
+@pytest.mark.parametrize("cls", [NHKNN, NLDCV])
+@pytest.mark.parametrize("route", ["cholesky", "eigh", "whole classes"])
+def test_query_identical_to_rows_of_two_classes_ties_exactly_in_every_route(monkeypatch, cls, route):
+    """Real-valued features on very different scales, whose squared distances by the
+    expansion leave round-off (~1e-15) where they are 0: a query identical to training
+    rows of two classes lies on both classes' hulls / common vectors, so both distances
+    are exactly 0 in every route (Cholesky, eigh, one kernel PCA for whole classes) and
+    the tie rule (the larger prior), not round-off, decides; the labels do not change
+    when the training rows are permuted."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(120, 7)) * [1e-3, 1.0, 10.0, 100.0, 0.1, 3.0, 7.0] + 0.3
+    y = np.repeat([0, 1, 2], [50, 40, 30])
+    shared = rng.choice(120, size=12, replace=False)
+    X, y = np.vstack([X, X[shared]]), np.concatenate([y, (y[shared] + 1) % 3])
+    Xq = X[shared] * 1.0
+    monkeypatch.setattr(subspace, "CHOLESKY_KPCA", route == "cholesky")
+    k = 200 if route == "whole classes" else (6 if cls is NHKNN else 5)
+    est = cls(sigma=4.0, n_neighbors=k).fit(X, y)
+    dist = est.class_distances(Xq)
+    holds = np.zeros_like(dist, dtype=bool)
+    holds[np.arange(12), y[shared]] = holds[np.arange(12), (y[shared] + 1) % 3] = True
+    assert (dist[holds] == 0.0).all()
+    # every class at distance 0 ties (NLDCV: a third one too where the shared rows leave
+    # no null space); the larger training prior wins
+    counts = np.bincount(y).astype(float)
+    np.testing.assert_array_equal(est.predict(Xq), np.argmax(np.where(dist == 0.0, counts, -1.0), axis=1))
+    perm = np.random.default_rng(1).permutation(y.size)
+    np.testing.assert_array_equal(cls(sigma=4.0, n_neighbors=k).fit(X[perm], y[perm]).predict(Xq), est.predict(Xq))
+
+
 def test_cholesky_route_falls_back_where_not_certified(monkeypatch):
     """Queries whose local kernel matrix is not certified take eigh (here: all of them,
     the certificate's floor raised out of reach), with eigh's results."""
@@ -158,8 +188,9 @@ def test_isometric_coordinates_reproduce_the_centred_kernel():
     np.testing.assert_array_equal(Y[7], Y[3])  # identical points: bit-equal coordinates
     np.testing.assert_array_equal(Y[19], Y[3])
     np.testing.assert_array_equal(Y[20], Y[11])
-    # a query on a neighbour gets that neighbour's coordinates
-    on_point = isometric_coordinates(G, np.arange(30), G[11].copy(), groups, 1e-12)
+    # a query identical to a neighbour gets that neighbour's coordinates (its kernel
+    # values carry round-off: they are not what decides)
+    on_point = isometric_coordinates(G, np.arange(30), G[11] * (1 + 1e-15), groups, 1e-12, on=11)
     assert on_point is not None
     np.testing.assert_array_equal(on_point[1], on_point[0][11])
 

@@ -99,16 +99,24 @@ CHUNK_BYTES = 32 * 2**20
 #: otherwise the SVD). Off: ``eigh`` and the SVD for every query, the reference the
 #: Cholesky route is tested against (the same predictions; distances equal to round-off
 #: amplified by the local kernel matrix's conditioning, measured below 1e-9 relative).
-#: Exception: rows whose class distances tie up to round-off (a query on a training row
-#: of two classes; a kernel so narrow that every query's kernel values underflow, e.g.
-#: isolet at sigma <= 2, where all C distances agree to 1e-15) are exact ties here, which
-#: the tie rule decides, and round-off decides them in ``eigh``'s route.
+#: A query identical to a training row takes that neighbour's coordinates in every route
+#: (:meth:`_KernelSubspaceClassifier._position_on_neighbour`), so its distance to every
+#: hull through the row is exactly 0 and classes that both hold the row tie exactly.
+#: Exception: rows whose class distances tie up to round-off for another reason (a
+#: kernel so narrow that every query's kernel values underflow, e.g. isolet at
+#: sigma <= 2, where all C distances agree to 1e-15) are exact ties here, which the tie
+#: rule decides, and round-off decides them in ``eigh``'s route.
 CHOLESKY_KPCA = True
 #: The Cholesky route computes the training rows' kernel matrix once per prediction (n²
 #: float64: 128 MiB at 4,000 rows) up to this many training rows; above, the
 #: eigendecomposition route.
 CHOLESKY_TRAIN_MAX = 4000
 
+
+#: Neighbours within ``IDENTICAL_FILTER·(|x_q|² + max |x|²)`` squared distance of a query
+#: (far above the expansion's round-off, a few ``eps`` of that scale) are compared with it
+#: feature by feature; the identical ones get distance exactly 0.
+IDENTICAL_FILTER = 1e-9
 
 #: Queries per block of the neighbour selection: at most SELECT_ROWS, and at most
 #: SELECT_BLOCK_BYTES of distances per block. Each block's product packs the whole
@@ -291,9 +299,21 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
         # the same blocks whatever n_jobs (the products' bits do not depend on it), one BLAS thread
         with blas_threads(1):
             map_row_blocks(select, n, _select_rows(self.X_.shape[0]), self.n_jobs)
+        self._zero_identical(Xq, idx, dist)
         firsts = np.concatenate([[0], np.cumsum(self.k_per_class_)[:-1]])
         nearest_class = np.argmin(dist[:, firsts], axis=1)
         return idx, dist, nearest_class
+
+    def _zero_identical(self, Xq: np.ndarray, idx: np.ndarray, dist: np.ndarray) -> None:
+        """Set to exactly 0 the squared distance (in ``dist`` (n, M)) of every neighbour
+        whose features equal the query's: such a query is that training point. The
+        expansion leaves round-off of order ``eps·|x|²`` there, and round-off would pick
+        the tie rule's nearest class and (kernel methods) the query's coordinates."""
+        scale = np.einsum("ij,ij->i", Xq, Xq) + float(np.max(np.einsum("ij,ij->i", self.X_, self.X_)))
+        rows, cols = np.nonzero(dist <= IDENTICAL_FILTER * scale[:, None])
+        if rows.size:
+            same = (Xq[rows] == self.X_[idx[rows, cols]]).all(axis=1)
+            dist[rows[same], cols[same]] = 0.0
 
     def _class_slices(self) -> list[slice]:
         ends = np.cumsum(self.k_per_class_)
@@ -889,14 +909,36 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
         return gaussian_from_sq(D, self.sigma_)
 
     def _local_coordinates(
-        self, idx: np.ndarray, dq: np.ndarray, D_train: np.ndarray | None = None
+        self, idx: np.ndarray, dq: np.ndarray, on: np.ndarray, D_train: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, int]:
         """Kernel-PCA coordinates of one block: neighbours (b, M, r), query (b, r), with
         the columns beyond each query's rank set to 0, and the number of non-PSD grams.
-        ``D_train``: the training rows' squared distances, if computed, to gather from."""
+        ``on``: as :meth:`_position_on_neighbour`; ``D_train``: the training rows' squared
+        distances, if computed, to gather from."""
         A, JG, n_bad = self._local_basis(idx, D_train)
         Yn = np.swapaxes(A @ JG, 1, 2)  # (b, M neighbours, M coords)
-        return Yn, self._query_coordinates(A, dq), n_bad
+        groups = self._groups_of(idx)
+        first = np.argmax(groups[:, :, None] == groups[:, None, :], axis=2)  # (b, M)
+        Yn = np.take_along_axis(Yn, first[:, :, None], axis=1)  # identical neighbours: bit-equal rows
+        Yq = self._query_coordinates(A, dq)
+        rows = np.flatnonzero(on >= 0)
+        Yq[rows] = Yn[rows, on[rows]]
+        return Yn, Yq, n_bad
+
+    def _position_on_neighbour(self, Xq: np.ndarray, idx: np.ndarray, dq: np.ndarray) -> np.ndarray:
+        """For each query, the first position among its neighbours (idx (n, M), squared
+        distances dq) of a training row whose features equal the query's, -1 where none.
+        Such a query is that point and takes that neighbour's coordinates, bit for bit:
+        its distance to every hull through the point is then exactly 0, and ties between
+        classes that both hold the point go to the tie rule, not to round-off."""
+        on = np.full(idx.shape[0], -1, dtype=np.intp)
+        rows, cols = np.nonzero(dq == 0.0)  # row-major: each query's positions ascending
+        if rows.size:
+            same = (Xq[rows] == self.X_[idx[rows, cols]]).all(axis=1)
+            rows, cols = rows[same], cols[same]
+            first = np.unique(rows, return_index=True)[1]
+            on[rows[first]] = cols[first]
+        return on
 
     def _query_coordinates(self, A: np.ndarray, dq: np.ndarray) -> np.ndarray:
         """``y(x) = A J l_x`` (b, r) of queries with squared distances dq (b, M) to the
@@ -943,6 +985,7 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
 
     def _distances(self, Xq: np.ndarray, cache: DistanceCache | None) -> tuple[np.ndarray, np.ndarray]:
         idx, dq, nearest = self._neighbors(Xq, cache)
+        on = self._position_on_neighbour(Xq, idx, dq)
         n = Xq.shape[0]
         M = idx.shape[1]
         out = np.empty((n, self.classes_.size))
@@ -954,7 +997,7 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
             D_train = sq_dists(self.X_, self.X_, cache, self.metric)
         with blas_threads(1):
             if SHARE_WHOLE_CLASSES and (self.k_per_class_ == self.class_count_).all():
-                n_bad, n_empty = self._whole_class_distances(idx, dq, D_train, out)
+                n_bad, n_empty = self._whole_class_distances(idx, dq, on, D_train, out)
             elif CHOLESKY_KPCA and self.kernel == "gaussian" and self.X_.shape[0] <= CHOLESKY_TRAIN_MAX:
                 # the training rows' kernel once per prediction (Euclidean: not kept in the
                 # cache, an n² array per training set; the kernel overwrites the distances)
@@ -965,7 +1008,7 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
                     K_train = gaussian_from_sq(D_own, self.sigma_, out=D_own)
 
                 def cholesky_block(blk: slice) -> tuple[int, int]:
-                    out[blk], bad, empty = self._cholesky_block(idx[blk], dq[blk], K_train, D_train)
+                    out[blk], bad, empty = self._cholesky_block(idx[blk], dq[blk], on[blk], K_train, D_train)
                     return bad, empty
 
                 counts = map_row_blocks(cholesky_block, n, self._query_block(8 * M * M), self.n_jobs)
@@ -977,7 +1020,7 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
                 step = max(1, 2048 // M) if self.metric == "euclidean" or D_train is not None else 1
 
                 def block(blk: slice) -> tuple[int, int]:
-                    Yn, Yq, bad = self._local_coordinates(idx[blk], dq[blk], D_train)
+                    Yn, Yq, bad = self._local_coordinates(idx[blk], dq[blk], on[blk], D_train)
                     out[blk], empty = self._feature_distances(Yn, Yq)
                     return bad, empty
 
@@ -989,17 +1032,18 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
         return out, nearest
 
     def _cholesky_block(
-        self, idx: np.ndarray, dq: np.ndarray, K_train: np.ndarray, D_train: np.ndarray | None
+        self, idx: np.ndarray, dq: np.ndarray, on: np.ndarray, K_train: np.ndarray, D_train: np.ndarray | None
     ) -> tuple[np.ndarray, int, int]:
         """Class distances (b, C) of one block of queries (neighbours idx, squared
-        distances dq (b, M)) by :data:`CHOLESKY_KPCA`'s route, K_train the training rows'
+        distances dq (b, M), ``on`` as :meth:`_position_on_neighbour`) by
+        :data:`CHOLESKY_KPCA`'s route, K_train the training rows'
         kernel matrix; the queries it does not certify take :meth:`_local_coordinates`
         (``eigh``). Returns them with the non-PSD and empty-null-space counts."""
         b, M = idx.shape
         cutoff = max(self.rcond**2, KPCA_NOISE * M * EPS)
         lq = self._kernel(dq)
         Yn, Yq = np.empty((b, M, M)), np.empty((b, M))
-        ok = isometric_block(K_train, idx, lq, self._groups_of(idx), cutoff, Yn, Yq)
+        ok = isometric_block(K_train, idx, lq, on, self._groups_of(idx), cutoff, Yn, Yq)
         out = np.empty((b, self.classes_.size))
         n_bad = n_empty = 0
         if ok.all():
@@ -1008,7 +1052,7 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
             out[ok], n_empty = self._isometric_distances(Yn[ok], Yq[ok], idx[ok])
         if not ok.all():
             slow = ~ok
-            Yn_s, Yq_s, n_bad = self._local_coordinates(idx[slow], dq[slow], D_train)
+            Yn_s, Yq_s, n_bad = self._local_coordinates(idx[slow], dq[slow], on[slow], D_train)
             out[slow], empty = self._feature_distances(Yn_s, Yq_s)
             n_empty += empty
         return out, n_bad, n_empty
@@ -1028,7 +1072,7 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
         return self._feature_distances(Yn, Yq)
 
     def _whole_class_distances(
-        self, idx: np.ndarray, dq: np.ndarray, D_train: np.ndarray | None, out: np.ndarray
+        self, idx: np.ndarray, dq: np.ndarray, on: np.ndarray, D_train: np.ndarray | None, out: np.ndarray
     ) -> tuple[int, int]:
         """Class distances into ``out`` when K reaches every class's size: every query's
         neighbourhood is the whole training set (in its own order), so one kernel PCA
@@ -1046,9 +1090,14 @@ class _KernelSubspaceClassifier(_LocalSubspaceClassifier):
         np.put_along_axis(dq_canonical, where[idx], dq, axis=1)
         A, JG, bad = self._local_basis(canonical[None], D_train)
         Yn = np.swapaxes(A @ JG, 1, 2)  # (1, M neighbours, M coords)
+        first, inverse = np.unique(self._groups_of(canonical), return_index=True, return_inverse=True)[1:]
+        Yn = Yn[:, first[inverse.reshape(-1)]]  # identical rows: bit-equal coordinates
 
         def block(blk: slice) -> int:
-            out[blk], empty = self._feature_distances(Yn, self._query_coordinates(A, dq_canonical[blk]))
+            Yq = self._query_coordinates(A, dq_canonical[blk])
+            rows = np.flatnonzero(on[blk] >= 0)
+            Yq[rows] = Yn[0, where[idx[blk][rows, on[blk][rows]]]]
+            out[blk], empty = self._feature_distances(Yn, Yq)
             return empty
 
         step = self._query_block(8 * canonical.size * self.classes_.size)

@@ -29,7 +29,7 @@ explicitly and refined until it no longer changes (no ``|r|² - |Pr|²`` cancell
 below.
 
 Exact ties stay exact (the module's tie rule decides them): identical neighbours get
-bit-equal coordinates, a query that is one of its neighbours gets that neighbour's
+bit-equal coordinates, a query identical to one of its neighbours gets that neighbour's
 coordinates (distance exactly 0 to every hull through it), and NLDCV classes whose
 nearest neighbour is the same point share one distance. The eigendecomposition route
 leaves round-off (~1e-16) in those places, which picks a class by chance.
@@ -71,6 +71,7 @@ def isometric_block(
     K: NDArray[np.float64],
     idx: NDArray[np.intp],
     lq: NDArray[np.float64],
+    on: NDArray[np.intp],
     groups: NDArray[np.intp],
     cutoff: float,
     Y: NDArray[np.float64],
@@ -83,7 +84,8 @@ def isometric_block(
 
     K: the training rows' kernel matrix (symmetric); idx (b, M): each query's neighbours
     (its local kernel matrix is ``G = K[nb][:, nb]``, eq. (14)); lq (b, M): its kernel
-    values with them; groups (b, M): equal labels for identical neighbours; cutoff: the
+    values with them; on (b,): the position of a neighbour the query is identical to
+    (it gets that neighbour's coordinates), -1 where none; groups (b, M): equal labels for identical neighbours; cutoff: the
     kernel-PCA eigenvalue cutoff relative to λ_max. Distances between the returned points
     equal those between kernel PCA's coordinates (to round-off) when every eigenvalue of
     ``G̃ = J G J`` on its range is above ``max(CERT_MARGIN·cutoff, CERT_FLOOR)·tr G̃``
@@ -106,16 +108,22 @@ def isometric_block(
         if info == 0:
             _, info = dpotrf(Fi, lower=1, clean=0, overwrite_a=1)
         ok[i] = info == 0
-    isometric_finish(K, idx, lq, groups, F, means, scalars, ok, Y, yq)
+    isometric_finish(K, idx, lq, on, groups, F, means, scalars, ok, Y, yq)
     return ok
 
 
 def isometric_coordinates(
-    K: NDArray[np.float64], nb: NDArray[np.intp], lq: NDArray[np.float64], groups: NDArray[np.intp], cutoff: float
+    K: NDArray[np.float64],
+    nb: NDArray[np.intp],
+    lq: NDArray[np.float64],
+    groups: NDArray[np.intp],
+    cutoff: float,
+    on: int = -1,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
     """:func:`isometric_block` for one query: the neighbours' coordinates (M, M) and the
     query's (M,), or None when not certified."""
     M = nb.size
     Y, yq = np.empty((1, M, M)), np.empty((1, M))
-    ok = isometric_block(K, nb[None].astype(np.intp), lq[None], groups[None].astype(np.intp), cutoff, Y, yq)
+    where = np.array([on], dtype=np.intp)
+    ok = isometric_block(K, nb[None].astype(np.intp), lq[None], where, groups[None].astype(np.intp), cutoff, Y, yq)
     return (Y[0], yq[0]) if ok[0] else None

@@ -520,6 +520,7 @@ def isometric_finish(
     K: np.ndarray,
     idx: np.ndarray,
     lq: np.ndarray,
+    on: np.ndarray,
     groups: np.ndarray,
     L: np.ndarray,
     means: np.ndarray,
@@ -533,8 +534,9 @@ def isometric_finish(
     (``L(a, c) = L[i, c, a]`` for a ≥ c, LAPACK's layout of ``L[i].T``); then
     ``Y[i] = L - α W (L⁻¹ W)ᵀ`` (M neighbours × M coordinates; identical neighbours get
     their group's first row, bit for bit) and ``yq[i] = L⁻¹ k̃_q``, k̃_q the query's
-    centred kernel values (``lq[i]`` (b, M) minus G's row ``means[i]``); a query whose kernel values are exactly a
-    neighbour's column (the query is that point) gets that neighbour's coordinates."""
+    centred kernel values (``lq[i]`` (b, M) minus G's row ``means[i]``); a query
+    identical to a neighbour (``on[i] ≥ 0``, its position) gets that neighbour's
+    coordinates."""
     b, M = idx.shape
     lead = np.empty(M, dtype=np.intp)
     rank = np.empty(M, dtype=np.intp)
@@ -584,20 +586,9 @@ def isometric_finish(
         for a in range(M):
             if rank[a] > 0:
                 Y[i, a, :] = Y[i, lead[a], :]
-        # the query on a neighbour: that neighbour's coordinates (exact ties stay exact)
-        on = -1
-        for m in range(M):
-            if lq[i, m] == K[idx[i, m], idx[i, m]]:
-                same = True
-                for t in range(M):
-                    if K[idx[i, m], idx[i, t]] != lq[i, t]:
-                        same = False
-                        break
-                if same:
-                    on = m
-                    break
-        if on >= 0:
-            yq[i, :] = Y[i, on, :]
+        # the query is a neighbour: that neighbour's coordinates (exact ties stay exact)
+        if on[i] >= 0:
+            yq[i, :] = Y[i, on[i], :]
             continue
         mean = 0.0
         for a in range(M):
