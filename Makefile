@@ -87,7 +87,7 @@ benchmark: $(ENV)  ## the field's benchmark alone: 19 methods on 26 data sets, r
 benchmark-smoke: $(ENV)  ## the benchmark on 3 small sets with tiny grids (seconds); then `lkm compare X --smoke` ranks a method X against it
 	$(LKM) reproduce benchmark --smoke --jobs 2
 
-report-snapshot: install  ## the full report from the results that ship with lkm (docs/runs) into results/snapshot-report/: nothing fitted, ~25 s on 2 cores (3 s the second time)
+report-snapshot: install  ## the full report from the results that ship with lkm (docs/runs) into results/snapshot-report/: nothing fitted, 25-60 s on 2 cores (3-13 s the second time)
 	$(LKM) report --all --results docs/runs --out results/snapshot-report --jobs 2
 
 report: install  ## rebuild results/report/ (index.html, report.md, figures) from the recorded runs; no fitting, seconds

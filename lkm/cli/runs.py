@@ -277,8 +277,8 @@ def report(
     lkm, from any folder (a results pack: records, specs and provenance, its manifest
     checked against lkm's pin and every file against the manifest's sha256; in a clone
     it is `docs/runs`): every run's tables and figures, every claim and the benchmark's
-    ranking are computed from the records into --out (on --jobs processes: about 25 s with --jobs 2 on
-    2 cores; seconds the second time), never into the pack.
+    ranking are computed from the records into --out (on --jobs processes: 25-60 s with --jobs 2
+    on 2 cores; 3-13 s the second time), never into the pack.
 
     Examples: `lkm report results/quickstart`; `lkm report --all` (= `make report`);
     `lkm report --all --results published --out lkm-report` (from any folder);
