@@ -570,14 +570,9 @@ def isometric_finish(
                     W[a, k] = h
             W[p, k] = -j * h
         for k in range(g):
-            # T = L⁻¹ W[:, k] by columns of L (contiguous in the transposed storage)
             for a in range(M):
                 T[a] = W[a, k]
-            for c in range(M):
-                T[c] /= L[i, c, c]
-                tc = T[c]
-                for a in range(c + 1, M):
-                    T[a] -= L[i, c, a] * tc
+            _forward_solve_transposed(L, i, T)  # T = L⁻¹ W[:, k]
             for a in range(M):
                 wa = alpha * W[a, k]
                 if wa != 0.0:
@@ -597,13 +592,21 @@ def isometric_finish(
         mean /= M
         for a in range(M):
             r[a] -= mean
-        for c in range(M):
-            r[c] /= L[i, c, c]
-            rc = r[c]
-            for a in range(c + 1, M):
-                r[a] -= L[i, c, a] * rc
+        _forward_solve_transposed(L, i, r)
         for a in range(M):
             yq[i, a] = r[a]
+
+
+@_jit()
+def _forward_solve_transposed(L: np.ndarray, i: int, v: np.ndarray) -> None:
+    """v ← L⁻¹ v in place, L the lower Cholesky factor of query i stored transposed
+    (``L(a, c) = L[i, c, a]``, LAPACK's layout): by columns of L, contiguous there."""
+    M = v.size
+    for c in range(M):
+        v[c] /= L[i, c, c]
+        vc = v[c]
+        for a in range(c + 1, M):
+            v[a] -= L[i, c, a] * vc
 
 
 @_jit()
