@@ -299,17 +299,20 @@ class _LocalSubspaceClassifier(LocalKernelClassifier):
         # the same blocks whatever n_jobs (the products' bits do not depend on it), one BLAS thread
         with blas_threads(1):
             map_row_blocks(select, n, _select_rows(self.X_.shape[0]), self.n_jobs)
-        self._zero_identical(Xq, idx, dist)
+        self._zero_identical(Xq, idx, dist, norms)
         firsts = np.concatenate([[0], np.cumsum(self.k_per_class_)[:-1]])
         nearest_class = np.argmin(dist[:, firsts], axis=1)
         return idx, dist, nearest_class
 
-    def _zero_identical(self, Xq: np.ndarray, idx: np.ndarray, dist: np.ndarray) -> None:
+    def _zero_identical(self, Xq: np.ndarray, idx: np.ndarray, dist: np.ndarray, train_sq_norms: np.ndarray) -> None:
         """Set to exactly 0 the squared distance (in ``dist`` (n, M)) of every neighbour
         whose features equal the query's: such a query is that training point. The
         expansion leaves round-off of order ``eps·|x|²`` there, and round-off would pick
-        the tie rule's nearest class and (kernel methods) the query's coordinates."""
-        scale = np.einsum("ij,ij->i", Xq, Xq) + float(np.max(np.einsum("ij,ij->i", self.X_, self.X_)))
+        the tie rule's nearest class and (kernel methods) the query's coordinates.
+        ``train_sq_norms``: the training rows' squared norms, if computed (else empty)."""
+        if not train_sq_norms.size:
+            train_sq_norms = np.einsum("ij,ij->i", self.X_, self.X_)
+        scale = np.einsum("ij,ij->i", Xq, Xq) + float(np.max(train_sq_norms))
         rows, cols = np.nonzero(dist <= IDENTICAL_FILTER * scale[:, None])
         if rows.size:
             same = (Xq[rows] == self.X_[idx[rows, cols]]).all(axis=1)
