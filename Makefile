@@ -9,7 +9,7 @@ export LKM_DATA_DIR ?= $(abspath ../shared/datasets)
 LOCK   := requirements.lock
 ENV    := $(if $(LOCKED),install-locked,install)
 
-.PHONY: help install install-locked lock docs docs-figures docs-check demo test typecheck check-shipped lint benchmark benchmark-smoke bench bench-large bench-scaling bench-cost bench-cluster bench-cli reproduce reproduce-smoke report report-snapshot reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
+.PHONY: help install install-locked lock docs docs-figures docs-check demo test test-slow typecheck check-shipped lint benchmark benchmark-smoke bench bench-large bench-scaling bench-cost bench-cluster bench-cli reproduce reproduce-smoke report report-snapshot reproduce-lpl reproduce-lpl-smoke reproduce-npps reproduce-npps-smoke reproduce-npps-mnist-large reproduce-lrr reproduce-lrr-smoke reproduce-cevikalp reproduce-cevikalp-smoke reproduce-prls reproduce-prls-smoke clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -41,10 +41,14 @@ demo: install  ## run the embedded default (offline data) and write results/quic
 
 # compileall: the suite starts a few hundred Python processes (lkm commands, their workers);
 # with PYTHONDONTWRITEBYTECODE set, each would compile lkm's modules anew (~0.5-1 s of CPU).
-test: install  ## type-check lkm/ (mypy), then run the test suite (uses the dataset mirror in $$LKM_DATA_DIR)
+test: install  ## type-check lkm/ (mypy), then run the test suite but its `slow` tests (what CI runs; uses the dataset mirror in $$LKM_DATA_DIR)
 	$(BIN)/mypy
 	$(BIN)/python -m compileall -q lkm
-	$(BIN)/python -m pytest -q -n 2 --durations=30
+	$(BIN)/python -m pytest -q -n 2 -m "not slow" --durations=30
+
+test-slow: install  ## the `slow` tests alone: full-size versions of checks `make test` runs small (the wheel's full report and lpl reproduction, kill -9 at three points, ...)
+	$(BIN)/python -m compileall -q lkm
+	$(BIN)/python -m pytest -q -n 2 -m slow --durations=30
 
 typecheck: install  ## mypy over lkm/ (strict on lkm.methods, lkm.spec, lkm.engine; pyproject.toml [tool.mypy])
 	$(BIN)/mypy

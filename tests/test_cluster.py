@@ -364,6 +364,7 @@ def loopback(tmp_path) -> Iterator[tuple[LoopbackCluster, Path, Path]]:
 
 @needs_dask
 @linux_only
+@pytest.mark.slow
 def test_killed_worker_tasks_run_elsewhere_and_every_record_once(loopback) -> None:
     """A real scheduler and two workers; one worker is killed (kill -9) while `lkm run
     --cluster` is fitting: its jobs run on the other worker, the run ends with exit 0 and
@@ -384,6 +385,7 @@ def test_killed_worker_tasks_run_elsewhere_and_every_record_once(loopback) -> No
 
 @needs_dask
 @linux_only
+@pytest.mark.slow
 def test_a_dataset_lost_with_its_only_worker_is_sent_again(loopback) -> None:
     """The run starts on one worker (which alone holds the scattered datasets); a second
     worker joins and the first is killed: the cluster has lost the data, and the driver
@@ -401,6 +403,7 @@ def test_a_dataset_lost_with_its_only_worker_is_sent_again(loopback) -> None:
 
 @needs_dask
 @linux_only
+@pytest.mark.slow
 def test_killed_driver_rerun_completes_only_missing_tasks(tmp_path) -> None:
     """kill -9 of `lkm run --cluster local:2` once it has recorded a fit: its local:2
     workers go with it; the same command without --cluster (--jobs 1) counts the
@@ -507,6 +510,7 @@ def test_ctrl_c_on_a_local_cluster_run_stops_it_in_one_line_and_leaves_no_proces
 
 
 @needs_dask
+@pytest.mark.slow
 def test_cluster_bench_reports_speedup_overhead_and_checks_the_records_agree(tmp_path) -> None:
     """`lkm bench --cluster local:1` on a small sweep: the four engines ran the same
     fits, the speed-up and the per-fit overhead are reported, and `--out` has them."""

@@ -209,7 +209,7 @@ def test_a_clean_copy_of_the_reference_is_ranked_against(ref, workdir):
 
 # -- the new method ---------------------------------------------------------------------------
 @pytest.mark.parametrize(("estimator", "why", "each_why"), [
-    ("ExitsInFit", "fit called sys.exit(3)", "fit called sys.exit(3)"),
+    pytest.param("ExitsInFit", "fit called sys.exit(3)", "fit called sys.exit(3)", marks=pytest.mark.slow),
     ("OneTooMany", "predict returned 91 predictions for 90 test rows", "ValueError: predict returned"),
 ])
 def test_a_new_method_whose_every_fit_fails_ends_with_its_failures_and_exit_1(ref, workdir, estimator, why, each_why):

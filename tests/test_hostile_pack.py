@@ -493,6 +493,7 @@ def _start_slow_build(tmp_path: Path) -> tuple[subprocess.Popen, Path, list[str]
     return proc, out, command, env
 
 
+@pytest.mark.slow  # rebuilds the benchmark's ranking; test_kill_9_of_a_pack_build_ends_its_workers stops the same build
 @pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads /proc to see the build's workers")
 def test_sigterm_stops_a_pack_build_at_once_and_the_rerun_finishes_it(tmp_path: Path) -> None:
     """Case: SIGTERM took 66 s to end `lkm report --all --results ...`: leaving the

@@ -104,7 +104,7 @@ def _wait_for_records(proc: subprocess.Popen, out: Path, n: int = 1, timeout: fl
 
 
 @linux_only
-@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("jobs", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_ctrl_c_stops_the_run_within_a_second_or_two_and_a_rerun_resumes(slow_run, jobs: int) -> None:
     """Signals: Ctrl-C (SIGINT to the process group, as a terminal sends it) stops `lkm run`
     at any --jobs within ~2 s: exit 130, one line; the records are valid, no worker is
@@ -137,7 +137,7 @@ def test_ctrl_c_stops_the_run_within_a_second_or_two_and_a_rerun_resumes(slow_ru
 
 
 @linux_only
-@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("jobs", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_sigterm_is_handled_like_ctrl_c_and_leaves_no_process(slow_run, jobs: int) -> None:
     """Signals: SIGTERM to `lkm run` ends it like Ctrl-C: within ~2 s, exit 143, one line
     naming SIGTERM and the records folder; its worker processes are gone."""
@@ -185,14 +185,16 @@ def test_kill_9_of_the_main_process_ends_its_workers(slow_run) -> None:
 #: 120 fits (10 folds x 2 methods x 6 sigmas): a few seconds on 2 idle cores, long
 #: enough to be killed at three points of its records.
 KILL_SPEC = SLOW_SPEC.replace("name: slow", "name: killed").replace("0.1:10:40", "0.1:10:6")
-#: Kill -9 once this many records (of 120) are written, then resume; again at the next.
-KILL_POINTS = (10, 45, 80)
 
 
 @linux_only
-def test_resume_after_kill_9_at_several_points_loses_nothing_and_duplicates_nothing(tmp_path: Path) -> None:
-    """Signals: `lkm run --jobs 2` killed with kill -9 at three points of its records (each
-    time resumed by the same command), then run to the end: every planned task is
+@pytest.mark.parametrize("kill_points", [(45,), pytest.param((10, 45, 80), marks=pytest.mark.slow)],
+                         ids=["once", "three-times"])
+def test_resume_after_kill_9_at_several_points_loses_nothing_and_duplicates_nothing(
+        tmp_path: Path, kill_points: tuple[int, ...]) -> None:
+    """Signals: `lkm run --jobs 2` killed with kill -9 once this many of its 120 records
+    are written, resumed by the same command, killed again at the next point (the default
+    run kills once; three times is `slow`), then run to the end: every planned task is
     recorded exactly once (only a line cut by a kill is skipped), every fit recorded before
     a kill is kept, and the numbers equal an uninterrupted run's."""
     spec = tmp_path / "killed.yaml"
@@ -206,7 +208,7 @@ def test_resume_after_kill_9_at_several_points_loses_nothing_and_duplicates_noth
     started: list[subprocess.Popen] = []
     try:
         recorded: set[str] = set()
-        for point in KILL_POINTS:
+        for point in kill_points:
             proc = subprocess.Popen(command(out), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                     start_new_session=True)
             started.append(proc)

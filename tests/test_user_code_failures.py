@@ -223,6 +223,7 @@ def test_a_worker_killed_once_is_rerun_in_a_fresh_worker_and_every_fit_recorded_
     assert len(ids) == 4 == len(set(ids)) and all(r["status"] == "ok" for r in records)
 
 
+@pytest.mark.slow  # small version: test_run_calls_reruns_a_dead_workers_call_once_then_reports_it_and_the_pool_keeps_working
 def test_a_worker_killed_twice_is_a_failed_fit_and_the_other_fits_run(tmp_path: Path) -> None:
     """Case: ``os._exit`` in fit stopped the whole local run with "internal error (a bug in
     lkm)" and recorded nothing."""

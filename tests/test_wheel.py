@@ -141,6 +141,7 @@ def test_the_wheel_carries_every_data_file_of_the_package(installed: Path, tmp_p
     assert data_files(REPO / "lkm") <= data_files(site_lkm), data_files(REPO / "lkm") - data_files(site_lkm)
 
 
+@pytest.mark.slow  # small version: test_lkm_run_of_a_shipped_spec_skips_what_needs_fast_then_runs_it_with_fast
 def test_lkm_reproduce_smoke_skips_what_needs_fast_then_runs_it_with_fast(installed: Path, wheel: Path,
                                                                           tmp_path: Path, data_dir: Path) -> None:
     """Without lkm[fast], `lkm reproduce lpl --smoke` exits 0 from an empty folder, says
@@ -171,6 +172,32 @@ def test_lkm_reproduce_smoke_skips_what_needs_fast_then_runs_it_with_fast(instal
     assert "skipped" not in res.stdout + res.stderr
     assert "not run" not in annoy.read_text(encoding="utf-8")
     assert "LPL-hnswlib" in annoy.read_text(encoding="utf-8")
+
+
+def test_lkm_run_of_a_shipped_spec_skips_what_needs_fast_then_runs_it_with_fast(installed: Path, wheel: Path,
+                                                                                tmp_path: Path, data_dir: Path) -> None:
+    """The small version of the test above (what `make test` runs): `lkm run lpl_annoy
+    --smoke`, a spec inside the package, from an empty folder without lkm[fast] says
+    that LPL-hnswlib is skipped (before the first fit: tests/test_optional_extras.py) and
+    its summary row says `not run: needs lkm[fast]`; with the extra installed the same
+    command fits just those."""
+    work, env = _empty(tmp_path, data_dir)
+    env.pop("LKM_PRETEND_MISSING", None)
+    command = ["run", "lpl_annoy", "--smoke", "--jobs", "2", "--no-progress"]
+    res, seconds = _timed([str(installed / "bin" / "lkm"), *command], cwd=work, env=env)
+    print(f"lkm run lpl_annoy --smoke, no extras: {seconds:.1f} s")
+    assert "LPL-hnswlib needs hnswlib: `pip install 'lkm[fast]'` — skipped" in " ".join(res.stderr.split())
+    assert "lpl_annoy-smoke: 12 fits (0 already recorded, 3 not run)" in " ".join(res.stdout.split())
+    summary = work / "results" / "lpl_annoy-smoke" / "tables" / "summary.md"
+    assert "not run: needs lkm[fast]" in summary.read_text(encoding="utf-8")
+
+    with_fast = _venv(tmp_path / "with-fast", wheel, with_extras=True)
+    res, seconds = _timed([str(with_fast / "bin" / "lkm"), *command], cwd=work, env=env)
+    print(f"lkm run lpl_annoy --smoke again, with lkm[fast]: {seconds:.1f} s")
+    assert "skipped" not in res.stdout + res.stderr
+    assert "lpl_annoy-smoke: 12 fits (9 already recorded)" in " ".join(res.stdout.split())
+    text = summary.read_text(encoding="utf-8")
+    assert "not run" not in text and "LPL-hnswlib" in text
 
 
 def _empty(tmp_path: Path, data_dir: Path) -> tuple[Path, dict[str, str]]:
@@ -237,6 +264,31 @@ def test_compare_smoke_ranks_a_new_classifier_without_extras(installed: Path, tm
     assert (work / "results" / "compare" / "RidgeClassifier-smoke" / "comparison" / "ranking.md").is_file()
 
 
+def test_report_of_a_one_run_pack_from_an_empty_folder(installed: Path, tmp_path: Path, data_dir: Path) -> None:
+    """The small version of the test below (what `make test` runs): the installed lkm
+    builds the full report machinery's output (page, Markdown, the run's tables and the
+    papers' sections) from a pack of one shipped run, offline and without the dataset
+    mirror, into --out only."""
+    from lkm.report.pack import write_manifest
+
+    work, env = _empty(tmp_path, data_dir)
+    env = {k: v for k, v in env.items() if k != "LKM_DATA_DIR"}
+    env.update(LKM_CACHE_DIR=str(tmp_path / "cache"), LKM_OFFLINE="1", PYTHONWARNINGS="ignore")
+    pack = tmp_path / "pack"
+    shutil.copytree(REPO / "docs" / "runs" / "lpl_sigma_sonar", pack / "lpl_sigma_sonar")
+    write_manifest(pack, version="wheel.1")
+    res, seconds = _timed([str(installed / "bin" / "lkm"), "report", "--all", "--results", str(pack), "--out", "rep",
+                           "--jobs", "2"], cwd=work, env=env)
+    print(f"lkm report --all of a one-run pack: {seconds:.1f} s")
+    out = work / "rep"
+    assert (out / "index.html").is_file() and (out / "report.md").is_file()
+    assert (out / "runs" / "lpl_sigma_sonar" / "tables" / "summary.json").is_file()
+    assert str(REPO) not in res.stdout
+    assert "`lkm report --all --results" in (out / "report.md").read_text(encoding="utf-8")
+    assert sorted(p.name for p in work.iterdir()) == ["rep"]
+
+
+@pytest.mark.slow  # small version: test_report_of_a_one_run_pack_from_an_empty_folder
 def test_report_of_the_shipped_pack_from_an_empty_folder(installed: Path, tmp_path: Path, data_dir: Path) -> None:
     """The README's first command as an installed user meets it: `lkm report --all
     --results published` rebuilds the full report (every paper's claims, every run and
