@@ -524,6 +524,17 @@ def _grid_layout(fig: Any, bottom: float, top: float = 0.75, left: float = 0.6, 
                         hspace=hspace, wspace=wspace)
 
 
+def _tight_bbox(fig: Any) -> Any:
+    """What ``bbox_inches="tight"`` crops to, measured once with the Agg renderer and kept
+    for every format: savefig's "tight" draws the whole figure once more per format to
+    measure it (a PDF's crop can differ from its own measure by a fraction of a point)."""
+    import matplotlib
+
+    fig.draw_without_rendering()
+    pad = matplotlib.rcParams["savefig.pad_inches"]
+    return fig.get_tightbbox().padded(pad, pad)
+
+
 def save_figure(fig: Any, base: Path, formats: Sequence[str], tight: bool = True) -> list[Path]:
     """Save ``fig`` as ``base.<fmt>`` for every format, atomically, and close it;
     ``tight``: crop to what is drawn (needed for legends outside the axes; costs a draw)."""
@@ -533,11 +544,12 @@ def save_figure(fig: Any, base: Path, formats: Sequence[str], tight: bool = True
 
     out = []
     try:
+        bbox = _tight_bbox(fig) if tight else None
         for fmt in formats:
             meta = {"CreationDate": None} if fmt == "pdf" else None
 
             def write(tmp: Path, fmt: str = fmt, meta: dict[str, Any] | None = meta) -> None:
-                fig.savefig(tmp, format=fmt, bbox_inches="tight" if tight else None, metadata=meta)
+                fig.savefig(tmp, format=fmt, bbox_inches=bbox, metadata=meta)
 
             out.append(atomic_save(base.with_suffix(f".{fmt}"), write))
     finally:
