@@ -41,11 +41,15 @@ demo: install  ## run the embedded default (offline data) and write results/quic
 
 # compileall: the suite starts a few hundred Python processes (lkm commands, their workers);
 # with PYTHONDONTWRITEBYTECODE set, each would compile lkm's modules anew (~0.5-1 s of CPU).
-# compile-kernels fills numba's cache once (~30 s of CPU, beside mypy's single thread)
-# instead of in every test process and fit worker that first needs a kernel.
+# Beside mypy's single thread: compile_kernels fills numba's cache once (~30 s of CPU)
+# instead of in every test process and fit worker that first needs a kernel, then a
+# collect-only pass writes pytest's rewritten test modules (PYTHONDONTWRITEBYTECODE would
+# have each pytest worker rewrite all of them again, ~5 s; its errors show in the real run).
 test: install  ## type-check lkm/ (mypy), then run the test suite but its `slow` tests (what CI runs; uses the dataset mirror in $$LKM_DATA_DIR)
 	$(BIN)/python -m compileall -q lkm
-	$(BIN)/python scripts/compile_kernels.py & kernels=$$!; $(BIN)/mypy; typed=$$?; wait $$kernels && exit $$typed
+	{ $(BIN)/python scripts/compile_kernels.py && \
+	  { PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q --collect-only -m "not slow" -p no:cacheprovider > /dev/null || true; }; } & \
+	warm=$$!; $(BIN)/mypy; typed=$$?; wait $$warm && exit $$typed
 	$(BIN)/python -m pytest -q -n 2 -m "not slow" --durations=30
 
 test-slow: install  ## the `slow` tests alone: full-size versions of checks `make test` runs small (the wheel's full report and lpl reproduction, kill -9 at three points, ...)
