@@ -83,14 +83,15 @@ def refused(ref: Path, *extra: str) -> str:
     return error_line(res)
 
 
-def _records(ref: Path, holding=lambda r: True) -> tuple[Path, list[dict]]:
-    """The first records part (by name) with a record ``holding`` is true of, and its
-    records: a run with two workers spreads its records over their parts in whatever
-    order the fits finished."""
+def _records(ref: Path, holding) -> tuple[Path, list[dict], dict]:
+    """The first records part (by name) with a record ``holding`` is true of, its records,
+    and that record: a run with two workers spreads its records over their parts in
+    whatever order the fits finished."""
     for part in sorted((ref / "records").glob("part-*.jsonl")):
         records = [json.loads(line) for line in part.read_text().splitlines()]
-        if any(holding(r) for r in records):
-            return part, records
+        for rec in records:
+            if holding(rec):
+                return part, records, rec
     raise AssertionError(f"no record of {ref} is the one this test edits")
 
 
@@ -139,8 +140,7 @@ def test_a_reference_whose_plan_hash_was_edited_is_refused(ref, workdir):
 
 def test_a_reference_with_an_edited_accuracy_is_refused(ref, workdir):
     """Case: one record's accuracy raised by hand (it no longer matches its listed errors)."""
-    part, records = _records(ref, lambda r: r["status"] == "ok" and r["method"] == "PL")
-    rec = next(r for r in records if r["status"] == "ok" and r["method"] == "PL")
+    part, records, rec = _records(ref, lambda r: r["status"] == "ok" and r["method"] == "PL")
     rec["accuracy"] = min(1.0, rec["accuracy"] + 0.05)
     _write_records(part, records)
     line = refused(ref)
@@ -149,7 +149,7 @@ def test_a_reference_with_an_edited_accuracy_is_refused(ref, workdir):
 
 
 def test_a_reference_with_deleted_records_is_refused(ref, workdir):
-    part, records = _records(ref, lambda r: r["status"] == "ok")
+    part, records, _ = _records(ref, lambda r: r["status"] == "ok")
     _write_records(part, records[3:])
     line = refused(ref)
     assert f"{ref / 'records'}: 3 of the 171 fits planned in {ref / 'plan.json'} have no finished record" in line
@@ -157,8 +157,7 @@ def test_a_reference_with_deleted_records_is_refused(ref, workdir):
 
 def test_a_reference_with_a_record_moved_to_another_method_is_refused(ref, workdir):
     """Case: a record relabelled from PL to kNN: PL would lose a fold, kNN count one twice."""
-    part, records = _records(ref, lambda r: r["method"] == "PL")
-    rec = next(r for r in records if r["method"] == "PL")
+    part, records, rec = _records(ref, lambda r: r["method"] == "PL")
     rec["method"] = "kNN"
     _write_records(part, records)
     line = refused(ref)
