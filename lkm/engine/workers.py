@@ -36,7 +36,7 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -253,11 +253,37 @@ def describe_user_failure(exc: BaseException, stage: str) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def call_capped(fn: Callable[..., Any], args: tuple[Any, ...], threads: int) -> Any:
+#: Prefix of lkm's own environment settings (``LKM_DATA_DIR``, ``LKM_CACHE_DIR``,
+#: ``LKM_DISTANCE_CACHE``, ``LKM_MEMORY_LIMIT``, ...): the ones a job reads at call time.
+SETTINGS_PREFIX = "LKM_"
+
+
+def lkm_settings() -> dict[str, str]:
+    """This process's ``LKM_*`` environment variables: what each call of a run carries to
+    its worker (:func:`call_capped`)."""
+    return {k: v for k, v in os.environ.items() if k.startswith(SETTINGS_PREFIX)}
+
+
+def apply_settings(settings: Mapping[str, str]) -> None:
+    """Make this process's ``LKM_*`` variables exactly ``settings``. A worker of the pool
+    outlives the run that started it, and jobs read these variables when they run: a
+    later run with another ``LKM_DATA_DIR`` or ``LKM_DISTANCE_CACHE`` reuses the worker
+    (its pool is keyed on the thread settings only), so each call brings the caller's."""
+    for key in [k for k in os.environ if k.startswith(SETTINGS_PREFIX) and k not in settings]:
+        del os.environ[key]
+    os.environ.update(settings)
+
+
+def call_capped(fn: Callable[..., Any], args: tuple[Any, ...], threads: int,
+                settings: Mapping[str, str] | None = None) -> Any:
     """Run one job with each thread pool at most ``threads`` (a job may lower it further
-    inside). A pool already below, as a user's ``OPENBLAS_NUM_THREADS=1`` leaves it in the
+    inside), under the caller's ``LKM_*`` ``settings`` when given (:func:`apply_settings`).
+    A pool already below, as a user's ``OPENBLAS_NUM_THREADS=1`` leaves it in the
     worker, keeps its count: the cap only ever lowers."""
     from threadpoolctl import ThreadpoolController
+
+    if settings is not None:
+        apply_settings(settings)
 
     controller = ThreadpoolController()  # the libraries loaded now (a job may have loaded more)
     limits: dict[str, int] = {}
@@ -293,6 +319,7 @@ def run_calls(
     """
     jobs = effective_jobs(jobs)
     threads = threads_per_worker(jobs)
+    settings = lkm_settings()  # as the run starts: a worker may come from an earlier run
     context = uuid.uuid4().hex
     executor = _executor(jobs, context)
     todo = iter(calls)
@@ -308,7 +335,7 @@ def run_calls(
                     if not pending:
                         item = resume(again.pop(0)) if resume is not None else again.pop(0)
                         if item is not None:
-                            pending[executor.submit(call_capped, item[0], item[1], threads)] = (item, True)
+                            pending[executor.submit(call_capped, item[0], item[1], threads, settings)] = (item, True)
                         continue
                 else:
                     while more and len(pending) < 2 * jobs:
@@ -316,7 +343,7 @@ def run_calls(
                         if item is None:
                             more = False
                             break
-                        pending[executor.submit(call_capped, item[0], item[1], threads)] = (item, False)
+                        pending[executor.submit(call_capped, item[0], item[1], threads, settings)] = (item, False)
                 if not pending:
                     break
                 done, _ = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
