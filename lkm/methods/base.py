@@ -157,15 +157,12 @@ def canonical_row_order(X: Any, y_index: np.ndarray) -> np.ndarray:
     # still-equal rows by the next column (stably) gives the same order.
     order = np.lexsort((dense[:, 0], y_index))
     y_sorted = np.asarray(y_index)[order]
+    starts = np.empty(order.size, dtype=bool)  # where a run of rows equal so far begins
+    starts[0] = True
+    starts[1:] = y_sorted[1:] != y_sorted[:-1]
     for j in range(1, dense.shape[1]):
-        prev = dense[order, j - 1]
-        # group ids of the runs equal so far: a new run where class or any column so far changes
-        if j == 1:
-            starts = np.empty(order.size, dtype=bool)
-            starts[0] = True
-            starts[1:] = (y_sorted[1:] != y_sorted[:-1]) | (prev[1:] != prev[:-1])
-        else:
-            starts[1:] |= prev[1:] != prev[:-1]
+        prev = dense[order, j - 1]  # runs only ever split, so their boundaries stay put
+        starts[1:] |= prev[1:] != prev[:-1]
         group = np.cumsum(starts)
         tied = ~starts
         tied[:-1] |= ~starts[1:]  # rows in a run of two or more
