@@ -59,7 +59,7 @@ class RunObserver:
 
     def estimate(self, seconds_left: float) -> None:
         """While fitting: the wall seconds the remaining fits should take, each at its
-        method's mean recorded seconds so far (:func:`lkm.engine.store.seconds_left`)."""
+        (method, data set)'s mean recorded seconds so far (:func:`lkm.engine.store.seconds_left`)."""
 
     def interrupted(self, exc: KeyboardInterrupt, run_dir: Path) -> None:
         """Ctrl-C or SIGTERM while fitting: every finished fit is recorded. Re-raises."""

@@ -203,11 +203,33 @@ def test_progress_line_says_fits_share_elapsed_and_left():
 def test_seconds_left_weighs_each_remaining_fit_by_its_methods_mean_seconds():
     """A run mixing cheap and costly methods: counting fits would put the 9 costly fits
     left at the pace of the 11 done, mostly cheap; each method's own mean does not."""
-    fits, seconds = {"kNN": 10, "HistGB": 1}, {"kNN": 10.0, "HistGB": 100.0}
-    left = seconds_left({"kNN": 10, "HistGB": 9, "NEW": 2}, fits, seconds, workers=2)
+    fits, seconds = {("kNN", "d"): 10, ("HistGB", "d"): 1}, {("kNN", "d"): 10.0, ("HistGB", "d"): 100.0}
+    left = seconds_left({("kNN", "d"): 10, ("HistGB", "d"): 9, ("NEW", "d"): 2}, fits, seconds, workers=2)
     assert left == pytest.approx((10 * 1.0 + 9 * 100.0 + 2 * 110.0 / 11) / 2)
-    assert seconds_left({"kNN": 0, "HistGB": -1}, fits, seconds, workers=2) == 0.0
-    assert seconds_left({"kNN": 3}, {}, {}, workers=2) is None
+    assert seconds_left({("kNN", "d"): 0, ("HistGB", "d"): -1}, fits, seconds, workers=2) == 0.0
+    assert seconds_left({("kNN", "d"): 3}, {}, {}, workers=2) is None
+
+
+def test_seconds_left_prices_a_small_set_after_a_costly_one_by_the_set_not_the_methods_mean():
+    """The benchmark's costly sets come first: late in the run a method's mean is theirs.
+    A pair already recorded costs its own mean; a set other methods ran on, the method's
+    mean times the set's relative cost among those methods; a set no method ran on yet,
+    the relative cost its size gives by the power law of the recorded sets."""
+    fits = {("SVM", "big"): 5, ("SVM", "small"): 5, ("HistGB", "big"): 5, ("HistGB", "mid"): 5, ("kNN", "small"): 5}
+    seconds = {("SVM", "big"): 500.0, ("SVM", "small"): 5.0, ("HistGB", "big"): 5000.0, ("HistGB", "mid"): 500.0,
+               ("kNN", "small"): 0.5}
+    sizes = {"big": 4000, "mid": 1000, "small": 100, "tiny": 10}
+    # a pair seen: its own mean, whatever the method's other sets cost
+    assert seconds_left({("SVM", "small"): 10}, fits, seconds, workers=1, sizes=sizes) == pytest.approx(10 * 1.0)
+    # HistGB on "small": its mean (550 s) times small's cost relative to the methods seen
+    # there and elsewhere (SVM: 1 / 50.5; kNN ran on "small" alone and says nothing)
+    left = seconds_left({("HistGB", "small"): 1}, fits, seconds, workers=1, sizes=sizes)
+    assert left == pytest.approx(550.0 / 50.5)
+    # a set no method ran on yet: extrapolated from its size, cheaper than every recorded set
+    tiny = seconds_left({("HistGB", "tiny"): 1}, fits, seconds, workers=1, sizes=sizes)
+    assert tiny < left
+    # without sizes an unseen set is priced at the method's mean, as before
+    assert seconds_left({("HistGB", "tiny"): 1}, fits, seconds, workers=1) == pytest.approx(550.0)
 
 
 def test_progress_line_counts_down_the_runners_estimate():
@@ -222,13 +244,13 @@ def test_the_tally_sums_each_methods_seconds_even_when_a_line_arrives_in_two_wri
     store.prepare()
     tally = RecordTally(store.records_dir)
     part = store.records_dir / "part-test.jsonl"
-    first = json.dumps({"task_id": "a", "method": "SVM", "fit_seconds": 1.5, "predict_seconds": 0.5}) + "\n"
-    second = json.dumps({"task_id": "b", "method": "SVM", "fit_seconds": 3.0, "predict_seconds": 0.0}) + "\n"
+    first = json.dumps({"task_id": "a", "method": "SVM", "dataset": "d", "fit_seconds": 1.5, "predict_seconds": 0.5}) + "\n"
+    second = json.dumps({"task_id": "b", "method": "SVM", "dataset": "d", "fit_seconds": 3.0, "predict_seconds": 0.0}) + "\n"
     part.write_text(first + second[:20])
-    assert tally.update() == 1 and tally.fits == {"SVM": 1} and tally.seconds == {"SVM": 2.0}
+    assert tally.update() == 1 and tally.fits == {("SVM", "d"): 1} and tally.seconds == {("SVM", "d"): 2.0}
     with open(part, "a") as fh:
         fh.write(second[20:])
-    assert tally.update() == 2 and tally.fits == {"SVM": 2} and tally.seconds == {"SVM": 5.0}
+    assert tally.update() == 2 and tally.fits == {("SVM", "d"): 2} and tally.seconds == {("SVM", "d"): 5.0}
 
 
 def test_a_run_estimates_the_time_left_from_its_recorded_seconds(tmp_path):

@@ -166,7 +166,7 @@ def _duration(seconds: float) -> str:
 
 def _eta(done: int, total: int, elapsed: float, estimate: tuple[float, float] | None = None) -> float | None:
     """Seconds left: the runner's ``estimate`` (seconds, the monotonic time it was made:
-    each remaining fit at its method's mean seconds so far), counted down since it was
+    each remaining fit at its (method, data set)'s mean seconds so far), counted down since it was
     made; without one, the average pace of fits since the start. None before the first fit."""
     if estimate is not None:
         seconds, made = estimate
@@ -186,7 +186,7 @@ class FitProgress:
     """Per-fit progress of a run (``advance(n)`` after n more fits are recorded).
 
     On a terminal: a bar with fits done, elapsed time and an ETA: the runner's estimate
-    (:meth:`estimate`: each remaining fit at its method's mean seconds so far) counted
+    (:meth:`estimate`: each remaining fit at its (method, data set)'s mean seconds so far) counted
     down, else the average pace of fits since the start. Otherwise (CI
     logs, nohup): one plain :func:`progress_line` every ``interval`` seconds
     (default $LKM_PROGRESS_SECONDS or :data:`PROGRESS_SECONDS`; 0: at every fit) and one

@@ -287,8 +287,9 @@ def execute(
     ``on_progress(n)`` is called with the number of tasks finished since its last call,
     as their records reach the store (counted while jobs run, so per fit, not per job);
     ``on_estimate(seconds)`` with the wall seconds the rest should take, each remaining
-    fit at its method's mean recorded seconds so far (:func:`lkm.engine.store.seconds_left`;
-    local workers only).
+    fit at its (method, data set)'s mean recorded seconds so far, else its method's mean
+    scaled by the data set's relative cost (:func:`lkm.engine.store.seconds_left`; local
+    workers only).
     """
     from lkm.engine.store import RecordTally, seconds_left
     from lkm.engine.workers import effective_jobs, run_calls, run_in_process
@@ -315,9 +316,12 @@ def execute(
     tally = RecordTally(store.records_dir)
     written: set[str] = set()  # the cluster path: task ids this process appended
 
-    planned_by_method: Counter[str] = Counter(study.method for study in studies)
-    for (_, _, method), group in groups.items():
-        planned_by_method[method] += len(group)
+    planned: Counter[tuple[str, str]] = Counter((study.method, study.dataset) for study in studies)
+    for (dataset, _, method), group in groups.items():
+        planned[(method, dataset)] += len(group)
+    set_sizes = {d: len(ds.y) * len(ds.classes) for d, ds in plan.datasets.items()}  # rows x classes
+    set_sizes.update({d: len(splits[0].train) * len(plan.datasets[d].classes)
+                      for d, splits in plan.splits.items() if splits and d in plan.datasets})
     workers = 1 if in_process else min(effective_jobs(jobs), max(1, len(groups) + len(studies)))
 
     def report_progress() -> None:
@@ -330,8 +334,8 @@ def execute(
             on_progress(finished - counts["reported"])
             counts["reported"] = finished
         if on_estimate is not None and cluster is None:
-            remaining = {m: n - tally.fits.get(m, 0) for m, n in planned_by_method.items()}
-            left = seconds_left(remaining, tally.fits, tally.seconds, workers)
+            remaining = {key: n - tally.fits.get(key, 0) for key, n in planned.items()}
+            left = seconds_left(remaining, tally.fits, tally.seconds, workers, set_sizes)
             if left is not None:
                 on_estimate(left)
 

@@ -52,7 +52,8 @@ import sys
 import time
 import warnings
 import zlib
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -234,17 +235,17 @@ def _command_line() -> str:
 class RecordTally:
     """Counts the record lines appended to a run folder's part files since it was made:
     the fits workers have finished so far (progress per fit while a job's other fits
-    run), and per method how many and their recorded seconds (fit + predict), which
-    :func:`seconds_left` turns into an estimate. Reads only the bytes appended since the
-    last :meth:`update`."""
+    run), and per (method, data set) how many and their recorded seconds (fit + predict),
+    which :func:`seconds_left` turns into an estimate. Reads only the bytes appended since
+    the last :meth:`update`."""
 
     def __init__(self, records_dir: Path) -> None:
         self.records_dir = records_dir
         self._offsets = {p: p.stat().st_size for p in self._parts()}
         self._partial: dict[Path, bytes] = {}
         self.count = 0
-        self.fits: dict[str, int] = {}
-        self.seconds: dict[str, float] = {}
+        self.fits: dict[tuple[str, str], int] = {}
+        self.seconds: dict[tuple[str, str], float] = {}
 
     def _parts(self) -> list[Path]:
         return list(self.records_dir.glob("part-*.jsonl")) if self.records_dir.is_dir() else []
@@ -271,27 +272,87 @@ class RecordTally:
     def _add(self, line: bytes) -> None:
         try:
             record = json.loads(line)
-            method = str(record.get("method", ""))
+            key = (str(record.get("method", "")), str(record.get("dataset", "")))
             seconds = float(record.get("fit_seconds", 0.0)) + float(record.get("predict_seconds", 0.0))
         except (ValueError, TypeError, AttributeError):
             return
-        self.fits[method] = self.fits.get(method, 0) + 1
-        self.seconds[method] = self.seconds.get(method, 0.0) + seconds
+        self.fits[key] = self.fits.get(key, 0) + 1
+        self.seconds[key] = self.seconds.get(key, 0.0) + seconds
 
 
-def seconds_left(remaining: dict[str, int], fits: dict[str, int], seconds: dict[str, float],
-                 workers: int) -> float | None:
-    """Wall seconds the ``remaining`` fits per method should take on ``workers`` workers:
-    each at its method's mean recorded seconds so far (``seconds / fits``), a method not
-    yet seen at the mean of all; None before any fit is recorded. Fits of one method can
-    differ a thousandfold in cost between methods (a k-NN fit against a gradient-boosted
-    26-class fit), so counting fits alone misjudges a mixed run by hours."""
+#: Bounds of the exponent of a data set's relative cost in its size (training rows × classes)
+#: (:func:`seconds_left`): from a k-NN's linear pass to a dense factorization's n³.
+SIZE_EXPONENT = (1.0, 3.0)
+
+
+def seconds_left(remaining: dict[tuple[str, str], int], fits: dict[tuple[str, str], int],
+                 seconds: dict[tuple[str, str], float], workers: int,
+                 sizes: dict[str, int] | None = None) -> float | None:
+    """Wall seconds the ``remaining`` fits per (method, data set) should take on ``workers``
+    workers; None before any fit is recorded. Fits of different methods differ a
+    thousandfold in cost (a k-NN fit against a gradient-boosted 26-class fit), and one
+    method's fits as much between data sets, so counting fits alone misjudges a mixed run
+    by hours, and so does a method's mean when the costly sets came first.
+
+    Each remaining fit costs, in this order: its (method, data set)'s mean recorded
+    seconds so far; else its method's mean (all methods' mean for a method not yet
+    seen) times the data set's relative cost, a two-way multiplicative model. A data
+    set's relative cost is the geometric mean, over the methods recorded on it and on
+    some other set, of the pair's mean over the method's mean; for a set with no such
+    record yet it is extrapolated from its size (``sizes``: training rows × classes) by
+    a power law fitted to the recorded sets (exponent within :data:`SIZE_EXPONENT`; 1
+    when fewer than two sizes are known), and 1 without ``sizes``. Replayed over the
+    benchmark's cold run in the runner's order (largest jobs first), the estimate read
+    0.55–1.09× the fit seconds left from a fifth of the way on, where the methods' means
+    alone read up to 6.2× (docs/speed.md, "Time left")."""
     done = sum(fits.values())
     if done == 0:
         return None
     overall = sum(seconds.values()) / done
-    work = sum(n * (seconds[m] / fits[m] if fits.get(m) else overall) for m, n in remaining.items() if n > 0)
+    method_fits: dict[str, int] = {}
+    method_seconds: dict[str, float] = {}
+    for (m, d), n in fits.items():
+        method_fits[m] = method_fits.get(m, 0) + n
+        method_seconds[m] = method_seconds.get(m, 0.0) + seconds[(m, d)]
+    method_mean = {m: method_seconds[m] / n for m, n in method_fits.items()}
+    sets_of = Counter(m for (m, _) in fits)
+    log_ratios: dict[str, list[float]] = {}
+    for (m, d), n in fits.items():  # a method recorded on one set says nothing of relative costs
+        if n and sets_of[m] > 1 and seconds[(m, d)] > 0 and method_mean[m] > 0:
+            log_ratios.setdefault(d, []).append(math.log(seconds[(m, d)] / n / method_mean[m]))
+    log_cost = {d: sum(v) / len(v) for d, v in log_ratios.items()}
+    extrapolate = _size_law(log_cost, sizes or {})
+
+    def per_fit(m: str, d: str) -> float:
+        if fits.get((m, d)):
+            return seconds[(m, d)] / fits[(m, d)]
+        base = method_mean.get(m, overall)
+        if d in log_cost:
+            return base * math.exp(log_cost[d])
+        return base * extrapolate(d)
+
+    work = sum(n * per_fit(m, d) for (m, d), n in remaining.items() if n > 0)
     return work / max(1, workers)
+
+
+def _size_law(log_cost: dict[str, float], sizes: dict[str, int]) -> Callable[[str], float]:
+    """A data set's relative cost from its size: ``exp(c) · size^e``, the least-squares
+    line through the recorded sets' (log size, log relative cost), e clipped to
+    :data:`SIZE_EXPONENT` (1 with fewer than two distinct sizes); 1 for a set of unknown size."""
+    known = [(math.log(sizes[d]), c) for d, c in log_cost.items() if sizes.get(d, 0) > 0]
+    if not known:
+        return lambda d: 1.0
+    mean_x = sum(x for x, _ in known) / len(known)
+    mean_y = sum(y for _, y in known) / len(known)
+    spread = sum((x - mean_x) ** 2 for x, _ in known)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in known) / spread if spread > 0 else 1.0
+    slope = min(max(slope, SIZE_EXPONENT[0]), SIZE_EXPONENT[1])
+
+    def relative(d: str) -> float:
+        n = sizes.get(d, 0)
+        return math.exp(mean_y + slope * (math.log(n) - mean_x)) if n > 0 else 1.0
+
+    return relative
 
 
 @contextlib.contextmanager
