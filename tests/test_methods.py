@@ -14,6 +14,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from svm_reference import canonical
 
 import lkm.methods.svm as svm_module
+from lkm.errors import ParameterClipped
 from lkm.methods import (
     METHODS,
     LocalizedProjectionLearning,
@@ -139,7 +140,8 @@ def test_lpl_auto_k_is_the_papers_rule() -> None:
         model = LocalizedProjectionLearning().fit(X, y)
         assert model.k_ == k == auto_k(n)
         assert model.info_["k"] == k
-    assert LocalizedProjectionLearning(k=50).fit(X[:20], y[:20]).k_ == 20  # clipped to ℓ
+    with pytest.warns(ParameterClipped, match=r"k=50 > 20 training rows; using k=20"):
+        assert LocalizedProjectionLearning(k=50).fit(X[:20], y[:20]).k_ == 20  # clipped to ℓ
 
 
 def test_lpl_with_k_equal_to_l_is_pl(sonar) -> None:

@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from lkm.data import load_dataset
+from lkm.errors import ParameterClipped
 from lkm.methods import METHODS, NPPS, NPPSSVM, SVMClassifier
 from lkm.methods.npps import (
     FALLBACK_ALL,
@@ -242,7 +243,8 @@ def test_sampler_api_info_and_k_clipping() -> None:
         assert key in s.info_
     assert s.info_["n_selected"] == s.sample_indices_.size and s.info_["n_evaluated"] == s.n_evaluated_
     assert s.info_["k_clipped"] is False and "note" not in s.info_
-    tiny = NPPS(k=10, method="naive").fit(np.arange(4.0)[:, None], [0, 1, 0, 1])
+    with pytest.warns(ParameterClipped, match=r"k=10 > 3 other training patterns; using k=3"):
+        tiny = NPPS(k=10, method="naive").fit(np.arange(4.0)[:, None], [0, 1, 0, 1])
     assert tiny.info_["k"] == 3 and tiny.info_["k_clipped"] is True and "clipped" in tiny.info_["note"]
 
 
