@@ -17,9 +17,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
-
-from lkm.engine.runner import Task, build_plan
+from lkm.engine.runner import Task, build_plan, dataset_sizes, largest_jobs_first
 from lkm.engine.store import RunStore, seconds_left
 from lkm.spec import load_spec
 
@@ -34,30 +32,33 @@ def _seconds(record: dict) -> float:
 def replay(run: str) -> None:
     plan = build_plan(load_spec(RUNS / run / "spec.yaml"))
     records = {r["task_id"]: r for r in RunStore(RUNS / run).iter_records() if r.get("status") == "ok" and "fit_seconds" in r}
-    groups: dict[tuple[str, str, str], list[dict]] = {}
+    groups: dict[tuple[str, str, str], list[Task]] = {}
     for t in plan.tasks:
         if isinstance(t, Task) and t.id in records:
-            groups.setdefault((t.dataset, t.split.id, t.method), []).append(records[t.id])
+            groups.setdefault((t.dataset, t.split.id, t.method), []).append(t)
     keys = list(groups)
-    jobs = np.argsort([-len(groups[k]) * plan.datasets[k[0]].X.shape[0] for k in keys], kind="stable")
-    order = [r for i in jobs for r in groups[keys[i]]]
-    sizes = {d: len(s[0].train) * len(plan.datasets[d].classes) for d, s in plan.splits.items() if s}
+    order = [records[t.id] for i in largest_jobs_first(plan, groups, []) for t in groups[keys[i]]]
+    sizes = dataset_sizes(plan)
     by_pair, by_method = [], []
     for share in POINTS:
         done, rest = order[:int(share * len(order))], order[int(share * len(order)):]
         left = sum(_seconds(r) for r in rest)
-        fits: Counter = Counter((r["method"], r["dataset"]) for r in done)
+        fits: Counter = Counter()
         seconds: Counter = Counter()
         for r in done:
+            fits[(r["method"], r["dataset"])] += 1
             seconds[(r["method"], r["dataset"])] += _seconds(r)
         remaining = Counter((r["method"], r["dataset"]) for r in rest)
         by_pair.append(seconds_left(dict(remaining), dict(fits), dict(seconds), 1, sizes) / left)
-        method_fits = Counter(r["method"] for r in done)
+        # the estimate before 2026-12-01: every fit at its method's mean, over all data sets
+        method_fits: Counter = Counter()
         method_seconds: Counter = Counter()
-        for r in done:
-            method_seconds[r["method"]] += _seconds(r)
-        overall = sum(method_seconds.values()) / len(done)
-        alone = sum(method_seconds[m] / method_fits[m] if method_fits[m] else overall for m in (r["method"] for r in rest))
+        for (m, d), n in fits.items():
+            method_fits[m] += n
+            method_seconds[m] += seconds[(m, d)]
+        overall = sum(seconds.values()) / len(done)
+        alone = sum(n * (method_seconds[m] / method_fits[m] if method_fits[m] else overall)
+                    for (m, _), n in remaining.items())
         by_method.append(alone / left)
     print(f"{run}: {len(order)} fits on {len(plan.datasets)} data sets; estimate / fit seconds left at "
           + ", ".join(f"{p:.0%}" for p in POINTS))

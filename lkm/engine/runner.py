@@ -261,6 +261,26 @@ class StoreAppender:
         RunStore(self.root).append([record])
 
 
+def largest_jobs_first(plan: Plan, groups: dict[tuple[str, str, str], list[Task]],
+                       studies: list[StudyTask]) -> np.ndarray:
+    """The order in which :func:`execute` sends its jobs (``groups``' fits by (data set,
+    split, method), then ``studies``): largest first, fits × rows (a study costs about
+    one fit per row), which keeps every worker busy to the end."""
+    sizes = [len(g) * plan.datasets[k[0]].X.shape[0] for k, g in groups.items()]
+    sizes += [plan.datasets[t.dataset].X.shape[0] for t in studies]
+    return np.argsort([-s for s in sizes], kind="stable")
+
+
+def dataset_sizes(plan: Plan) -> dict[str, int]:
+    """Each data set's training rows × classes (its first split's training part; all its
+    rows without a split): the size by which the time-left estimate extrapolates a set's
+    cost (:func:`lkm.engine.store.seconds_left`)."""
+    sizes = {d: len(ds.y) * len(ds.classes) for d, ds in plan.datasets.items()}
+    sizes.update({d: len(splits[0].train) * len(plan.datasets[d].classes)
+                  for d, splits in plan.splits.items() if splits and d in plan.datasets})
+    return sizes
+
+
 def execute(
     plan: Plan,
     store: RunStore,
@@ -319,9 +339,7 @@ def execute(
     planned: Counter[tuple[str, str]] = Counter((study.method, study.dataset) for study in studies)
     for (dataset, _, method), group in groups.items():
         planned[(method, dataset)] += len(group)
-    set_sizes = {d: len(ds.y) * len(ds.classes) for d, ds in plan.datasets.items()}  # rows x classes
-    set_sizes.update({d: len(splits[0].train) * len(plan.datasets[d].classes)
-                      for d, splits in plan.splits.items() if splits and d in plan.datasets})
+    set_sizes = dataset_sizes(plan)
     workers = 1 if in_process else min(effective_jobs(jobs), max(1, len(groups) + len(studies)))
 
     def report_progress() -> None:
@@ -364,10 +382,7 @@ def execute(
             (run_study, (plan.datasets[t.dataset].X, plan.datasets[t.dataset].y, t, prep))
             for t in studies
         ]
-        # Largest jobs first keeps both workers busy to the end (a study costs about one fit per row).
-        sizes = [len(g) * plan.datasets[k[0]].X.shape[0] for k, g in groups.items()]
-        sizes += [plan.datasets[t.dataset].X.shape[0] for t in studies]
-        order = np.argsort([-s for s in sizes], kind="stable")
+        order = largest_jobs_first(plan, groups, studies)
         if cluster is not None:  # the cluster gives each job the sink that hands records back
             cluster.run((args[i] for i in order), on_result=collect, on_record=write, on_wait=report_progress)
         else:  # local workers append their records (a reused worker may have started elsewhere: absolute path)
